@@ -1,0 +1,93 @@
+# approx_gpu: PGXS build of a C++17 extension with optional CUDA engines.
+#
+#   make                 build (CUDA engines when nvcc is found)
+#   make WITH_CUDA=0     CPU-only build, identical SQL
+#   make install         install into the PostgreSQL of pg_config
+#   make unit            GoogleTest binary build/unit_tests (engines only)
+#   make bench           benchmark binaries under build/
+#   test/run             the whole test suite (README: "Test")
+
+EXTENSION   = approx_gpu
+EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" approx_gpu.control)
+MODULE_big  = approx_gpu
+DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+PGFILEDESC  = "approx_gpu - approximate and GPU-accelerated analytics"
+
+# Extension script: one fragment per feature, concatenated in name order.
+SQL_PARTS   = $(sort $(wildcard sql/ext/*.sql))
+
+# pg_regress suites: every sql/<suite>.sql except the extension script.
+REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql)))
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+CUDA_HOME  ?= /usr/local/cuda
+NVCC       ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))
+ifeq ($(NVCC),)
+WITH_CUDA  ?= 0
+else
+WITH_CUDA  ?= 1
+endif
+
+GLUE_SRCS   = $(wildcard src/*.cpp)
+CORE_SRCS   = $(filter-out src/core/gpu_none.cpp,$(wildcard src/core/*.cpp))
+CUDA_SRCS   = $(wildcard cuda/*.cu)
+CORE_OBJS   = $(CORE_SRCS:.cpp=.o)
+ifeq ($(WITH_CUDA),1)
+CUDA_OBJS   = $(CUDA_SRCS:.cu=.o)
+ENGINE_OBJS = $(CORE_OBJS) $(CUDA_OBJS)
+CUDA_LIBS   = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
+else
+CUDA_OBJS   =
+ENGINE_OBJS = $(CORE_OBJS) src/core/gpu_none.o
+CUDA_LIBS   =
+endif
+OBJS        = $(GLUE_SRCS:.cpp=.o) $(ENGINE_OBJS)
+
+CUDA_DEFS   = $(if $(filter 1,$(WITH_CUDA)),-DAPPROX_WITH_CUDA,)
+PG_CXXFLAGS = -std=c++17 -fPIC -Wextra -Wno-register -Wno-unused-parameter -Wno-missing-field-initializers $(CUDA_DEFS)
+PG_CPPFLAGS = -Isrc
+SHLIB_LINK  = $(CUDA_LIBS) -lstdc++ -lpthread
+
+NVCC_ARCH   = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+              -gencode arch=compute_90,code=compute_90
+NVCCFLAGS   = -std=c++17 -O3 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -DAPPROX_WITH_CUDA \
+              -I$(CUDA_HOME)/include/cccl -Isrc --expt-relaxed-constexpr -lineinfo
+
+EXTRA_CLEAN = build src/*.bc src/core/*.bc
+
+PG_CONFIG  ?= pg_config
+PGXS       := $(shell $(PG_CONFIG) --pgxs)
+# JIT-inlining our C++ functions buys nothing; skip the clang bitcode pass
+# (set before the include: an override wins over Makefile.global's value).
+override with_llvm = no
+include $(PGXS)
+
+sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) approx_gpu.control
+	cat $(SQL_PARTS) > $@
+
+cuda/%.o: cuda/%.cu cuda/common.cuh $(wildcard src/core/*.hpp)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+$(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(wildcard src/*.h src/core/*.hpp)
+
+# ---- engine unit tests and benchmarks (no PostgreSQL involved) ----------------
+GTEST_LIBS  = /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/x86_64-linux-gnu/libgtest_main.a
+UNIT_SRCS   = $(wildcard test/unit/*_test.cpp)
+TEST_CXX    = $(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter $(CUDA_DEFS) -Isrc
+
+build/unit_tests: $(UNIT_SRCS) $(ENGINE_OBJS)
+	@mkdir -p build
+	$(TEST_CXX) -o $@ $(UNIT_SRCS) $(ENGINE_OBJS) $(GTEST_LIBS) $(CUDA_LIBS) -lpthread
+
+unit: build/unit_tests
+
+BENCH_SRCS  = $(wildcard test/bench/*_bench.cpp)
+BENCH_BINS  = $(patsubst test/bench/%.cpp,build/%,$(BENCH_SRCS))
+
+build/%_bench: test/bench/%_bench.cpp $(ENGINE_OBJS)
+	@mkdir -p build
+	$(TEST_CXX) -O3 -o $@ $< $(ENGINE_OBJS) $(CUDA_LIBS) -lpthread
+
+bench: $(BENCH_BINS)
+
+.PHONY: unit bench

@@ -1,0 +1,14 @@
+// Module entry point: _PG_init only registers settings, one call per feature.
+// CUDA is never touched here (the postmaster may load this library); it is
+// initialised lazily by the first GPU call in a backend.
+#include "runtime.h"
+
+extern "C" {
+PG_MODULE_MAGIC;
+void _PG_init(void);
+}
+
+void _PG_init(void) {
+    runtime_define_settings();
+    runtime_reserve_prefix();
+}

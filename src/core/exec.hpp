@@ -1,0 +1,154 @@
+// ExecContext, RunStats and the CPU/GPU dispatcher shared by every engine.
+//
+// The glue fills an ExecContext from the approx_gpu.* settings; an engine's
+// public function calls dispatch() once, which picks the device, runs the CPU
+// or GPU implementation behind a catch-all, and records what ran in RunStats.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <new>
+
+#include "status.hpp"
+
+namespace approx {
+
+enum class DeviceMode { Auto, Gpu, Cpu };
+enum class Device { Cpu, Gpu };
+
+const char* device_name(Device d);
+
+// What the last engine call did; the glue turns it into approx_gpu.last_run().
+// Fixed-size on purpose (trivially destructible, see status.hpp).
+struct RunStats {
+    static constexpr int kMaxExtra = 24;
+    struct Extra {
+        char key[40];
+        double value;
+    };
+
+    char op[64] = {0};
+    Device device = Device::Cpu;
+    int cpu_threads = 1;
+    int64_t rows = 0;          // rows (or points) the engine worked on
+    int64_t rows_skipped = 0;  // NULL rows/elements skipped by the glue
+    double ms_read = 0;        // reading input (arrays, SPI) in the glue
+    double ms_transfer = 0;    // host <-> device copies
+    double ms_compute = 0;     // engine work
+    char notice[256] = {0};    // e.g. "GPU allocation failed; ran on the CPU"
+    Extra extra[kMaxExtra] = {};
+    int n_extra = 0;
+
+    void reset(const char* op_name);
+    void add(const char* key, double value);  // adds or overwrites a named number
+};
+
+// Cancel callback supplied by the glue: true when the query should stop
+// (QueryCancelPending / ProcDiePending). Never longjmps; safe from any thread.
+using CancelFn = bool (*)();
+
+struct ExecContext {
+    DeviceMode mode = DeviceMode::Auto;
+    int64_t gpu_min_rows = 10000;
+    int cpu_threads = 1;
+    int64_t gpu_memory_limit = 0;  // bytes one backend may allocate on the GPU; 0 = no cap
+    bool has_seed = false;
+    uint64_t seed = 0;
+    CancelFn cancel = nullptr;
+    RunStats* stats = nullptr;  // may be null (unit tests)
+
+    bool cancelled() const { return cancel != nullptr && cancel(); }
+    // A fresh seed when none is set, the setting's otherwise.
+    uint64_t seed_or_random() const;
+};
+
+Status cancelled_status();
+
+// Runs fn(), turning any escaping exception into a Status (the engines'
+// no-throw boundary).
+template <class Fn>
+Status guarded(Fn&& fn) noexcept {
+    try {
+        return fn();
+    } catch (const std::bad_alloc&) {
+        return Status::Error(StatusCode::OutOfMemory, "out of host memory");
+    } catch (const std::exception& e) {
+        return Status::Error(StatusCode::Internal, "internal error: %s", e.what());
+    } catch (...) {
+        return Status::Error(StatusCode::Internal, "internal error: unknown C++ exception");
+    }
+}
+
+// Decides CPU or GPU for an input of `rows` under ctx.mode; fills `why` when
+// the GPU is unusable. Returns an error only for mode = Gpu without a GPU.
+Status choose_device(const ExecContext& ctx, int64_t rows, Device& out);
+
+bool gpu_compiled_in();
+
+// Run the CPU or the GPU implementation. Under `auto`, a GPU out-of-memory
+// reruns on the CPU and leaves a notice in ctx.stats.
+template <class CpuFn, class GpuFn>
+Status dispatch(const ExecContext& ctx, int64_t rows, CpuFn&& cpu, GpuFn&& gpu) noexcept {
+    Device device;
+    Status st = guarded([&] { return choose_device(ctx, rows, device); });
+    if (!st.ok()) return st;
+    if (ctx.stats) {
+        ctx.stats->device = device;
+        ctx.stats->cpu_threads = device == Device::Cpu ? ctx.cpu_threads : 0;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    if (device == Device::Gpu) {
+        st = guarded(gpu);
+        if (st.code == StatusCode::GpuOutOfMemory && ctx.mode == DeviceMode::Auto) {
+            if (ctx.stats) {
+                std::snprintf(ctx.stats->notice, sizeof ctx.stats->notice,
+                              "GPU allocation failed (%s); ran on the CPU instead", st.message);
+                ctx.stats->device = Device::Cpu;
+                ctx.stats->cpu_threads = ctx.cpu_threads;
+            }
+            st = guarded(cpu);
+        }
+    } else {
+        st = guarded(cpu);
+    }
+    if (ctx.stats && ctx.stats->ms_compute == 0) {
+        std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
+        ctx.stats->ms_compute = ms.count() - ctx.stats->ms_transfer;
+    }
+    return st;
+}
+
+// Feature code writes APPROX_GPU(gpu_function(args...)) as dispatch()'s GPU
+// argument, so a CPU-only build never references the CUDA objects.
+#ifdef APPROX_WITH_CUDA
+#define APPROX_GPU(expr) [&]() -> ::approx::Status { return (expr); }
+#else
+#define APPROX_GPU(expr) \
+    [&]() -> ::approx::Status { return ::approx::Status::Error(::approx::StatusCode::NoGpu, "built without CUDA"); }
+#endif
+
+// Runs body(task, worker) for task in [0, n_tasks) on up to ctx.cpu_threads
+// threads (all signals blocked in them, so PostgreSQL's handlers only run in
+// the backend's main thread). Tasks are handed out dynamically; the cancel
+// callback is polled between tasks. body returns a Status; the first error
+// stops the rest.
+template <class Body>
+Status parallel_for(const ExecContext& ctx, size_t n_tasks, Body&& body);
+
+// Wall-clock helper for RunStats.
+class Stopwatch {
+public:
+    Stopwatch() : t0_(std::chrono::steady_clock::now()) {}
+    double ms() const {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace approx
+
+#include "parallel.hpp"
