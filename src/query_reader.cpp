@@ -1,0 +1,159 @@
+// Inner queries into columnar buffers (see query_reader.h).
+#include "query_reader.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "tcop/dest.h"
+#include "utils/memutils.h"
+#include "utils/builtins.h"
+}
+
+#include <cmath>
+
+extern "C" {
+}
+
+namespace {
+
+struct ColumnarReceiver {
+    DestReceiver pub;  // must be first: the executor sees a DestReceiver*
+    const char* fn;
+    const char* arg;
+    int ncols;
+    const ColumnKind* kinds;
+    const char* const* names;
+    bool allow_infinity;
+    MemoryContext mcxt;  // where the columns live (the caller's context)
+    Oid types[8];
+    int64 capacity;
+    QueryColumns* out;
+};
+
+void grow(ColumnarReceiver* r) {
+    int64 cap = r->capacity > 0 ? r->capacity * 2 : 16384;
+    for (int c = 0; c < r->ncols; ++c) {
+        if (r->kinds[c] == ColumnKind::Integer) {
+            Size bytes = static_cast<Size>(cap) * sizeof(int64);
+            r->out->ints[c] = static_cast<int64*>(r->out->ints[c] ? repalloc_huge(r->out->ints[c], bytes)
+                                                                  : MemoryContextAllocHuge(r->mcxt, bytes));
+        } else {
+            Size bytes = static_cast<Size>(cap) * sizeof(double);
+            r->out->floats[c] = static_cast<double*>(r->out->floats[c] ? repalloc_huge(r->out->floats[c], bytes)
+                                                                       : MemoryContextAllocHuge(r->mcxt, bytes));
+        }
+    }
+    r->capacity = cap;
+}
+
+const char* kind_list(ColumnKind k) {
+    return k == ColumnKind::Integer ? "int2, int4 or int8" : "float8, float4, int2, int4 or int8";
+}
+
+bool type_ok(ColumnKind k, Oid t) {
+    if (t == INT2OID || t == INT4OID || t == INT8OID) return true;
+    return k == ColumnKind::Float && (t == FLOAT8OID || t == FLOAT4OID);
+}
+
+void receiver_startup(DestReceiver* self, int operation, TupleDesc desc) {
+    ColumnarReceiver* r = reinterpret_cast<ColumnarReceiver*>(self);
+    if (desc->natts != r->ncols)
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("%s: %s must return %d columns, not %d", r->fn, r->arg, r->ncols, desc->natts)));
+    for (int c = 0; c < r->ncols; ++c) {
+        Oid t = TupleDescAttr(desc, c)->atttypid;
+        if (!type_ok(r->kinds[c], t))
+            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                            errmsg("%s: column %d (%s) of %s must be %s, not %s", r->fn, c + 1, r->names[c], r->arg,
+                                   kind_list(r->kinds[c]), format_type_be(t))));
+        r->types[c] = t;
+    }
+}
+
+int64 int_value(Datum d, Oid t) {
+    if (t == INT8OID) return DatumGetInt64(d);
+    if (t == INT4OID) return DatumGetInt32(d);
+    return DatumGetInt16(d);
+}
+
+double float_value(Datum d, Oid t) {
+    if (t == FLOAT8OID) return DatumGetFloat8(d);
+    if (t == FLOAT4OID) return DatumGetFloat4(d);
+    return static_cast<double>(int_value(d, t));
+}
+
+bool receiver_slot(TupleTableSlot* slot, DestReceiver* self) {
+    ColumnarReceiver* r = reinterpret_cast<ColumnarReceiver*>(self);
+    slot_getsomeattrs(slot, r->ncols);
+    for (int c = 0; c < r->ncols; ++c)
+        if (slot->tts_isnull[c]) {
+            ++r->out->rows_skipped;
+            return true;
+        }
+    if (r->out->rows == r->capacity) grow(r);
+    int64 row = r->out->rows;
+    for (int c = 0; c < r->ncols; ++c) {
+        Datum d = slot->tts_values[c];
+        if (r->kinds[c] == ColumnKind::Integer) {
+            r->out->ints[c][row] = int_value(d, r->types[c]);
+        } else {
+            double v = float_value(d, r->types[c]);
+            if (std::isnan(v) || (!r->allow_infinity && std::isinf(v)))
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("%s: column %d (%s) of %s contains %s", r->fn, c + 1, r->names[c], r->arg,
+                                       std::isnan(v) ? "NaN" : "an infinite value")));
+            r->out->floats[c][row] = v;
+        }
+    }
+    r->out->rows = row + 1;
+    return true;
+}
+
+void receiver_shutdown(DestReceiver*) {}
+void receiver_destroy(DestReceiver*) {}
+
+}  // namespace
+
+QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
+                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity) {
+    Assert(ncols > 0 && ncols <= 8);
+    double t0 = glue_clock_ms();
+    QueryColumns out;
+    memset(&out, 0, sizeof out);
+    out.ncols = ncols;
+
+    ColumnarReceiver* r = static_cast<ColumnarReceiver*>(palloc0(sizeof(ColumnarReceiver)));
+    r->pub.receiveSlot = receiver_slot;
+    r->pub.rStartup = receiver_startup;
+    r->pub.rShutdown = receiver_shutdown;
+    r->pub.rDestroy = receiver_destroy;
+    r->pub.mydest = DestNone;
+    r->fn = fn;
+    r->arg = arg;
+    r->ncols = ncols;
+    r->kinds = kinds;
+    r->names = column_names;
+    r->allow_infinity = allow_infinity;
+    r->mcxt = CurrentMemoryContext;
+    r->out = &out;
+
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: SPI_connect failed", fn)));
+    SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
+    if (plan == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR), errmsg("%s: cannot prepare %s: %s", fn, arg,
+                                                              SPI_result_code_string(SPI_result))));
+    if (!SPI_is_cursor_plan(plan))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: %s must be a single query that returns rows (a SELECT)", fn, arg)));
+    SPIExecuteOptions options;
+    memset(&options, 0, sizeof options);
+    options.read_only = false;
+    options.allow_nonatomic = false;
+    options.dest = &r->pub;
+    int rc = SPI_execute_plan_extended(plan, &options);
+    if (rc < 0) ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: %s failed: %s", fn, arg, SPI_result_code_string(rc))));
+    SPI_finish();
+    out.ms_read = glue_clock_ms() - t0;
+    return out;
+}

@@ -1,0 +1,29 @@
+// Reads the rows of an inner SQL query (pgRouting style: 'SELECT id, x, y FROM
+// t WHERE ...') straight into columnar buffers: the query runs through SPI
+// under the caller's privileges with a DestReceiver that appends each needed
+// column to a growing array (no SPI_tuptable, no text conversion).
+#pragma once
+
+#include "runtime.h"
+
+enum class ColumnKind {
+    Integer,  // int2, int4 or int8 -> int64 (anything else: ERROR 42804, no rounding)
+    Float,    // float8, float4, int2, int4 or int8 -> double
+};
+
+struct QueryColumns {
+    int ncols;
+    int64 rows;          // rows kept
+    int64 rows_skipped;  // rows with a NULL in a needed column
+    int64* ints[8];      // ints[c] for Integer columns (nullptr otherwise)
+    double* floats[8];   // floats[c] for Float columns
+    double ms_read;      // time spent running the query and collecting rows
+};
+
+// Runs `query` (must be a single SELECT returning exactly `ncols` columns of
+// the given kinds) and returns its columns, allocated in the current memory
+// context. `fn` and `arg` name the function and the argument in errors;
+// `column_names` name each column in errors ("key", "value", ...).
+// float values must be finite unless allow_infinity (NaN is always an error).
+QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
+                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity);
