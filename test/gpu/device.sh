@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Everything on the GPU machine in one call (prepared by test/gpu/prepare.sh):
+#   1. engine unit tests with the GPU (build/unit_tests)
+#   2. the pg_regress and pgTAP suites with approx_gpu.device = 'gpu'
+#   3. the benchmarks: build/*_bench, test/bench/*_torch.py, test/bench/*_sql.sh
+# Logs go to $OUT. STEPS=unit,sql,bench selects parts; BENCH=name,... selects
+# benchmarks (default all).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/approx_out}; mkdir -p "$OUT"
+STEPS=${STEPS:-unit,sql,bench}
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+source .device/pg-unbundle .device/pg.tar.xz >/dev/null
+export PATH="$PWD/.device:$PATH" PERL5LIB="$PWD/.device/perl${PERL5LIB:+:$PERL5LIB}"
+export PG_RUN_USER=pgrun
+chmod -R a+rX . 2>/dev/null
+
+if [[ $STEPS == *unit* ]]; then
+  echo "== unit tests (GPU present)"
+  build/unit_tests --gtest_color=no ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} >"$OUT/unit.log" 2>&1
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/unit.log" | sort | uniq -c | head -40
+fi
+
+if [[ $STEPS == *sql* ]]; then
+  echo "== pg_regress + pgTAP with approx_gpu.device = 'gpu'"
+  APPROX_DEVICE=gpu SKIP_UNIT=1 test/run --installed >"$OUT/sql.log" 2>&1
+  tail -60 "$OUT/sql.log"
+  [ -f regression.diffs ] && cp regression.diffs "$OUT/"
+fi
+
+if [[ $STEPS == *bench* ]]; then
+  echo "== benchmarks"
+  want() { [ -z "${BENCH:-}" ] || [[ ",$BENCH," == *",$1,"* ]]; }
+  for b in build/*_bench; do
+    n=$(basename "$b" _bench); want "$n" || continue
+    echo "-- $b"; timeout 300 "$b" 2>&1 | tee "$OUT/bench_$n.txt"
+  done
+  for p in test/bench/*_torch.py; do
+    n=$(basename "$p" _torch.py); want "$n" || continue
+    echo "-- $p"; timeout 300 python3 "$p" 2>&1 | tee "$OUT/torch_$n.txt"
+  done
+  sqls=$(ls test/bench/*_sql.sh 2>/dev/null)
+  if [ -n "$sqls" ]; then
+    W=$(mktemp -d); chown pgrun "$W"
+    pg_as initdb -D "$W/data" -A trust >/dev/null
+    printf "listen_addresses=''\nunix_socket_directories='%s'\nshared_buffers='4GB'\nmax_parallel_workers_per_gather=4\n" "$W" >>"$W/data/postgresql.conf"
+    pg_as pg_ctl -D "$W/data" -l "$W/log" -w start >/dev/null
+    export PGHOST=$W PGUSER=pgrun PGDATABASE=postgres
+    for s in $sqls; do
+      n=$(basename "$s" _sql.sh); want "$n" || continue
+      echo "-- $s"; timeout 400 bash "$s" 2>&1 | tee "$OUT/sql_$n.txt"
+    done
+    pg_as pg_ctl -D "$W/data" -m fast stop >/dev/null
+  fi
+fi

@@ -1,0 +1,86 @@
+# Shared shell pieces of test/run and test/demo (sourced, not run):
+# prerequisites, a private installation stage and a throwaway cluster.
+
+say() { printf '== %s\n' "$*"; }
+
+# Base packages; features add theirs to EXTRA_PKGS.
+PKGS="make g++ postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libgtest-dev"
+
+# Installs missing Debian packages when root, else names them and fails.
+ensure_packages() {
+  local missing="" p
+  for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"; done
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq $missing; } >/dev/null 2>&1 || { echo "apt-get install$missing failed"; return 1; }
+  else
+    echo "missing packages:$missing (install them, or run as root to have them installed)"; return 1
+  fi
+}
+
+# PG_CONFIG, BINDIR, PKGLIBDIR, SHAREDIR of the PostgreSQL to test against.
+pg_locations() {
+  export PATH="/usr/lib/postgresql/15/bin:$PATH"
+  PG_CONFIG=${PG_CONFIG:-$(command -v pg_config)}
+  BINDIR=$($PG_CONFIG --bindir); PKGLIBDIR=$($PG_CONFIG --pkglibdir); SHAREDIR=$($PG_CONFIG --sharedir)
+}
+
+# PG_USER and as_pg: PostgreSQL refuses to run as root, so root runs it as an
+# unprivileged user (postgres, or pgrun created here).
+pg_user() {
+  if [ "$(id -u)" = 0 ]; then
+    PG_USER=${PG_RUN_USER:-}
+    if [ -z "$PG_USER" ]; then
+      if id postgres >/dev/null 2>&1; then PG_USER=postgres; else id pgrun >/dev/null 2>&1 || useradd -m pgrun; PG_USER=pgrun; fi
+    fi
+    as_pg() { runuser -u "$PG_USER" -- env PATH="$PATH" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" "$@"; }
+  else
+    PG_USER=$(id -un)
+    as_pg() { "$@"; }
+  fi
+}
+
+# stage_install WORK: a private copy of the PostgreSQL installation with the
+# extension installed into it (the server finds share/ and lib/ relative to
+# its own binary), so nothing is written into system directories. Sets PG_BIN.
+stage_install() {
+  local stage=$1/stage
+  mkdir -p "$stage$BINDIR" "$stage$PKGLIBDIR" "$stage$SHAREDIR"
+  cp -a "$BINDIR/." "$stage$BINDIR/"
+  find "$PKGLIBDIR" -maxdepth 1 -type f -name '*.so' -exec cp -a {} "$stage$PKGLIBDIR/" \;
+  cp -a "$SHAREDIR/." "$stage$SHAREDIR/"
+  make install DESTDIR="$stage" PG_CONFIG="$PG_CONFIG" >"$1/install.log" 2>&1 || { tail -20 "$1/install.log"; return 1; }
+  chmod -R a+rX "$1"
+  PG_BIN=$stage$BINDIR
+}
+
+# start_cluster WORK DEVICE: initdb + start on a private socket; exports
+# PGHOST/PGPORT/PGUSER. stop_cluster stops it (also from an EXIT trap).
+start_cluster() {
+  local work=$1 device=$2
+  PGDATA_DIR=$work/data
+  SOCK=$work/sock
+  mkdir -p "$SOCK"; chmod 777 "$SOCK"
+  [ "$(id -u)" = 0 ] && chown "$PG_USER" "$work"
+  local port=$((54000 + RANDOM % 1000))
+  as_pg "$PG_BIN/initdb" -D "$PGDATA_DIR" -A trust -E UTF8 --locale=C.UTF-8 >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log"; return 1; }
+  cat >>"$PGDATA_DIR/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$SOCK'
+port = $port
+max_worker_processes = 8
+max_parallel_workers = 4
+fsync = off
+approx_gpu.device = '$device'
+CONF
+  as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$work/server.log" -w start >/dev/null || { cat "$work/server.log"; return 1; }
+  export PGHOST=$SOCK PGPORT=$port PGUSER=$PG_USER
+}
+
+stop_cluster() {
+  if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then
+    as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate stop >/dev/null 2>&1
+  fi
+}
