@@ -129,17 +129,43 @@ public:
         return lookup(slots.data(), meta.data(), buckets, seed, key, value);
     }
 
+    // Lookups of keys[0..count) in groups, with the bucket metadata and the
+    // first two candidate slots prefetched a group ahead: a single lookup is
+    // a chain of cache misses, a group overlaps them. emit(i, found, value).
+    template <class Emit>
+    void get_many(const int64_t* keys, size_t count, Emit&& emit) const {
+        constexpr size_t kGroup = 16;
+        uint64_t u[kGroup];
+        uint32_t b[kGroup];
+        for (size_t g = 0; g < count; g += kGroup) {
+            size_t len = std::min(kGroup, count - g);
+            for (size_t i = 0; i < len; ++i) {
+                u[i] = mix_key(keys[g + i], seed);
+                b[i] = bucket_of(u[i], buckets);
+                __builtin_prefetch(&meta[b[i]]);
+            }
+            for (size_t i = 0; i < len; ++i) {
+                const Slot* base = slots.data() + static_cast<size_t>(b[i]) * kBucketSlots;
+                __builtin_prefetch(base + slot_of(u[i], meta[b[i]].mul[0]));
+                __builtin_prefetch(base + kSubtableSlots + slot_of(u[i], meta[b[i]].mul[1]));
+            }
+            for (size_t i = 0; i < len; ++i) {
+                int64_t v = 0;
+                bool f = get(keys[g + i], v);
+                emit(g + i, f, v);
+            }
+        }
+    }
+
     Status find(const int64_t* keys, size_t m, int64_t* values, uint8_t* found,
                 const ExecContext& ctx) const override {
         Stopwatch sw;
         Status st = parallel_for(ctx, tasks_for(m, kRowsPerTask), [&](size_t t, size_t) {
             size_t lo = t * kRowsPerTask, hi = std::min(m, lo + kRowsPerTask);
-            for (size_t i = lo; i < hi; ++i) {
-                int64_t v = 0;
-                bool f = get(keys[i], v);
-                values[i] = f ? v : 0;
-                found[i] = f ? 1 : 0;
-            }
+            get_many(keys + lo, hi - lo, [&](size_t i, bool f, int64_t v) {
+                values[lo + i] = f ? v : 0;
+                found[lo + i] = f ? 1 : 0;
+            });
             return Status::Ok();
         });
         if (ctx.stats) ctx.stats->ms_compute = sw.ms();
@@ -433,15 +459,15 @@ Status cpu_join(const JoinSide& build, const JoinSide& probe, JoinSink sink, voi
     APPROX_TRY(parallel_for(ctx, tasks, [&](size_t t, size_t) {
         size_t lo = t * kRowsPerTask, hi = std::min(m, lo + kRowsPerTask);
         int64_t sum = 0;
-        for (size_t i = lo; i < hi; ++i) {
-            int64_t r = -1, c = 0;
-            if (table.get(probe.keys[i], r)) c = run_off[static_cast<size_t>(r) + 1] - run_off[static_cast<size_t>(r)];
+        table.get_many(probe.keys + lo, hi - lo, [&](size_t j, bool f, int64_t r) {
+            size_t i = lo + j;
+            int64_t c = f ? run_off[static_cast<size_t>(r) + 1] - run_off[static_cast<size_t>(r)] : 0;
             if (sink) {
-                run[i] = r;
+                run[i] = f ? r : -1;
                 out_off[i] = c;
             }
             sum += c;
-        }
+        });
         task_sum[t + 1] = sum;
         return Status::Ok();
     }));
