@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kBuildThreads) bucket_kernel(const int64_t* __
         if (t == 0) s_fill_ok = 1;
         __syncthreads();
         if (t < kSubtables) {
-            Filler f;
+            Filler f{0, 0};
             if (!make_filler(seed, t == 0 ? m0 : (t == 1 ? m1 : m2), f)) s_fill_ok = 0;
             s_fill[t] = f;
         }

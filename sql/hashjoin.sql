@@ -123,10 +123,21 @@ REVOKE ALL ON SCHEMA approx_gpu FROM hj_regress_nobody;
 REVOKE ALL ON FUNCTION hj_error(text) FROM hj_regress_nobody;
 DROP ROLE hj_regress_nobody;
 
+-- an ERROR while the rows are stored (here: the tuplestore's temporary file
+-- passes temp_file_limit) is raised after the engine has released what it held
+SET work_mem = '64kB';
+SET temp_file_limit = '1MB';
+SELECT count(*) FROM approx_gpu.hash_join('SELECT 1, i FROM generate_series(1, 2000) i',
+                                          'SELECT 1, i FROM generate_series(1, 2000) i');
+RESET temp_file_limit;
+RESET work_mem;
+SELECT (approx_gpu.device_info()->>'gpu_bytes_in_use')::bigint AS gpu_bytes_held,
+       approx_gpu.hash_join_count('SELECT 1, 1', 'SELECT 1, 2') AS works_again;
+
 -- a join far larger than a second's work (4 * 10^8 rows) is cancelled by
 -- statement_timeout between chunks, and the session goes on
 SET statement_timeout = '1s';
 SELECT count(*) FROM approx_gpu.hash_join('SELECT 1, i FROM generate_series(1, 20000) i',
                                           'SELECT 1, i FROM generate_series(1, 20000) i');
 RESET statement_timeout;
-SELECT 1 AS still_alive;
+SELECT 1 AS still_alive, (approx_gpu.device_info()->>'gpu_bytes_in_use')::bigint AS gpu_bytes_held;
