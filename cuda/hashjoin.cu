@@ -96,15 +96,14 @@ __global__ void count_kernel(const int64_t* __restrict__ keys, size_t n, uint64_
 
 __global__ void scatter_kernel(const int64_t* __restrict__ keys, const int64_t* __restrict__ values, size_t n,
                                uint64_t seed, uint32_t buckets, const uint32_t* __restrict__ offsets,
-                               const uint16_t* __restrict__ rank, int64_t* __restrict__ out_keys,
-                               int64_t* __restrict__ out_values) {
+                               const uint16_t* __restrict__ rank, Slot* __restrict__ out) {
     size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    int64_t k = keys[i];
-    uint32_t b = bucket_of(mix_key(k, seed), buckets);
-    uint32_t dest = offsets[b] + rank[i];
-    out_keys[dest] = k;
-    out_values[dest] = values ? values[i] : static_cast<int64_t>(i);
+    Slot pair;
+    pair.key = keys[i];
+    pair.value = values ? values[i] : static_cast<int64_t>(i);
+    uint32_t b = bucket_of(mix_key(pair.key, seed), buckets);
+    out[offsets[b] + rank[i]] = pair;  // one 16-byte store per pair
 }
 
 // ---- phase 2 -------------------------------------------------------------------
@@ -113,8 +112,7 @@ __device__ __forceinline__ uint32_t pick(uint32_t a, uint32_t b, uint32_t c, int
     return j == 0 ? a : (j == 1 ? b : c);
 }
 
-__global__ void __launch_bounds__(kBuildThreads) bucket_kernel(const int64_t* __restrict__ bkeys,
-                                                               const int64_t* __restrict__ bvals,
+__global__ void __launch_bounds__(kBuildThreads) bucket_kernel(const Slot* __restrict__ pairs,
                                                                const uint32_t* __restrict__ offsets, uint64_t seed,
                                                                BuildParams p, Slot* __restrict__ slots,
                                                                BucketMeta* __restrict__ meta, BuildFlags* flags) {
@@ -131,9 +129,10 @@ __global__ void __launch_bounds__(kBuildThreads) bucket_kernel(const int64_t* __
     const bool active = t < count;
     int64_t k = 0;
     if (active) {
-        k = bkeys[start + t];
+        Slot pair = pairs[start + t];
+        k = pair.key;
         s_key[t] = k;
-        s_val[t] = bvals[start + t];
+        s_val[t] = pair.value;
     }
     if (t == 0) atomicMax(&flags->max_keys, count);
     const uint64_t u = mix_key(k, seed);
@@ -273,15 +272,14 @@ Status build_on_device(const int64_t* d_keys, const int64_t* d_values, size_t n,
 
     DeviceBuffer<uint32_t> counts, offsets;
     DeviceBuffer<uint16_t> rank;
-    DeviceBuffer<int64_t> bk, bv;
+    DeviceBuffer<Slot> pairs;  // the pairs, bucket by bucket
     DeviceBuffer<BuildFlags> flags;
     APPROX_TRY(counts.alloc(ctx, static_cast<size_t>(buckets) + 1));
     APPROX_TRY(offsets.alloc(ctx, static_cast<size_t>(buckets) + 1));
     APPROX_TRY(flags.alloc(ctx, 1));
     if (n > 0) {
         APPROX_TRY(rank.alloc(ctx, n));
-        APPROX_TRY(bk.alloc(ctx, n));
-        APPROX_TRY(bv.alloc(ctx, n));
+        APPROX_TRY(pairs.alloc(ctx, n));
     }
     APPROX_TRY(table.slots.alloc(ctx, static_cast<size_t>(buckets) * kBucketSlots));
     APPROX_TRY(table.meta.alloc(ctx, buckets));
@@ -327,7 +325,7 @@ Status build_on_device(const int64_t* d_keys, const int64_t* d_values, size_t n,
             }));
             if (n > 0) {
                 scatter_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
-                    d_keys, d_values, n, seed, buckets, offsets.get(), rank.get(), bk.get(), bv.get());
+                    d_keys, d_values, n, seed, buckets, offsets.get(), rank.get(), pairs.get());
                 APPROX_CUDA_LAUNCHED();
             }
             spread = true;
@@ -335,7 +333,7 @@ Status build_on_device(const int64_t* d_keys, const int64_t* d_values, size_t n,
         if (!spread) continue;
         if (ctx.cancelled()) return cancelled_status();
         BuildParams params{o.max_bucket_attempts, o.max_cuckoo_rounds, build == 0 ? o.test_fail_bucket_attempts : 0};
-        bucket_kernel<<<buckets, kBuildThreads, 0, stream>>>(bk.get(), bv.get(), offsets.get(), seed, params,
+        bucket_kernel<<<buckets, kBuildThreads, 0, stream>>>(pairs.get(), offsets.get(), seed, params,
                                                              table.slots.get(), table.meta.get(), flags.get());
         APPROX_CUDA_LAUNCHED();
         APPROX_CUDA(cudaMemcpyAsync(&h, flags.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
