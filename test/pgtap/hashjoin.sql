@@ -1,6 +1,7 @@
 -- Hashed join properties: hash_join = PostgreSQL's JOIN ... USING (key) as
 -- multisets, hash_join_count = its cardinality, CPU = GPU (same rows in the
--- same order), thread counts change nothing.
+-- same order), thread counts change nothing. Helpers (tap.*) come from
+-- test/pgtap_setup.sql.
 \set ON_ERROR_STOP 1
 \pset format unaligned
 \pset tuples_only on
@@ -32,13 +33,6 @@ BEGIN
   PERFORM set_config('approx_gpu.device', dev, true);
   RETURN QUERY SELECT * FROM approx_gpu.hash_join(b, p);
 END $$;
-CREATE FUNCTION pg_temp.count_on(dev text, b text, p text) RETURNS bigint LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM set_config('approx_gpu.device', dev, true);
-  RETURN approx_gpu.hash_join_count(b, p);
-END $$;
-CREATE FUNCTION pg_temp.has_gpu() RETURNS boolean LANGUAGE sql AS
-  $$ SELECT (approx_gpu.device_info()->>'gpu_available')::boolean $$;
 SELECT current_setting('approx_gpu.device') AS device0 \gset
 
 -- hash_join = PostgreSQL's join, as multisets (bag_eq: EXCEPT ALL both ways)
@@ -72,7 +66,7 @@ SELECT is((last_run()->>'rows_skipped')::bigint, 2 * (SELECT count(*) FROM hj_n 
           'NULL keys skipped and counted in last_run()');
 
 -- CPU = GPU: the same rows in the same order (skipped without a GPU)
-SELECT CASE WHEN pg_temp.has_gpu() THEN
+SELECT CASE WHEN tap.has_gpu() THEN
   results_eq(format('SELECT * FROM pg_temp.on_device(%L, %L, %L)', 'gpu', b, p),
              format('SELECT * FROM pg_temp.on_device(%L, %L, %L)', 'cpu', b, p), 'CPU = GPU: ' || d)
   ELSE skip('no GPU on this machine: CPU = GPU is checked on the GPU machine') END
@@ -81,10 +75,9 @@ FROM (VALUES
   ('SELECT key, value FROM hj_z', 'SELECT key, value FROM hj_z WHERE i % 3 = 0', 'Zipf skew'),
   ('SELECT key, value FROM hj_n', 'SELECT key, value FROM hj_n', 'NULL keys and values')
 ) c(b, p, d);
-SELECT CASE WHEN pg_temp.has_gpu() THEN
-  is(pg_temp.count_on('gpu', 'SELECT key, value FROM hj_r', 'SELECT key, value FROM hj_s'),
-     pg_temp.count_on('cpu', 'SELECT key, value FROM hj_r', 'SELECT key, value FROM hj_s'), 'CPU = GPU: count')
-  ELSE skip('no GPU on this machine: CPU = GPU is checked on the GPU machine') END;
+SELECT tap.gpu_ok($$SELECT tap.scalar_on('gpu', $q$SELECT hash_join_count('SELECT key, value FROM hj_r', 'SELECT key, value FROM hj_s')$q$)
+                         = tap.scalar_on('cpu', $q$SELECT hash_join_count('SELECT key, value FROM hj_r', 'SELECT key, value FROM hj_s')$q$)$$,
+                  'CPU = GPU: count');
 SELECT set_config('approx_gpu.device', :'device0', true) IS NOT NULL AS restored \gset
 
 -- thread counts change nothing (not even the order)
