@@ -127,6 +127,36 @@ APPROX_MO_HD inline bool in_rect(const Rect& q, double x, double y) {
     return x >= q.xmin && x <= q.xmax && y >= q.ymin && y <= q.ymax;
 }
 
+// Parallel delete within one cell (GPU engine): the cell holds n objects at
+// positions 0..n-1 and loses d of them, whose positions are the low 32 bits of
+// keys[b..e) (e - b = d), sorted ascending. Survivors at positions >= n - d
+// ("movers", ranked by position) fill the deleted positions < n - d ("holes",
+// ranked by position), so positions 0..n-d-1 end up holding exactly the
+// survivors. The i-th delete (0 <= i < d) looks at tail position p = n - d + i:
+// returns true with (from, to) = (p, hole) when a mover sits there. Sources
+// and holes never overlap, so all d threads may move at once.
+APPROX_MO_HD inline bool delete_move(const uint64_t* keys, int64_t b, int64_t e, int64_t n, int64_t i, int64_t& from,
+                                     int64_t& to) {
+    const int64_t d = e - b, n1 = n - d, p = n1 + i;
+    auto pos = [&](int64_t idx) { return static_cast<int64_t>(keys[idx] & 0xffffffffu); };
+    auto lower = [&](int64_t v) {  // first index in [b, e) with position >= v
+        int64_t lo = b, hi = e;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (pos(mid) < v) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    };
+    int64_t L = lower(p);
+    if (L < e && pos(L) == p) return false;  // p itself is deleted
+    int64_t holes = lower(n1) - b;           // deleted positions < n1
+    int64_t r = (p - n1) - (L - (b + holes));  // survivors in [n1, p)
+    from = p;
+    to = pos(b + r);
+    return true;
+}
+
 // Timings and counts of the last batch of one kind.
 struct BatchStats {
     char op[16] = {0};          // "update", "delete", "range_count", "range"

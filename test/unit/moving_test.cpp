@@ -590,3 +590,44 @@ TEST(MovingCpuGpu, SameAnswers) {
 }
 
 }  // namespace
+
+namespace {
+
+// The GPU engine's parallel delete (delete_move) against the serial meaning:
+// after all moves, positions 0..n-d-1 hold exactly the survivors.
+TEST(MovingDeleteMove, EveryHoleFilledByADistinctSurvivor) {
+    std::mt19937_64 rng(17);
+    for (int trial = 0; trial < 3000; ++trial) {
+        int64_t n = 1 + static_cast<int64_t>(rng() % 200);
+        int64_t d = static_cast<int64_t>(rng() % (n + 1));
+        if (trial % 7 == 0) d = n;
+        std::vector<int64_t> all(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = i;
+        std::shuffle(all.begin(), all.end(), rng);
+        std::vector<int64_t> del(all.begin(), all.begin() + d);
+        std::sort(del.begin(), del.end());
+        const uint32_t cell = 12345;
+        std::vector<uint64_t> keys(static_cast<size_t>(d) + 3, 0);
+        for (int64_t i = 0; i < d; ++i) keys[static_cast<size_t>(i + 3)] = (uint64_t(cell) << 32) | uint64_t(del[static_cast<size_t>(i)]);
+        std::vector<int64_t> slots(static_cast<size_t>(n)), after;
+        for (int64_t i = 0; i < n; ++i) slots[static_cast<size_t>(i)] = i;  // object id = its position
+        after = slots;
+        std::vector<int> dst_used(static_cast<size_t>(n), 0);
+        for (int64_t i = 0; i < d; ++i) {
+            int64_t from, to;
+            if (mo::delete_move(keys.data(), 3, 3 + d, n, i, from, to)) {
+                ASSERT_GE(from, n - d);
+                ASSERT_LT(to, n - d);
+                ASSERT_EQ(dst_used[static_cast<size_t>(to)]++, 0);
+                after[static_cast<size_t>(to)] = slots[static_cast<size_t>(from)];
+            }
+        }
+        std::vector<int64_t> got(after.begin(), after.begin() + (n - d)), want;
+        for (int64_t i = 0; i < n; ++i)
+            if (!std::binary_search(del.begin(), del.end(), i)) want.push_back(i);
+        std::sort(got.begin(), got.end());
+        ASSERT_EQ(got, want) << "n=" << n << " d=" << d;
+    }
+}
+
+}  // namespace
