@@ -49,7 +49,8 @@ stage_install() {
   local stage=$1/stage
   mkdir -p "$stage$BINDIR" "$stage$PKGLIBDIR" "$stage$SHAREDIR"
   cp -a "$BINDIR/." "$stage$BINDIR/"
-  find "$PKGLIBDIR" -maxdepth 1 -type f -name '*.so' -exec cp -a {} "$stage$PKGLIBDIR/" \;
+  # *.bc: llvmjit_types.bc, which JIT needs when a test query is costly enough
+  find "$PKGLIBDIR" -maxdepth 1 -type f \( -name '*.so' -o -name '*.bc' \) -exec cp -a {} "$stage$PKGLIBDIR/" \;
   cp -a "$SHAREDIR/." "$stage$SHAREDIR/"
   make install DESTDIR="$stage" PG_CONFIG="$PG_CONFIG" >"$1/install.log" 2>&1 || { tail -20 "$1/install.log"; return 1; }
   chmod -R a+rX "$1"
