@@ -5,7 +5,8 @@
 // buckets in order); a pool of 32-slot buckets (ids, x, y as separate arrays:
 // one warp reads one bucket coalesced) with a free-bucket stack; an
 // open-addressing table id -> (cell << 32 | position) with separate state
-// words (empty / full / tombstone), since ids are arbitrary int64.
+// bits (empty / full / tombstone) in the slot's location word, since ids are
+// arbitrary int64 and no key value can mean "empty".
 //
 // Update batch (every step before "apply" only writes scratch or grows
 // storage without changing what the index holds):
@@ -52,7 +53,11 @@ namespace {
 
 constexpr int B = kBucketSlots;
 static_assert(B == 32, "one warp lane per bucket slot");
-constexpr uint32_t kEmpty = 0, kFull = 1, kTomb = 2;
+// Id table slots: 16 bytes, {key, word}; the word's top two bits are the
+// slot's state (0 = empty, so a zeroed table is empty), the rest the location
+// cell << 32 | position (cell < 2^26, position < 2^30). One 32-byte sector per probe.
+constexpr unsigned long long kStateFull = 1ull << 62, kStateTomb = 2ull << 62;
+constexpr unsigned long long kLocMask = (1ull << 62) - 1;
 constexpr uint64_t kNoSlot = ~uint64_t(0);
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kThreads = 256;
@@ -61,7 +66,8 @@ constexpr int64_t kMaxCandidates = int64_t(1) << 24;  // per query chunk (memory
 constexpr int64_t kQueryChunk = int64_t(1) << 22;
 
 // Counters of the classify step (device, read back once).
-enum { kCntDel = 0, kCntIns, kCntInp, kCntNew, kCntDistinct, kCntBad, kCntFlag, kCntN };
+enum { kCntDel = 0, kCntIns, kCntInp, kCntNew, kCntDistinct, kCntBad, kCntFlag, kCntMin, kCntMax, kCntN };
+constexpr uint64_t kSignBit = uint64_t(1) << 63;  // id ^ kSignBit orders like the signed id
 
 unsigned grid_for(int64_t n) {
     int64_t b = (n + kThreads - 1) / kThreads;
@@ -81,31 +87,36 @@ __host__ __device__ inline uint64_t mix64(uint64_t k) {
 
 __host__ __device__ inline uint64_t pack(uint32_t cell, uint32_t k) { return (uint64_t(cell) << 32) | k; }
 
+struct __align__(16) HSlot {
+    int64_t key;
+    unsigned long long word;
+};
+
 struct DevHash {
-    int64_t* key;
-    uint64_t* val;
-    uint32_t* state;
+    HSlot* slot;
     uint64_t mask;
+    __device__ uint64_t loc(int64_t s) const { return slot[s].word & kLocMask; }
+    __device__ void set_loc(int64_t s, uint64_t loc) const { slot[s].word = kStateFull | loc; }
+    __device__ void tombstone(int64_t s) const { slot[s].word = kStateTomb; }
 };
 
 __device__ int64_t hash_find(const DevHash& h, int64_t k) {
     uint64_t s = mix64(static_cast<uint64_t>(k)) & h.mask;
     for (uint64_t p = 0; p <= h.mask; ++p) {
-        uint32_t st = h.state[s];
-        if (st == kEmpty) return -1;
-        if (st == kFull && h.key[s] == k) return static_cast<int64_t>(s);
+        HSlot e = h.slot[s];  // one 16-byte load
+        if (e.word == 0) return -1;
+        if ((e.word >> 62) == 1 && e.key == k) return static_cast<int64_t>(s);
         s = (s + 1) & h.mask;
     }
     return -1;
 }
 
 // k must be absent and the table must have an empty slot (load <= 1/2).
-__device__ void hash_insert_new(const DevHash& h, int64_t k, uint64_t v) {
+__device__ void hash_insert_new(const DevHash& h, int64_t k, uint64_t loc) {
     uint64_t s = mix64(static_cast<uint64_t>(k)) & h.mask;
     for (uint64_t p = 0; p <= h.mask; ++p) {
-        if (h.state[s] == kEmpty && atomicCAS(&h.state[s], kEmpty, kFull) == kEmpty) {
-            h.key[s] = k;
-            h.val[s] = v;
+        if (h.slot[s].word == 0 && atomicCAS(&h.slot[s].word, 0ull, kStateFull | loc) == 0ull) {
+            h.slot[s].key = k;
             return;
         }
         s = (s + 1) & h.mask;
@@ -161,33 +172,60 @@ __device__ __forceinline__ unsigned long long warp_append(bool pred, unsigned lo
 
 // ---- update kernels --------------------------------------------------------------------
 
-__global__ void k_stage(const double* xs, const double* ys, int64_t n, GridMap g, uint32_t* iota,
+// Entry numbers, the first point outside the extent (atomicMin), and the range
+// of the ids (so the sort by id only needs the bits that differ).
+__global__ void k_stage(const int64_t* ids, const double* xs, const double* ys, int64_t n, GridMap g, uint32_t* iota,
                         unsigned long long* counters) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        iota[i] = static_cast<uint32_t>(i);
-        if (xs != nullptr && !g.inside_extent(xs[i], ys[i]))  // false for NaN too
-            atomicMin(&counters[kCntBad], static_cast<unsigned long long>(i));
+    int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
+    int64_t n_round = (n + 31) & ~int64_t(31);
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n_round; i += stride) {
+        unsigned long long lo = ~0ull, hi = 0;
+        if (i < n) {
+            iota[i] = static_cast<uint32_t>(i);
+            if (xs != nullptr && !g.inside_extent(xs[i], ys[i]))  // false for NaN too
+                atomicMin(&counters[kCntBad], static_cast<unsigned long long>(i));
+            lo = hi = static_cast<uint64_t>(ids[i]) ^ kSignBit;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            unsigned long long a = __shfl_xor_sync(kFullMask, lo, o), b = __shfl_xor_sync(kFullMask, hi, o);
+            lo = a < lo ? a : lo;
+            hi = b > hi ? b : hi;
+        }
+        if ((threadIdx.x & 31) == 0 && lo <= hi) {
+            atomicMin(&counters[kCntMin], lo);
+            atomicMax(&counters[kCntMax], hi);
+        }
     }
 }
 
+// Sort keys: the id's offset from the smallest id (as unsigned, sign flipped).
+__global__ void k_id_keys(const int64_t* ids, int64_t n, uint64_t base, uint64_t* keys) {
+    int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        keys[i] = (static_cast<uint64_t>(ids[i]) ^ kSignBit) - base;
+}
+
 // One thread per sorted entry; the last entry of each id is the distinct one.
-__global__ void k_classify(const int64_t* sid, const uint32_t* sidx, int64_t n, const double* xs, const double* ys,
-                           GridMap g, DevHash h, bool is_delete, uint64_t* ent_hs, uint64_t* dkey, uint32_t* dval,
-                           uint64_t* ikey, uint32_t* inp, unsigned long long* counters) {
+// Also writes the ids back in sorted order (sid) for the insert phase.
+__global__ void k_classify(const uint64_t* skey, uint64_t base, int64_t* sid, const uint32_t* sidx, int64_t n,
+                           const double* xs, const double* ys, GridMap g, DevHash h, bool is_delete, uint64_t* ent_hs,
+                           uint64_t* dkey, uint32_t* dval, uint64_t* ikey, uint32_t* inp,
+                           unsigned long long* counters) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
     int64_t n_round = (n + 31) & ~int64_t(31);
     for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n_round; j += stride) {
-        bool active = j < n && (j + 1 == n || sid[j] != sid[j + 1]);
+        bool active = j < n && (j + 1 == n || skey[j] != skey[j + 1]);
         bool del = false, ins = false, inplace = false, fresh = false;
         uint64_t dk = 0, ik = 0;
         if (active) {
-            int64_t hs = hash_find(h, sid[j]);
+            int64_t id = static_cast<int64_t>((skey[j] + base) ^ kSignBit);
+            sid[j] = id;
+            int64_t hs = hash_find(h, id);
             ent_hs[j] = hs < 0 ? kNoSlot : static_cast<uint64_t>(hs);
             if (is_delete) {
                 if (hs >= 0) {
                     del = true;
-                    dk = h.val[hs];
+                    dk = h.loc(hs);
                 }
             } else {
                 uint32_t orig = sidx[j];
@@ -196,7 +234,7 @@ __global__ void k_classify(const int64_t* sid, const uint32_t* sidx, int64_t n, 
                 if (hs < 0) {
                     ins = fresh = true;
                 } else {
-                    uint64_t loc = h.val[hs];
+                    uint64_t loc = h.loc(hs);
                     if (static_cast<uint32_t>(loc >> 32) == cell) {
                         inplace = true;
                     } else {
@@ -275,7 +313,7 @@ __global__ void k_delete(const uint64_t* dkey, const uint32_t* dval, int64_t n_d
         uint32_t c = static_cast<uint32_t>(dkey[j] >> 32);
         int64_t b = db[c], e = de[c];
         int64_t n = s.count[c];
-        if (removal) h.state[ent_hs[dval[j]]] = kTomb;
+        if (removal) h.tombstone(static_cast<int64_t>(ent_hs[dval[j]]));
         int64_t p, hole;
         if (!delete_move(dkey, b, e, n, j - b, p, hole)) continue;  // p itself is deleted
         size_t src = slot_of(s, c, p), dst = slot_of(s, c, hole);
@@ -284,7 +322,7 @@ __global__ void k_delete(const uint64_t* dkey, const uint32_t* dval, int64_t n_d
         s.px[dst] = s.px[src];
         s.py[dst] = s.py[src];
         int64_t hs = hash_find(h, id);
-        if (hs >= 0) h.val[hs] = pack(c, static_cast<uint32_t>(hole));
+        if (hs >= 0) h.set_loc(hs, pack(c, static_cast<uint32_t>(hole)));
     }
 }
 
@@ -306,7 +344,7 @@ __global__ void k_insert(const uint64_t* ikey, int64_t n_ins, const int32_t* ib,
         s.py[dst] = ys[orig];
         uint64_t loc = pack(c, static_cast<uint32_t>(p));
         uint64_t hs = ent_hs[j];
-        if (hs != kNoSlot) h.val[hs] = loc;
+        if (hs != kNoSlot) h.set_loc(static_cast<int64_t>(hs), loc);
         else hash_insert_new(h, id, loc);
     }
 }
@@ -328,7 +366,7 @@ __global__ void k_inplace(const uint32_t* inp, int64_t n_inp, const uint64_t* en
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n_inp; t += stride) {
         uint32_t j = inp[t];
-        uint64_t loc = h.val[ent_hs[j]];
+        uint64_t loc = h.loc(static_cast<int64_t>(ent_hs[j]));
         size_t dst = slot_of(s, static_cast<uint32_t>(loc >> 32), static_cast<int64_t>(loc & 0xffffffffu));
         uint32_t orig = sidx[j];
         s.px[dst] = xs[orig];
@@ -338,10 +376,12 @@ __global__ void k_inplace(const uint32_t* inp, int64_t n_inp, const uint64_t* en
 
 // ---- growth kernels ----------------------------------------------------------------------
 
-__global__ void k_rehash(const int64_t* key, const uint64_t* val, const uint32_t* state, uint64_t cap, DevHash nh) {
+__global__ void k_rehash(const HSlot* old, uint64_t cap, DevHash nh) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < static_cast<int64_t>(cap); s += stride)
-        if (state[s] == kFull) hash_insert_new(nh, key[s], val[s]);
+    for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < static_cast<int64_t>(cap); s += stride) {
+        HSlot e = old[s];
+        if ((e.word >> 62) == 1) hash_insert_new(nh, e.key, e.word & kLocMask);
+    }
 }
 
 __global__ void k_iota32(int32_t* out, int64_t n, int64_t first) {
@@ -622,8 +662,8 @@ public:
         out.hash_capacity = static_cast<int64_t>(hcap_);
         out.device_bytes = static_cast<int64_t>(
             count_.bytes() + new_count_.bytes() + dir_off_.bytes() + dir_cap_.bytes() + dir_.bytes() + pid_.bytes() +
-            px_.bytes() + py_.bytes() + stack_.bytes() + hkey_.bytes() + hval_.bytes() + hstate_.bytes() +
-            sat_.bytes() + counters_.bytes() + d_ids_.bytes() + d_xs_.bytes() + d_ys_.bytes() + skey_.bytes() +
+            px_.bytes() + py_.bytes() + stack_.bytes() + hslot_.bytes() +
+            sat_.bytes() + counters_.bytes() + d_ids_.bytes() + d_xs_.bytes() + d_ys_.bytes() + skey_.bytes() + ukey_.bytes() + ukey2_.bytes() +
             sidx0_.bytes() + sidx_.bytes() + ent_hs_.bytes() + dkey_.bytes() + dkey2_.bytes() + dval_.bytes() +
             dval2_.bytes() + ikey_.bytes() + ikey2_.bytes() + inp_.bytes() + seg_.bytes() + alloc_.bytes() +
             alloc_off_.bytes() + freeb_.bytes() + free_off_.bytes() + rects_.bytes() + qcnt_.bytes() +
@@ -638,7 +678,7 @@ private:
     Store store() {
         return Store{count_.get(), dir_off_.get(), dir_.get(), pid_.get(), px_.get(), py_.get()};
     }
-    DevHash hash() { return DevHash{hkey_.get(), hval_.get(), hstate_.get(), hcap_ - 1}; }
+    DevHash hash() { return DevHash{hslot_.get(), hcap_ - 1}; }
 
     // Copies device -> host and waits (small read-backs).
     template <class T>
@@ -687,23 +727,16 @@ private:
         uint64_t need = static_cast<uint64_t>(live_ + tombs_ + incoming);
         if (hcap_ != 0 && need <= hcap_ / 2) return Status::Ok();
         uint64_t cap = next_pow2(std::max<uint64_t>(1024, 3 * static_cast<uint64_t>(live_ + incoming)));
-        DeviceBuffer<int64_t> k;
-        DeviceBuffer<uint64_t> v;
-        DeviceBuffer<uint32_t> st;
-        APPROX_TRY(k.alloc(ctx, cap));
-        APPROX_TRY(v.alloc(ctx, cap));
-        APPROX_TRY(st.alloc(ctx, cap));
-        APPROX_CUDA(cudaMemsetAsync(st.get(), 0, st.bytes(), stream));
+        DeviceBuffer<HSlot> slots;
+        APPROX_TRY(slots.alloc(ctx, cap));
+        APPROX_CUDA(cudaMemsetAsync(slots.get(), 0, slots.bytes(), stream));
         if (hcap_ > 0) {
-            DevHash nh{k.get(), v.get(), st.get(), cap - 1};
-            k_rehash<<<grid_for(static_cast<int64_t>(hcap_)), kThreads, 0, stream>>>(hkey_.get(), hval_.get(),
-                                                                                      hstate_.get(), hcap_, nh);
+            DevHash nh{slots.get(), cap - 1};
+            k_rehash<<<grid_for(static_cast<int64_t>(hcap_)), kThreads, 0, stream>>>(hslot_.get(), hcap_, nh);
             APPROX_CUDA_LAUNCHED();
         }
         APPROX_CUDA(cudaStreamSynchronize(stream));
-        hkey_ = std::move(k);
-        hval_ = std::move(v);
-        hstate_ = std::move(st);
+        hslot_ = std::move(slots);
         hcap_ = cap;
         tombs_ = 0;
         return Status::Ok();
@@ -768,6 +801,16 @@ private:
         return Status::Ok();
     }
 
+    // The error for the first point outside the extent (the CPU engine's words).
+    Status bad_point(size_t i, const double* xs, const double* ys) const {
+        if (!std::isfinite(xs[i]) || !std::isfinite(ys[i]))
+            return Status::Error(StatusCode::InvalidArgument, "point %zu has a non-finite coordinate (x = %g, y = %g)",
+                                 i + 1, xs[i], ys[i]);
+        return Status::Error(StatusCode::OutOfRange,
+                             "point %zu (x = %.17g, y = %.17g) lies outside the extent [%.17g, %.17g] x [%.17g, %.17g]",
+                             i + 1, xs[i], ys[i], g_.xmin, g_.xmax, g_.ymin, g_.ymax);
+    }
+
     Status batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
                  const ExecContext& ctx, int64_t& applied) {
         Stopwatch total;
@@ -791,6 +834,8 @@ private:
         // scratch for n entries (grown, kept between batches)
         APPROX_TRY(ensure(d_ids_, ctx, n));
         APPROX_TRY(ensure(skey_, ctx, n));
+        APPROX_TRY(ensure(ukey_, ctx, n));
+        APPROX_TRY(ensure(ukey2_, ctx, n));
         APPROX_TRY(ensure(sidx0_, ctx, n));
         APPROX_TRY(ensure(sidx_, ctx, n));
         APPROX_TRY(ensure(ent_hs_, ctx, n));
@@ -821,28 +866,29 @@ private:
         unsigned long long init[kCntN];
         for (int i = 0; i < kCntN; ++i) init[i] = 0;
         init[kCntBad] = ~0ull;
+        init[kCntMin] = ~0ull;
         APPROX_CUDA(cudaMemcpyAsync(counters_.get(), init, sizeof init, cudaMemcpyHostToDevice, stream));
-        k_stage<<<grid_for(nn), kThreads, 0, stream>>>(dx, dy, nn, g_, sidx0_.get(), counters_.get());
+        k_stage<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), dx, dy, nn, g_, sidx0_.get(), counters_.get());
         APPROX_CUDA_LAUNCHED();
+        unsigned long long early[4];  // kCntBad, kCntFlag, kCntMin, kCntMax
+        static_assert(kCntFlag == kCntBad + 1 && kCntMin == kCntBad + 2 && kCntMax == kCntBad + 3, "layout");
+        APPROX_TRY(fetch(early, counters_.get() + kCntBad, 4, stream, ctx));
+        if (early[0] != ~0ull) return bad_point(static_cast<size_t>(early[0]), xs, ys);
+        const unsigned long long range[2] = {early[2], early[3]};
+        const uint64_t base = range[0];
+        k_id_keys<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), nn, base, ukey_.get());
+        APPROX_CUDA_LAUNCHED();
+        const int id_bits = bits_for(range[1] - range[0]);
         APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
-            return cub::DeviceRadixSort::SortPairs(p, bytes, d_ids_.get(), skey_.get(), sidx0_.get(), sidx_.get(),
-                                                   static_cast<int>(nn), 0, 64, stream);
+            return cub::DeviceRadixSort::SortPairs(p, bytes, ukey_.get(), ukey2_.get(), sidx0_.get(), sidx_.get(),
+                                                   static_cast<int>(nn), 0, id_bits, stream);
         }));
-        k_classify<<<grid_for(nn), kThreads, 0, stream>>>(skey_.get(), sidx_.get(), nn, dx, dy, g_, hash(), is_delete,
-                                                           ent_hs_.get(), dkey_.get(), dval_.get(), ikey_.get(),
-                                                           inp_.get(), counters_.get());
+        k_classify<<<grid_for(nn), kThreads, 0, stream>>>(ukey2_.get(), base, skey_.get(), sidx_.get(), nn, dx, dy, g_,
+                                                           hash(), is_delete, ent_hs_.get(), dkey_.get(), dval_.get(),
+                                                           ikey_.get(), inp_.get(), counters_.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long cnt[kCntN];
         APPROX_TRY(fetch(cnt, counters_.get(), kCntN, stream, ctx));
-        if (cnt[kCntBad] != ~0ull) {
-            size_t i = static_cast<size_t>(cnt[kCntBad]);
-            if (!std::isfinite(xs[i]) || !std::isfinite(ys[i]))
-                return Status::Error(StatusCode::InvalidArgument,
-                                     "point %zu has a non-finite coordinate (x = %g, y = %g)", i + 1, xs[i], ys[i]);
-            return Status::Error(StatusCode::OutOfRange,
-                                 "point %zu (x = %.17g, y = %.17g) lies outside the extent [%.17g, %.17g] x [%.17g, %.17g]",
-                                 i + 1, xs[i], ys[i], g_.xmin, g_.xmax, g_.ymin, g_.ymax);
-        }
         const int64_t n_del = static_cast<int64_t>(cnt[kCntDel]), n_ins = static_cast<int64_t>(cnt[kCntIns]);
         const int64_t n_inp = static_cast<int64_t>(cnt[kCntInp]), n_new = static_cast<int64_t>(cnt[kCntNew]);
         bs.distinct = static_cast<int64_t>(cnt[kCntDistinct]);
@@ -1125,16 +1171,14 @@ private:
     DeviceBuffer<int64_t> dir_off_;
     DeviceBuffer<int64_t> pid_;
     DeviceBuffer<double> px_, py_;
-    DeviceBuffer<int64_t> hkey_;
-    DeviceBuffer<uint64_t> hval_;
-    DeviceBuffer<uint32_t> hstate_;
+    DeviceBuffer<HSlot> hslot_;
     DeviceBuffer<int64_t> sat_;
     DeviceBuffer<unsigned long long> counters_;
     // batch scratch
     DeviceBuffer<int64_t> d_ids_, skey_;
     DeviceBuffer<double> d_xs_, d_ys_;
     DeviceBuffer<uint32_t> sidx0_, sidx_, dval_, dval2_, inp_;
-    DeviceBuffer<uint64_t> ent_hs_, dkey_, dkey2_, ikey_, ikey2_;
+    DeviceBuffer<uint64_t> ent_hs_, dkey_, dkey2_, ikey_, ikey2_, ukey_, ukey2_;
     DeviceBuffer<int32_t> seg_, alloc_, alloc_off_, freeb_, free_off_;
     // query scratch
     DeviceBuffer<Rect> rects_;

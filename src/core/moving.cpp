@@ -50,6 +50,9 @@ Status check_grid(const Grid& g, int64_t max_cells) {
         return Status::Error(StatusCode::InvalidArgument, "cells_x and cells_y must be at least 1 (got %d and %d)",
                              g.cells_x, g.cells_y);
     int64_t cells = int64_t(g.cells_x) * g.cells_y;
+    if (cells > kMaxCells)
+        return Status::Error(StatusCode::ProgramLimit, "%lld cells (%d x %d) exceed the limit of %lld",
+                             static_cast<long long>(cells), g.cells_x, g.cells_y, static_cast<long long>(kMaxCells));
     if (cells > max_cells)
         return Status::Error(StatusCode::ProgramLimit,
                              "%lld cells (%d x %d) exceed approx_gpu.moving_max_cells (%lld)",

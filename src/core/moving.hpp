@@ -43,6 +43,7 @@ namespace approx::moving {
 constexpr int kBucketSlots = 32;                    // one warp reads one bucket
 constexpr int64_t kMaxObjects = (int64_t(1) << 30);  // (cell, k) packs into 64 bits, k < 2^31
 constexpr int64_t kMaxBatch = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxCells = int64_t(1) << 28;     // a location (cell << 32 | k) stays below 2^62
 
 struct Grid {
     double xmin = 0, ymin = 0, xmax = 1, ymax = 1;
