@@ -484,6 +484,39 @@ TEST_P(MovingEngines, DrainAndRefill) {
     }
 }
 
+// Many cells and many large queries: the GPU engine splits a query batch whose
+// boundary-cell candidates pass its per-chunk limit; interiors come from the
+// summed-area table.
+TEST_P(MovingEngines, ManyCellsAndLargeQueries) {
+    mo::Grid g = grid(0, 0, 2048, 2048, 2048, 2048);
+    auto idx = make(GetParam(), g);
+    ExecContext ctx = context(GetParam());
+    Gen gen(g, 23, true);
+    Model m;
+    Batch b;
+    for (int i = 0; i < 30000; ++i) {
+        Pt p = gen.point();
+        b.add(i, p.x, p.y);
+    }
+    int64_t applied;
+    ASSERT_TRUE(idx->update(b.ids.data(), b.xs.data(), b.ys.data(), b.ids.size(), ctx, applied).ok());
+    b.apply(m);
+    std::vector<mo::Rect> qs;
+    for (int i = 0; i < 2700; ++i) {
+        double x0 = gen.unif(-10, 300), y0 = gen.unif(-10, 300);
+        qs.push_back(i % 3 == 0 ? mo::Rect{-INFINITY, -INFINITY, INFINITY, INFINITY}
+                                : mo::Rect{x0, y0, x0 + gen.unif(1500, 2100), y0 + gen.unif(1500, 2100)});
+    }
+    std::vector<int64_t> counts(qs.size());
+    Status st = idx->range_count(qs.data(), qs.size(), ctx, counts.data());
+    ASSERT_TRUE(st.ok()) << st.message;
+    for (size_t i = 0; i < qs.size(); ++i) ASSERT_EQ(counts[i], brute_count(m, qs[i])) << "query " << i;
+    mo::Info info;
+    idx->info(info);
+    EXPECT_GT(info.last_query.candidate_cells, int64_t(1) << 24);  // more than one GPU chunk
+    check_queries(*idx, m, gen, GetParam(), 20, "many cells");
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, MovingEngines, ::testing::Values(Engine::Cpu1, Engine::CpuN, Engine::Gpu),
                          [](const ::testing::TestParamInfo<Engine>& i) { return std::string(engine_name(i.param)); });
 
