@@ -90,45 +90,48 @@ SELECT mo_delete('city', ARRAY[5000]::bigint[]) AS removed;
 SELECT mo_update('city', NULL, ARRAY[1]::float8[], ARRAY[1]::float8[]) IS NULL AS strict_update;
 SELECT count(*) AS n FROM mo_range('city', NULL, 0, 1, 1);
 
--- errors: each names the function and the argument; a failed batch changes nothing
+-- errors: SQLSTATE and message, which names the function and the argument; a
+-- failed batch changes nothing
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
 SELECT (mo_info('city')->>'objects')::int AS objects_before;
-SELECT mo_create('city', 0, 0, 1, 1, 1, 1);
-SELECT mo_create('bad', 1, 0, 1, 1, 1, 1);
-SELECT mo_create('bad', 0, 5, 1, 1, 1, 1);
-SELECT mo_create('bad', 'NaN', 0, 1, 1, 1, 1);
-SELECT mo_create('bad', 0, 0, 'Infinity', 1, 1, 1);
-SELECT mo_create('bad', 0, 0, 1, 1, 0, 1);
-SELECT mo_create('bad', 0, 0, 1, 1, 4, -2);
+SELECT pg_temp.err($$SELECT mo_create('city', 0, 0, 1, 1, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_create('bad', 1, 0, 1, 1, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_create('bad', 0, 5, 1, 1, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_create('bad', 'NaN', 0, 1, 1, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_create('bad', 0, 0, 'Infinity', 1, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_create('bad', 0, 0, 1, 1, 0, 1)$$);
+SELECT pg_temp.err($$SELECT mo_create('bad', 0, 0, 1, 1, 4, -2)$$);
 SET approx_gpu.moving_max_cells = 100;
-SELECT mo_create('bad', 0, 0, 1, 1, 11, 10);
+SELECT pg_temp.err($$SELECT mo_create('bad', 0, 0, 1, 1, 11, 10)$$);
 RESET approx_gpu.moving_max_cells;
-SELECT mo_create('', 0, 0, 1, 1, 1, 1);
-SELECT mo_create(repeat('n', 64), 0, 0, 1, 1, 1, 1);
-SELECT mo_info('nope');
-SELECT mo_update('nope', ARRAY[1]::bigint[], ARRAY[1]::float8[], ARRAY[1]::float8[]);
-SELECT mo_delete('nope', ARRAY[1]::bigint[]);
-SELECT mo_load('nope', 'SELECT 1, 2.0, 3.0');
-SELECT * FROM mo_range('nope', 0, 0, 1, 1);
-SELECT mo_range_count('nope', ARRAY[0]::float8[], ARRAY[0]::float8[], ARRAY[1]::float8[], ARRAY[1]::float8[]);
-SELECT mo_drop('nope');
-SELECT mo_update('city', ARRAY[1, 2, 3000]::bigint[], ARRAY[10, 20, 100.5]::float8[], ARRAY[10, 20, 5]::float8[]);
-SELECT mo_update('city', ARRAY[1, 2, 3000]::bigint[], ARRAY[10, 20, 30]::float8[], ARRAY[10, -0.5, 5]::float8[]);
-SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, 'NaN']::float8[], ARRAY[10, 20]::float8[]);
-SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, 20]::float8[], ARRAY['Infinity', 20]::float8[]);
-SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, 20, 30]::float8[], ARRAY[10, 20]::float8[]);
-SELECT mo_update('city', ARRAY[1, NULL]::bigint[], ARRAY[10, 20]::float8[], ARRAY[10, 20]::float8[]);
-SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, NULL]::float8[], ARRAY[10, 20]::float8[]);
-SELECT mo_update('city', ARRAY[[1, 2]]::bigint[], ARRAY[10, 20]::float8[], ARRAY[10, 20]::float8[]);
-SELECT mo_delete('city', ARRAY[1, NULL]::bigint[]);
-SELECT mo_load('city', 'SELECT id, x + 1000, y FROM mo_pts');
-SELECT mo_load('city', 'SELECT id, ''NaN''::float8, y FROM mo_pts');
-SELECT mo_load('city', 'SELECT x, x, y FROM mo_pts');
-SELECT mo_load('city', 'SELECT id, x FROM mo_pts');
-SELECT mo_load('city', 'not a query');
-SELECT * FROM mo_range('city', 'NaN', 0, 1, 1);
-SELECT mo_range_count('city', ARRAY[0, 'NaN']::float8[], ARRAY[0, 0]::float8[], ARRAY[1, 1]::float8[], ARRAY[1, 1]::float8[]);
-SELECT mo_range_count('city', ARRAY[0, 0]::float8[], ARRAY[0]::float8[], ARRAY[1, 1]::float8[], ARRAY[1, 1]::float8[]);
-SELECT mo_range_count('city', ARRAY[0, NULL]::float8[], ARRAY[0, 0]::float8[], ARRAY[1, 1]::float8[], ARRAY[1, 1]::float8[]);
+SELECT pg_temp.err($$SELECT mo_create('', 0, 0, 1, 1, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_create(repeat('n', 64), 0, 0, 1, 1, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_info('nope')$$);
+SELECT pg_temp.err($$SELECT mo_update('nope', ARRAY[1]::bigint[], ARRAY[1]::float8[], ARRAY[1]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_delete('nope', ARRAY[1]::bigint[])$$);
+SELECT pg_temp.err($$SELECT mo_load('nope', 'SELECT 1, 2.0, 3.0')$$);
+SELECT pg_temp.err($$SELECT * FROM mo_range('nope', 0, 0, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_range_count('nope', ARRAY[0]::float8[], ARRAY[0]::float8[], ARRAY[1]::float8[], ARRAY[1]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_drop('nope')$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[1, 2, 3000]::bigint[], ARRAY[10, 20, 100.5]::float8[], ARRAY[10, 20, 5]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[1, 2, 3000]::bigint[], ARRAY[10, 20, 30]::float8[], ARRAY[10, -0.5, 5]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, 'NaN']::float8[], ARRAY[10, 20]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, 20]::float8[], ARRAY['Infinity', 20]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, 20, 30]::float8[], ARRAY[10, 20]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[1, NULL]::bigint[], ARRAY[10, 20]::float8[], ARRAY[10, 20]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[1, 2]::bigint[], ARRAY[10, NULL]::float8[], ARRAY[10, 20]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_update('city', ARRAY[[1, 2]]::bigint[], ARRAY[10, 20]::float8[], ARRAY[10, 20]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_delete('city', ARRAY[1, NULL]::bigint[])$$);
+SELECT pg_temp.err($$SELECT mo_load('city', 'SELECT id, x + 1000, y FROM mo_pts')$$);
+SELECT pg_temp.err($$SELECT mo_load('city', 'SELECT id, ''NaN''::float8, y FROM mo_pts')$$);
+SELECT pg_temp.err($$SELECT mo_load('city', 'SELECT x, x, y FROM mo_pts')$$);
+SELECT pg_temp.err($$SELECT mo_load('city', 'SELECT id, x FROM mo_pts')$$);
+SELECT pg_temp.err($$SELECT mo_load('city', 'not a query')$$);
+SELECT pg_temp.err($$SELECT * FROM mo_range('city', 'NaN', 0, 1, 1)$$);
+SELECT pg_temp.err($$SELECT mo_range_count('city', ARRAY[0, 'NaN']::float8[], ARRAY[0, 0]::float8[], ARRAY[1, 1]::float8[], ARRAY[1, 1]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_range_count('city', ARRAY[0, 0]::float8[], ARRAY[0]::float8[], ARRAY[1, 1]::float8[], ARRAY[1, 1]::float8[])$$);
+SELECT pg_temp.err($$SELECT mo_range_count('city', ARRAY[0, NULL]::float8[], ARRAY[0, 0]::float8[], ARRAY[1, 1]::float8[], ARRAY[1, 1]::float8[])$$);
 SELECT (mo_info('city')->>'objects')::int AS objects_after,
        bool_and(c.n = (SELECT count(*) FROM mo_mirror m WHERE m.x BETWEEN q.x0 AND q.x1 AND m.y BETWEEN q.y0 AND q.y1))
          AS unchanged
@@ -144,7 +147,7 @@ SELECT (mo_info('city')->>'objects')::int AS objects_after_cancel;
 
 -- drop frees it; the name is free again
 SELECT mo_drop('city');
-SELECT mo_info('city');
+SELECT pg_temp.err($$SELECT mo_info('city')$$);
 SELECT mo_create('city', -1, -1, 1, 1, 1, 1);
 SELECT (mo_info('city')->>'cells')::int AS cells;
 SELECT mo_drop('city');

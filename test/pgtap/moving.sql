@@ -10,8 +10,6 @@ SET search_path = approx_gpu, public;
 BEGIN;
 SELECT plan(16);
 
-CREATE FUNCTION pg_temp.has_gpu() RETURNS boolean LANGUAGE sql AS
-  $$ SELECT (approx_gpu.device_info()->>'gpu_available')::boolean $$;
 CREATE FUNCTION pg_temp.create_on(dev text, name text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM set_config('approx_gpu.device', dev, true);
@@ -33,9 +31,9 @@ INSERT INTO tap_mirror
 
 \o /dev/null
 SELECT pg_temp.create_on('cpu', 'tap_cpu');
-SELECT CASE WHEN pg_temp.has_gpu() THEN pg_temp.create_on('gpu', 'tap_gpu') END;
+SELECT CASE WHEN tap.has_gpu() THEN pg_temp.create_on('gpu', 'tap_gpu') END;
 SELECT mo_load('tap_cpu', 'SELECT id, x, y FROM tap_mirror');
-SELECT CASE WHEN pg_temp.has_gpu() THEN mo_load('tap_gpu', 'SELECT id, x, y FROM tap_mirror') END;
+SELECT CASE WHEN tap.has_gpu() THEN mo_load('tap_gpu', 'SELECT id, x, y FROM tap_mirror') END;
 \o
 
 -- query rectangles: random boxes, thin ones, ones on existing coordinates,
@@ -84,7 +82,7 @@ BEGIN
       UNION ALL SELECT 5000000 + g FROM generate_series(1, 50) g
       UNION ALL (SELECT id FROM tap_mirror ORDER BY random() LIMIT 100)) s;
     n1 := mo_delete('tap_cpu', del);
-    IF pg_temp.has_gpu() THEN n2 := mo_delete('tap_gpu', del); INSERT INTO tap_log VALUES (r, 'same_result', n1 = n2); END IF;
+    IF tap.has_gpu() THEN n2 := mo_delete('tap_gpu', del); INSERT INTO tap_log VALUES (r, 'same_result', n1 = n2); END IF;
     WITH gone AS (DELETE FROM tap_mirror WHERE id = ANY (del) RETURNING 1)
     INSERT INTO tap_log SELECT r, 'delete_count', count(*) = n1 FROM gone;
   ELSE
@@ -99,7 +97,7 @@ BEGIN
          ordered AS (SELECT id, x, y, random() AS o FROM rows)
     SELECT array_agg(id ORDER BY o) AS ids, array_agg(x ORDER BY o) AS xs, array_agg(y ORDER BY o) AS ys INTO b FROM ordered;
     n1 := mo_update('tap_cpu', b.ids, b.xs, b.ys);
-    IF pg_temp.has_gpu() THEN
+    IF tap.has_gpu() THEN
       n2 := mo_update('tap_gpu', b.ids, b.xs, b.ys);
       INSERT INTO tap_log VALUES (r, 'same_result', n1 = n2);
     END IF;
@@ -110,7 +108,7 @@ BEGIN
   END IF;
   PERFORM pg_temp.new_queries();
   INSERT INTO tap_log VALUES (r, 'cpu', pg_temp.agrees('tap_cpu'));
-  IF pg_temp.has_gpu() THEN
+  IF tap.has_gpu() THEN
     INSERT INTO tap_log VALUES (r, 'gpu', pg_temp.agrees('tap_gpu'));
     INSERT INTO tap_log SELECT r, 'cpu_eq_gpu',
       (SELECT mo_range_count('tap_cpu', array_agg(x0 ORDER BY q), array_agg(y0 ORDER BY q), array_agg(x1 ORDER BY q), array_agg(y1 ORDER BY q)) FROM tap_q) =
@@ -130,13 +128,13 @@ SELECT ok((SELECT bool_and(ok) FROM tap_log WHERE kind = 'cpu'),
           'CPU: after every batch (moves, jumps, new ids, duplicates, deletes) counts and ids equal brute force');
 SELECT ok((SELECT bool_and(ok) FROM tap_log WHERE kind = 'distinct_count'), 'mo_update returns the distinct ids of the batch');
 SELECT ok((SELECT bool_and(ok) FROM tap_log WHERE kind = 'delete_count'), 'mo_delete returns how many ids it removed');
-SELECT CASE WHEN pg_temp.has_gpu() THEN
+SELECT CASE WHEN tap.has_gpu() THEN
   ok((SELECT bool_and(ok) FROM tap_log WHERE kind = 'gpu'), 'GPU: after every batch counts and ids equal brute force')
   ELSE skip('no GPU on this machine: the GPU engine is checked on the GPU machine') END;
-SELECT CASE WHEN pg_temp.has_gpu() THEN
+SELECT CASE WHEN tap.has_gpu() THEN
   ok((SELECT bool_and(ok) FROM tap_log WHERE kind IN ('cpu_eq_gpu', 'same_result')), 'GPU = CPU: the same counts and return values')
   ELSE skip('no GPU on this machine: CPU = GPU is checked on the GPU machine') END;
-SELECT CASE WHEN pg_temp.has_gpu() THEN
+SELECT CASE WHEN tap.has_gpu() THEN
   is(mo_info('tap_gpu')->>'device', 'gpu', 'an index created under device = gpu runs on the GPU')
   ELSE skip('no GPU on this machine') END;
 SELECT is(mo_info('tap_cpu')->>'device', 'cpu', 'an index created under device = cpu runs on the CPU');
@@ -177,7 +175,7 @@ SELECT is((SELECT count(*)::int FROM pg_proc p JOIN pg_namespace n ON n.oid = p.
 \o /dev/null
 SELECT mo_drop('tap_fresh');
 SELECT mo_drop('tap_cpu');
-SELECT CASE WHEN pg_temp.has_gpu() THEN mo_drop('tap_gpu') END;
+SELECT CASE WHEN tap.has_gpu() THEN mo_drop('tap_gpu') END;
 \o
 SELECT * FROM finish();
 ROLLBACK;
