@@ -680,9 +680,11 @@ private:
     }
     DevHash hash() { return DevHash{hslot_.get(), hcap_ - 1}; }
 
-    // Copies device -> host and waits (small read-backs).
+    // Copies device -> host and waits (small read-backs). The queued kernels
+    // finish first, so only the copy counts as transfer time.
     template <class T>
     Status fetch(T* host, const T* dev, size_t count, cudaStream_t stream, const ExecContext& ctx) {
+        APPROX_CUDA(cudaStreamSynchronize(stream));
         Stopwatch sw;
         APPROX_CUDA(cudaMemcpyAsync(host, dev, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
         APPROX_CUDA(cudaStreamSynchronize(stream));
@@ -692,6 +694,7 @@ private:
 
     template <class T>
     Status upload(T* dev, const T* host, size_t count, cudaStream_t stream) {
+        APPROX_CUDA(cudaStreamSynchronize(stream));
         Stopwatch sw;
         APPROX_CUDA(cudaMemcpyAsync(dev, host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
         APPROX_CUDA(cudaStreamSynchronize(stream));
