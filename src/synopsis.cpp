@@ -236,7 +236,9 @@ JsonbValue* json_key(JsonbContainer* c, const char* key) {
 
 double json_double(const JsonbValue* v, const char* what) {
     if (v->type != jbvNumeric) bad_text(psprintf("%s must be a number", what));
-    return DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
+    double x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, NumericGetDatum(v->val.numeric)));
+    if (!std::isfinite(x)) bad_text(psprintf("%s is out of range for float8", what));
+    return x;
 }
 
 int64 json_int(const JsonbValue* v, const char* what) {
@@ -823,8 +825,8 @@ Datum build_named(const char* query, Oid owner, int32 sample_size, int method, i
     SetUserIdAndSecContext(save_userid, save_sec);
     double ms_read = glue_clock_ms() - t0;
     if (r->progress_s > 0)
-        ereport(NOTICE, (errmsg("%s: " INT64_FORMAT " rows read in %.0f ms; computing bandwidths", fn, st->res.seen,
-                                ms_read)));
+        ereport(NOTICE, (errmsg("%s: " INT64_FORMAT " rows read, " INT64_FORMAT " skipped; computing bandwidths", fn,
+                                st->res.seen, st->skipped)));
     if (st->res.seen == 0)
         ereport(ERROR, (errcode(ERRCODE_NO_DATA_FOUND),
                         errmsg("%s: query returned no rows without NULLs; a synopsis needs at least one", fn)));
@@ -962,7 +964,10 @@ double predicate_bound(const JsonbValue* v, bool upper, const char* key, const c
     if (v->type != jbvNumeric)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: predicate bounds of \"%s\" must be numbers or null", fn, key)));
-    return DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
+    double x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, NumericGetDatum(v->val.numeric)));
+    if (std::isnan(x))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: predicate bound of \"%s\" is NaN", fn, key)));
+    return x;  // +-Infinity (a bound beyond float8) = unbounded
 }
 
 // predicate: {"col": [lo, hi], "col2": [null, hi], "col3": value} -> one box.

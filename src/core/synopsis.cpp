@@ -326,11 +326,28 @@ Status validate(const Synopsis& s) {
         if (!valid_positive(c.density_h) || !valid_positive(c.box_h)) return bad("bandwidths must be positive and finite");
     }
     for (int64_t i = 0; i < s.m; ++i)
-        for (int j = 0; j < s.d; ++j) {
+        for (int j = 0; j < s.d; ++j)
+            if (!std::isfinite(s.sample[i * s.d + j])) return bad("sample values must be finite");
+    // The statistics must be the sample's: min and max exactly, mean and sd
+    // to rounding.
+    for (int j = 0; j < s.d; ++j) {
+        const Column& c = s.cols[j];
+        double lo = s.sample[j], hi = lo, sum = 0;
+        for (int64_t i = 0; i < s.m; ++i) {
             double v = s.sample[i * s.d + j];
-            if (!std::isfinite(v)) return bad("sample values must be finite");
-            if (v < s.cols[j].min || v > s.cols[j].max) return bad("a sample value lies outside its column's [min, max]");
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+            sum += v;
         }
+        if (lo != c.min || hi != c.max) return bad("column min and max must be the sample's");
+        double mean = sum / s.m, scale = std::max({1.0, std::fabs(lo), std::fabs(hi)});
+        if (std::fabs(mean - c.mean) > 1e-9 * scale) return bad("column mean must be the sample's");
+        double ss = 0;
+        for (int64_t i = 0; i < s.m; ++i) ss += (s.sample[i * s.d + j] - mean) * (s.sample[i * s.d + j] - mean);
+        double sd = s.m > 1 ? std::sqrt(ss / (s.m - 1)) : 0;
+        if (std::fabs(sd - c.sd) > 1e-9 * std::max(sd, 1e-300) + 1e-12 * (hi - lo))
+            return bad("column sd must be the sample's");
+    }
     return Status::Ok();
 }
 

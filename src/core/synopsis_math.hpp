@@ -46,24 +46,36 @@ SYNOPSIS_HD void column_mass(double x, double lo, double hi, double h, bool disc
         return;
     }
     double a = (lo - x) / h, b = (hi - x) / h;
+    if (a > 40.0 || b < -40.0) {  // erfc(40 / sqrt 2) underflows: the mass is exactly 0
+        p = 0.0;
+        s = 0.0;
+        return;
+    }
     p = normal_mass(a, b);
     s = want_first_moment ? x * p - h * (normal_pdf(b) - normal_pdf(a)) : 0.0;
 }
 
 // g of one sample row for one box: c = prod_j P_j and, for column k >= 0,
-// s = S_k * prod_{j != k} P_j (s = 0 when k < 0). Same order on both engines.
+// s = S_k * prod_{j != k} P_j (s = 0 when k < 0). Discrete columns go first
+// and a zero mass ends the row (then c = s = 0: S_k is 0 too when P_k is).
+// Same order on both engines.
 SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const double* h,
                            const unsigned char* discrete, int d, int k, double& c, double& s) {
     double prod = 1.0, others = 1.0, sk = 0.0;
-    for (int j = 0; j < d; ++j) {
-        double p, sj;
-        column_mass(row[j], lo[j], hi[j], h[j], discrete[j] != 0, j == k, p, sj);
-        prod *= p;
-        if (j == k)
-            sk = sj;
-        else
-            others *= p;
-    }
+    c = 0.0;
+    s = 0.0;
+    for (int pass = 0; pass < 2; ++pass)
+        for (int j = 0; j < d; ++j) {
+            if ((discrete[j] != 0) != (pass == 0)) continue;
+            double p, sj;
+            column_mass(row[j], lo[j], hi[j], h[j], discrete[j] != 0, j == k, p, sj);
+            if (p == 0.0) return;
+            prod *= p;
+            if (j == k)
+                sk = sj;
+            else
+                others *= p;
+        }
     c = prod;
     s = k >= 0 ? sk * others : 0.0;
 }
