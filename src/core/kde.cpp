@@ -277,7 +277,9 @@ Status lscv_search(LscvSums& engine, size_t n_, int d, int grid, SearchResult& r
         }
     }
     r.h = best_h;
-    r.g = best_g;
+    double p4, p2;
+    APPROX_TRY(engine.precise_sums(best_h, p4, p2));
+    r.g = scaled_objective(best_h, p4, p2, n, d);
     // The minimum sits on the search interval's end (e.g. many tied points,
     // where g falls towards h -> 0): the grid's best is an end point and the
     // refinement stayed next to it.

@@ -46,6 +46,10 @@ public:
     //             s2[k] = sum_{i<j} exp(-Y_ij / (2 h_k^2)).
     // One pass over the pairs serves every h_k (the grid is one pass).
     virtual Status sums(const double* h, int nh, double* s4, double* s2) = 0;
+    // The same for one h at the engine's best accuracy: the reported
+    // objective comes from here (the GPU's search passes use fast fp32
+    // exponentials; the CPU's are exact already).
+    virtual Status precise_sums(double h, double& s4, double& s2) { return sums(&h, 1, &s4, &s2); }
 };
 
 // Engine factories. z must stay alive and unchanged while the object is used
