@@ -19,6 +19,7 @@ CREATE FUNCTION pg_temp.pct(x float8) RETURNS text LANGUAGE sql AS $$ SELECT rou
 -- their misses are correlated; the coverage of a single sample varies a lot
 -- (plain estimator on diamonds, 12 seeds: 0.68 to 1.0, mean 0.93). CI checks
 -- one fixed seed per data set; the benchmark pools several.
+SELECT current_setting('approx_gpu.device') AS device_setting \gset
 SET LOCAL max_parallel_workers_per_gather = 0;  -- the same row order, so the same sample for both synopses
 SET LOCAL approx_gpu.random_seed = 1;
 
@@ -112,7 +113,7 @@ CREATE FUNCTION pg_temp.gpu_matches(agg text) RETURNS boolean LANGUAGE sql AS $$
   FROM mix_syn, gpu_boxes, LATERAL unnest(pg_temp.many('gpu', agg, kde, lo, hi), pg_temp.many('cpu', agg, kde, lo, hi)) u(g, c) $$;
 SELECT tap.gpu_ok(format('SELECT pg_temp.gpu_matches(%L)', agg), 'approx_' || agg || '_many, 10^4 boxes: GPU = CPU within 1e-9 |cpu| + 1e-12 N')
 FROM (VALUES ('count'), ('sum'), ('avg')) v(agg);
-SET LOCAL approx_gpu.device = 'cpu';
+SELECT set_config('approx_gpu.device', :'device_setting', true) IS NOT NULL AS device_restored \gset
 
 -- ---- parallel aggregation: Partial Aggregate, the same N, a valid uniform sample
 CREATE TABLE tap_syn_par AS SELECT * FROM mix;
