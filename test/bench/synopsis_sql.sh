@@ -17,9 +17,6 @@ SEEDS=${SEEDS:-1 2 3}
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 psql -c 'CREATE EXTENSION IF NOT EXISTS approx_gpu' >/dev/null
 psql -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name LIKE 'bench_%'" >/dev/null
-ms() { # ms SQL...: wall milliseconds of one psql run of the statements
-  local t0 t1; t0=$(date +%s%N); psql -c "SET jit = off" "$@" >/dev/null; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
-median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 echo "device: $(psql -At -c "SELECT coalesce(approx_gpu.device_info()->'devices'->0->>'name', 'no GPU')")"
 echo "-- generating $SIZE rows (3-column Gaussian mixture + an integer price)"
@@ -39,31 +36,33 @@ CREATE TABLE bench_syn AS
 ANALYZE bench_syn;
 SQL
 
-echo "-- 1. build: create/refresh_synopsis of $SIZE rows, 4 columns, m = 10^4, cdf"
-build=()
-build+=("$(ms -c "SELECT approx_gpu.create_synopsis('bench_10m', 'SELECT x1, x2, x3, price FROM bench_syn', 10000)")")
-for i in 1 2; do build+=("$(ms -c "SELECT approx_gpu.refresh_synopsis('bench_10m')")"); done
-build_ms=$(echo "${build[*]}" | median)
-last=$(psql -At -c "SELECT approx_gpu.refresh_synopsis('bench_10m') IS NOT NULL; SELECT approx_gpu.last_run()")
-
-echo "-- 2. named approx_count vs exact count(*) ... WHERE (20 predicates)"
-approx=(); exact=()
-for i in $(seq 1 20); do
-  lo1=$(awk -v i="$i" 'BEGIN { printf "%.3f", -3 + (i % 7) * 0.6 }'); hi1=$(awk -v l="$lo1" 'BEGIN { printf "%.3f", l + 1.5 }')
-  lo3=$((5 + i % 9 * 2)); hi3=$((lo3 + 12))
-  pred="{\"x1\": [$lo1, $hi1], \"x3\": [$lo3, $hi3]}"
-  approx+=("$(ms -c "SELECT approx_gpu.approx_count('bench_10m', '$pred')")")
-  exact+=("$(ms -c "SELECT count(*) FROM bench_syn WHERE x1 BETWEEN $lo1 AND $hi1 AND x3 BETWEEN $lo3 AND $hi3")")
-done
-approx_ms=$(echo "${approx[*]}" | median); exact_ms=$(echo "${exact[*]}" | median)
-
-printf '\n%-58s %12s\n' "synopsis, end to end (psql round trip included)" "ms"
-printf '%-58s %12s\n' "build: create/refresh_synopsis, $SIZE rows (median of 3)" "$build_ms"
-printf '%-58s %12s\n' "named approx_count, median of 20 predicates" "$approx_ms"
-printf '%-58s %12s\n' "exact SELECT count(*) ... WHERE, median of 20" "$exact_ms"
-printf '%-58s %12s\n' "ratio exact / approx" "$(awk -v a="$approx_ms" -v e="$exact_ms" 'BEGIN { printf "%.0fx", e / (a > 0 ? a : 1) }')"
-echo "last build: $last"
-
+echo "-- 1. build (create/refresh_synopsis, $SIZE rows, 4 columns, m = 10^4, cdf) and"
+echo "-- 2. named approx_count vs exact count(*) ... WHERE over 20 predicates (server-side clock_timestamp)"
+psql -At <<SQL
+SET jit = off;
+CREATE FUNCTION pg_temp.t_ms(q text) RETURNS float8 LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz; BEGIN t0 := clock_timestamp(); EXECUTE q; RETURN 1000 * extract(epoch FROM clock_timestamp() - t0); END \$\$;
+CREATE TEMP TABLE build_ms AS
+  SELECT pg_temp.t_ms(\$\$SELECT approx_gpu.create_synopsis('bench_10m', 'SELECT x1, x2, x3, price FROM bench_syn', 10000)\$\$) AS ms;
+INSERT INTO build_ms SELECT pg_temp.t_ms(\$\$SELECT approx_gpu.refresh_synopsis('bench_10m')\$\$) FROM generate_series(1, 2);
+SELECT 'last build: ' || approx_gpu.last_run()::text;
+CREATE TEMP TABLE preds AS
+  SELECT i, -3 + (i % 7) * 0.6 AS lo1, -3 + (i % 7) * 0.6 + 1.5 AS hi1, 5 + (i % 9) * 2 AS lo3, 17 + (i % 9) * 2 AS hi3
+  FROM generate_series(1, 20) i;
+CREATE TEMP TABLE query_ms AS
+  SELECT i, pg_temp.t_ms(format('SELECT approx_gpu.approx_count(%L, %L)', 'bench_10m',
+                                format('{"x1": [%s, %s], "x3": [%s, %s]}', lo1, hi1, lo3, hi3))) AS approx,
+            pg_temp.t_ms(format('SELECT count(*) FROM bench_syn WHERE x1 BETWEEN %s AND %s AND x3 BETWEEN %s AND %s',
+                                lo1, hi1, lo3, hi3)) AS exact
+  FROM preds;
+\pset format aligned
+\pset tuples_only off
+SELECT 'build: create/refresh_synopsis, $SIZE rows (median of 3)' AS measure,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) AS ms FROM build_ms
+UNION ALL SELECT 'named approx_count (median of 20 predicates)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY approx)::numeric, 3) FROM query_ms
+UNION ALL SELECT 'exact count(*) ... WHERE (median of 20)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY exact)::numeric, 3) FROM query_ms
+UNION ALL SELECT 'ratio exact / approx (median of the 20 ratios)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY exact / approx)::numeric, 0) FROM query_ms;
+SQL
 echo
 echo "-- 3. accuracy: median relative error (%) KDE vs plain sample, and KDE 95% CI coverage; seeds: $SEEDS"
 psql -c "CREATE TABLE IF NOT EXISTS bench_dia (carat float8, depth float8, \"table\" float8, price float8)" \
@@ -78,7 +77,7 @@ for set in "bench_dia|carat,depth,table,price|4|0.01|1|0.2|0.9|0.6|10000|diamond
   IFS='|' read -r tab cols agg minsel maxsel minw maxw pc m label <<<"$set"
   n=$(psql -At -c "SELECT count(*) FROM $tab")
   if [ "$n" -lt 50000 ]; then echo "$label: no data (R packages not installed and no .device/data)"; continue; fi
-  arr=$(echo "$cols" | sed 's/\([a-z]*\)/"\1"/g')
+  arr=$(echo "$cols" | awk -F, '{ for (i = 1; i <= NF; i++) printf "%s\"%s\"", (i > 1 ? ", " : ""), $i }')
   for seed in $SEEDS; do
     psql -At -F' ' <<SQL
 SET client_min_messages = warning; SET jit = off; SET max_parallel_workers_per_gather = 0;
