@@ -180,6 +180,11 @@ SELECT (i->>'N')::int AS n, (i->>'m')::int AS m, i->'discrete_columns' AS discre
 FROM approx_gpu.create_synopsis('syn_named', 'SELECT a, b AS "B", c FROM syn_data', 2000, 'scott') i;
 RESET approx_gpu.progress_interval;
 SELECT name, owner = current_user::regrole AS owner_is_me, query, created <= now() AS created_ok FROM approx_gpu.synopses ORDER BY name;
+-- the table is dumped with the extension's objects and guarded by row-level security
+SELECT 'approx_gpu.synopses'::regclass = ANY (extconfig) AS kept_by_pg_dump FROM pg_extension WHERE extname = 'approx_gpu';
+SELECT relrowsecurity AS row_level_security, has_table_privilege('public', 'approx_gpu.synopses', 'INSERT') AS public_may_insert,
+       has_table_privilege('public', 'approx_gpu.synopses', 'SELECT') AS public_may_select
+FROM pg_class WHERE oid = 'approx_gpu.synopses'::regclass;
 SELECT abs(approx_gpu.approx_count('syn_named', '{"a": [10, 30], "B": [null, 0]}')
            / (SELECT count(*) FROM syn_data WHERE a BETWEEN 10 AND 30 AND b <= 0) - 1) < 0.15 AS named_count_close,
        abs(approx_gpu.approx_sum('syn_named', 'a', '{"a": [10, 30], "B": [null, 0]}')
