@@ -17,6 +17,7 @@ namespace {
 
 constexpr int kLscvGrid = 150;
 constexpr int64_t kCpuRowsPerTask = 2048;  // sample rows per task when boxes are few
+constexpr int64_t kCpuSingleThreadWork = 20000;  // box x row evaluations below which one thread runs
 
 uint64_t splitmix64(uint64_t& x) {
     uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
@@ -392,7 +393,11 @@ void accumulate(const Synopsis& s, const ColumnParams& p, const double* lo, cons
 
 }  // namespace
 
-Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums) {
+Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& exec, BoxSums* sums) {
+    // Small batches (one box of a 10^4 sample) run on the calling thread:
+    // starting threads would cost more than the work.
+    ExecContext ctx = exec;
+    if (boxes.q * s.m <= kCpuSingleThreadWork) ctx.cpu_threads = 1;
     const ColumnParams p = column_params(s);
     const int k = boxes.agg == Aggregate::Count ? -1 : boxes.column;
     const int d = s.d;
