@@ -29,6 +29,9 @@ done
 PG_CONFIG="$STAGE_WORK/stage$BINDIR/pg_config" "$SHARED/tools/pg-bundle" "$DEST/pg.tar.xz"
 cp "$SHARED/tools/pg-unbundle" "$DEST/"
 cp build/unit_tests build/*_bench "$DEST/bin/" 2>/dev/null || true
+# Data sets the tests and benchmarks read that the device cannot make (it has
+# no network and no R): each test/bench/*_data.sh --export DIR writes its own.
+for g in test/bench/*_data.sh; do [ -e "$g" ] && bash "$g" --export "$DEST/data"; done
 # pg_prove and its pgTAP source handler (pure Perl) for the pgTAP suites
 cp "$(command -v pg_prove)" "$DEST/"
 cp -r /usr/share/perl5/TAP "$DEST/perl/"
