@@ -231,6 +231,10 @@ APPROX_FUNCTION(approx_gpu_topk_final) {
     const Order order = static_cast<Order>(s->order);
     const char* fn = order_fn(order);
     int64 want = std::min<int64>(s->k, s->n);
+    if (want > static_cast<int64>(MaxAllocSize / 64))  // each scored element takes about 48 bytes
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: an answer of %lld pairs would exceed 1 GB", fn, static_cast<long long>(want)),
+                        errhint("Use a smaller k.")));
     int64* ids = static_cast<int64*>(palloc(sizeof(int64) * want));
     double* scores = static_cast<double*>(palloc(sizeof(double) * want));
     size_t got = 0;
@@ -515,7 +519,8 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
         if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
             ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read the objects without scores", fn)));
         unlisted = static_cast<int64>(SPI_processed);
-        int64_t* ids = static_cast<int64_t*>(palloc(sizeof(int64_t) * (unlisted > 0 ? unlisted : 1)));
+        int64_t* ids =
+            static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * static_cast<Size>(unlisted > 0 ? unlisted : 1)));
         for (int64 i = 0; i < unlisted; ++i) {
             bool isnull;
             ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
@@ -526,7 +531,9 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
     }
 
     // The winners (known only by their bounds) and their scores: the only random access.
-    int64_t* winners = static_cast<int64_t*>(palloc(sizeof(int64_t) * k));
+    // (Allocations from here on that must outlive SPI_finish() go to `work`:
+    // after SPI_connect() the current context is SPI's, freed by SPI_finish().)
+    int64_t* winners = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * static_cast<Size>(k)));
     size_t n_win = 0;
     st = topk::nra_winners(holder->nra, ctx, winners, static_cast<size_t>(k), n_win);
     if (!st.ok()) raise_if_error(st, fn);
@@ -546,8 +553,9 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("%s: found %llu of the %zu winners", fn, static_cast<unsigned long long>(SPI_processed),
                                n_win)));
-    int64_t* win_ids = static_cast<int64_t*>(palloc(sizeof(int64_t) * (n_win > 0 ? n_win : 1)));
-    double* values = static_cast<double*>(palloc(sizeof(double) * (n_win > 0 ? n_win : 1) * m));
+    const Size n_alloc = n_win > 0 ? n_win : 1;
+    int64_t* win_ids = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * n_alloc));
+    double* values = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc * m));
     for (size_t i = 0; i < n_win; ++i) {
         HeapTuple tup = SPI_tuptable->vals[i];
         bool isnull;
@@ -558,8 +566,8 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
         }
     }
     ms_read += glue_clock_ms() - t_fetch;
-    int64_t* out_ids = static_cast<int64_t*>(palloc(sizeof(int64_t) * (n_win > 0 ? n_win : 1)));
-    double* out_totals = static_cast<double*>(palloc(sizeof(double) * (n_win > 0 ? n_win : 1)));
+    int64_t* out_ids = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * n_alloc));
+    double* out_totals = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc));
     size_t n_out = 0;
     st = topk::rank_by_sum(win_ids, values, n_win, m, static_cast<size_t>(k), ctx, out_ids, out_totals, n_out);
     if (!st.ok()) raise_if_error(st, fn);
