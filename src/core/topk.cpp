@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <set>
 
 #include "topk.hpp"
 #include "topk_internal.hpp"
@@ -150,23 +149,29 @@ namespace {
 
 constexpr uint32_t kNone = 0xffffffffu;
 
-// id -> candidate index, open addressing (linear probing, load <= 1/2).
+// id -> candidate index, open addressing (linear probing, load <= 1/2); key
+// and value share a slot, so a probe touches one cache line.
 class IdHash {
 public:
     uint32_t find(int64_t id) const {
-        if (keys_.empty()) return kNone;
+        if (slots_.empty()) return kNone;
         for (size_t p = mix(id) & mask_;; p = (p + 1) & mask_) {
-            if (vals_[p] == kNone) return kNone;
-            if (keys_[p] == id) return vals_[p];
+            const Slot& s = slots_[p];
+            if (s.val == kNone) return kNone;
+            if (s.key == id) return s.val;
         }
     }
     void insert(int64_t id, uint32_t v) {  // id must be absent
-        if ((size_ + 1) * 2 > keys_.size()) grow();
+        if ((size_ + 1) * 2 > slots_.size()) grow();
         place(id, v);
         ++size_;
     }
 
 private:
+    struct Slot {
+        int64_t key;
+        uint32_t val;
+    };
     static uint64_t mix(int64_t id) {
         uint64_t x = static_cast<uint64_t>(id) + 0x9e3779b97f4a7c15ULL;
         x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -175,35 +180,22 @@ private:
     }
     void place(int64_t id, uint32_t v) {
         size_t p = mix(id) & mask_;
-        while (vals_[p] != kNone) p = (p + 1) & mask_;
-        keys_[p] = id;
-        vals_[p] = v;
+        while (slots_[p].val != kNone) p = (p + 1) & mask_;
+        slots_[p] = Slot{id, v};
     }
     void grow() {
-        std::vector<int64_t> old_keys;
-        std::vector<uint32_t> old_vals;
-        old_keys.swap(keys_);
-        old_vals.swap(vals_);
-        size_t cap = old_keys.empty() ? 1024 : old_keys.size() * 2;
-        keys_.assign(cap, 0);
-        vals_.assign(cap, kNone);
+        std::vector<Slot> old;
+        old.swap(slots_);
+        size_t cap = old.empty() ? 1024 : old.size() * 2;
+        slots_.assign(cap, Slot{0, kNone});
         mask_ = cap - 1;
-        for (size_t p = 0; p < old_keys.size(); ++p)
-            if (old_vals[p] != kNone) place(old_keys[p], old_vals[p]);
+        for (const Slot& s : old)
+            if (s.val != kNone) place(s.key, s.val);
     }
 
-    std::vector<int64_t> keys_;
-    std::vector<uint32_t> vals_;
+    std::vector<Slot> slots_;
     size_t mask_ = 0;
     size_t size_ = 0;
-};
-
-// A member of the current top-k by lower bound, ordered (W DESC, id ASC).
-struct TopKey {
-    double w;
-    int64_t id;
-    uint32_t idx;
-    bool operator<(const TopKey& o) const { return w > o.w || (w == o.w && id < o.id); }
 };
 
 }  // namespace
@@ -258,13 +250,13 @@ public:
     void check(NraShared& sh, NraProgress& p) {
         p = NraProgress();
         bool all_ex = sh.all_exhausted();
-        if (top_.size() < k_) {
+        if (heap_.size() < k_) {
             p.need_unlisted = all_ex;
             return;
         }
-        const TopKey& kth = *top_.rbegin();
-        double wk = kth.w;
-        int64_t idk = kth.id;
+        const uint32_t kth = heap_[0];  // the worst of the k best
+        double wk = w_[kth];
+        int64_t idk = id_[kth];
         if (!(wk > sh.threshold())) {
             p.need_unlisted = all_ex;
             return;
@@ -277,7 +269,7 @@ public:
         double v[kMaxNraLists];
         for (size_t a = 0; a < alive_.size();) {
             uint32_t idx = alive_[a];
-            if (in_top_[idx]) {
+            if (pos_[idx] != kNone) {
                 ++a;
                 continue;
             }
@@ -298,11 +290,10 @@ public:
     }
 
     void winners(int64_t* ids, size_t cap, size_t& n) const {
-        n = 0;
-        for (const TopKey& t : top_) {
-            if (n == cap) break;
-            ids[n++] = t.id;
-        }
+        std::vector<uint32_t> best(heap_);
+        std::sort(best.begin(), best.end(), [&](uint32_t a, uint32_t b) { return worse(b, a); });
+        n = std::min(cap, best.size());
+        for (size_t i = 0; i < n; ++i) ids[i] = id_[best[i]];
     }
 
     // Takes over candidates from the GPU engine.
@@ -325,7 +316,7 @@ private:
         seen_.push_back(0);
         sc_.resize(sc_.size() + m_, 0.0);
         w_.push_back(-std::numeric_limits<double>::infinity());
-        in_top_.push_back(0);
+        pos_.push_back(kNone);
         dead_.push_back(0);
         stamp_of_.push_back(0);
         alive_.push_back(idx);
@@ -333,29 +324,55 @@ private:
         return idx;
     }
 
-    // Recomputes W of idx and keeps top_ = the k best candidates by (W DESC, id ASC).
+    // a ranks after b under (W DESC, id ASC)
+    bool worse(uint32_t a, uint32_t b) const { return w_[a] < w_[b] || (w_[a] == w_[b] && id_[a] > id_[b]); }
+
+    void heap_set(size_t at, uint32_t idx) {
+        heap_[at] = idx;
+        pos_[idx] = static_cast<uint32_t>(at);
+    }
+    void sift_up(size_t at) {
+        uint32_t idx = heap_[at];
+        while (at > 0) {
+            size_t parent = (at - 1) / 2;
+            if (!worse(idx, heap_[parent])) break;
+            heap_set(at, heap_[parent]);
+            at = parent;
+        }
+        heap_set(at, idx);
+    }
+    void sift_down(size_t at) {
+        uint32_t idx = heap_[at];
+        const size_t n = heap_.size();
+        for (;;) {
+            size_t c = 2 * at + 1;
+            if (c >= n) break;
+            if (c + 1 < n && worse(heap_[c + 1], heap_[c])) ++c;
+            if (!worse(heap_[c], idx)) break;
+            heap_set(at, heap_[c]);
+            at = c;
+        }
+        heap_set(at, idx);
+    }
+
+    // Recomputes W of idx and keeps heap_ = the k best candidates by (W DESC,
+    // id ASC), the worst of them at the root. W only rises, so a member only
+    // moves away from the root, and a non-member enters by replacing the root.
     void update_lower(const NraShared& sh, uint32_t idx) {
         double v[kMaxNraLists];
         const double* s = &sc_[static_cast<size_t>(idx) * m_];
         for (int j = 0; j < m_; ++j) v[j] = (seen_[idx] >> j & 1u) ? s[j] : sh.min[j];
-        double w = nra_sum(v, m_);
-        TopKey key{w, id_[idx], idx};
-        if (in_top_[idx]) {
-            top_.erase(TopKey{w_[idx], id_[idx], idx});
-            top_.insert(key);
-        } else if (top_.size() < k_) {
-            top_.insert(key);
-            in_top_[idx] = 1;
-        } else {
-            auto worst = std::prev(top_.end());
-            if (key < *worst) {
-                in_top_[worst->idx] = 0;
-                top_.erase(worst);
-                top_.insert(key);
-                in_top_[idx] = 1;
-            }
+        w_[idx] = nra_sum(v, m_);
+        if (pos_[idx] != kNone) {
+            sift_down(pos_[idx]);
+        } else if (heap_.size() < k_) {
+            heap_.push_back(idx);
+            sift_up(heap_.size() - 1);
+        } else if (worse(heap_[0], idx)) {
+            pos_[heap_[0]] = kNone;
+            heap_set(0, idx);
+            sift_down(0);
         }
-        w_[idx] = w;
     }
 
     int m_;
@@ -365,12 +382,13 @@ private:
     std::vector<uint32_t> seen_;
     std::vector<double> sc_;  // row-major candidates x m
     std::vector<double> w_;
-    std::vector<uint8_t> in_top_, dead_;
+    std::vector<uint8_t> dead_;
+    std::vector<uint32_t> pos_;  // position in heap_, kNone when not among the k best
     std::vector<uint32_t> stamp_of_;
     uint32_t stamp_ = 0;
     std::vector<uint32_t> touched_;
     std::vector<uint32_t> alive_;  // candidates not yet ruled out (checked in phase 2)
-    std::set<TopKey> top_;
+    std::vector<uint32_t> heap_;  // the k best by (W DESC, id ASC), worst at the root
 };
 
 struct Nra {
