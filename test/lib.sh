@@ -51,6 +51,8 @@ stage_install() {
   cp -a "$BINDIR/." "$stage$BINDIR/"
   find "$PKGLIBDIR" -maxdepth 1 -type f -name '*.so' -exec cp -a {} "$stage$PKGLIBDIR/" \;
   cp -a "$SHAREDIR/." "$stage$SHAREDIR/"
+  # PGXS too (pg_regress and the makefiles), for runs from a bundle of this stage
+  [ -d "$PKGLIBDIR/pgxs" ] && cp -a "$PKGLIBDIR/pgxs" "$stage$PKGLIBDIR/"
   make install DESTDIR="$stage" PG_CONFIG="$PG_CONFIG" >"$1/install.log" 2>&1 || { tail -20 "$1/install.log"; return 1; }
   chmod -R a+rX "$1"
   PG_BIN=$stage$BINDIR
