@@ -49,7 +49,8 @@ stage_install() {
   local stage=$1/stage
   mkdir -p "$stage$BINDIR" "$stage$PKGLIBDIR" "$stage$SHAREDIR"
   cp -a "$BINDIR/." "$stage$BINDIR/"
-  find "$PKGLIBDIR" -maxdepth 1 -type f -name '*.so' -exec cp -a {} "$stage$PKGLIBDIR/" \;
+  # *.bc: llvmjit_types.bc, which JIT needs when a test query is costly enough
+  find "$PKGLIBDIR" -maxdepth 1 -type f \( -name '*.so' -o -name '*.bc' \) -exec cp -a {} "$stage$PKGLIBDIR/" \;
   cp -a "$SHAREDIR/." "$stage$SHAREDIR/"
   # PGXS too (pg_regress and the makefiles), for runs from a bundle of this stage
   [ -d "$PKGLIBDIR/pgxs" ] && cp -a "$PKGLIBDIR/pgxs" "$stage$PKGLIBDIR/"
