@@ -12,6 +12,7 @@ STEPS=${STEPS:-unit,sql,bench}
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 source .device/pg-unbundle .device/pg.tar.xz >/dev/null
+[ -f .device/bin.tar.xz ] && tar -C .device -xJf .device/bin.tar.xz
 export PATH="$PWD/.device:$PATH" PERL5LIB="$PWD/.device/perl${PERL5LIB:+:$PERL5LIB}"
 export PG_RUN_USER=pgrun
 chmod -R a+rX . 2>/dev/null

@@ -29,6 +29,10 @@ done
 PG_CONFIG="$STAGE_WORK/stage$BINDIR/pg_config" "$SHARED/tools/pg-bundle" "$DEST/pg.tar.xz"
 cp "$SHARED/tools/pg-unbundle" "$DEST/"
 cp build/unit_tests build/*_bench "$DEST/bin/" 2>/dev/null || true
+# Every binary embeds every engine's GPU code: strip and compress them to
+# stay well inside what one device call may carry.
+strip "$DEST"/bin/*
+tar -C "$DEST" -cJf "$DEST/bin.tar.xz" bin && rm -rf "$DEST/bin"
 # Data sets the tests and benchmarks read that the device cannot make (it has
 # no network and no R): each test/bench/*_data.sh --export DIR writes its own.
 for g in test/bench/*_data.sh; do [ -e "$g" ] && bash "$g" --export "$DEST/data"; done
