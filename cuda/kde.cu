@@ -16,10 +16,10 @@
 //                              computed once into shared memory and each lane
 //                              owns h values, so every Y feeds all of them.
 //            lscv_pass_kernel: one or two h per pass (golden section), Y
-//                              computed in registers; a precise variant (fp32
-//                              polynomial exp2, split coefficient) gives the
-//                              reported objective.
-//   Exponentials: the plug-in and the precise LSCV pass use exp2_neg_split
+//                              computed in registers.
+//            lscv_precise_kernel: one h in fp64 (Y and exp), over an fp64
+//                              copy of the points: the reported objective.
+//   Exponentials: the plug-in uses exp2_neg_split
 //   (FMA-pipe polynomial, no systematic error); the LSCV search passes use the
 //   SFU's ex2.approx (biased by ~5e-8, harmless where only comparisons count).
 #include <cub/cub.cuh>
@@ -370,6 +370,62 @@ __global__ void __launch_bounds__(kBlock) lscv_pass_kernel(const float* __restri
     }
 }
 
+// ---- LSCV: the reported objective, fp64 -----------------------------------------
+
+// One h, Y and exp in double over an fp64 copy of the points (n x DP,
+// zero-padded): the reported objective must match the CPU's to 1e-6, which
+// fp32 Y (rounding ~DP ulp per pair) does not reach. c = 1 / (4 h^2).
+// Same tiles as lscv_pass_kernel; the column tile goes through shared memory
+// in chunks of CT columns (16 KiB). partial[blockIdx.x] (s4), [P + blockIdx.x] (s2).
+template <int DP>
+__global__ void __launch_bounds__(kBlock) lscv_precise_kernel(const double* __restrict__ z, long long n, long long nt,
+                                                              long long t_begin, long long t_end, double c,
+                                                              double* __restrict__ partial, long long P) {
+    constexpr int CT = 2048 / DP < kBlock ? 2048 / DP : kBlock;
+    __shared__ double s_col[CT * DP];
+    const int tid = threadIdx.x;
+    double acc4 = 0.0, acc2 = 0.0;
+    for (long long b = t_begin + blockIdx.x; b < t_end; b += gridDim.x) {
+        long long I, J;
+        decode_tile(b, nt, I, J);
+        const long long row = I * kBlock + tid, col0 = J * kBlock;
+        const int cols = static_cast<int>(min(static_cast<long long>(kBlock), n - col0));
+        double zr[DP];
+        const long long rr = row < n ? row : n - 1;
+#pragma unroll
+        for (int k = 0; k < DP; ++k) zr[k] = z[rr * DP + k];
+        for (int c0 = 0; c0 < cols; c0 += CT) {
+            const int cc = min(CT, cols - c0);
+            __syncthreads();  // the previous chunk's readers are done
+            for (int q = tid; q < cc * DP; q += kBlock) s_col[q] = z[(col0 + c0) * DP + q];
+            __syncthreads();
+            // only pairs i < j < n: on diagonal tiles columns c0 + q > tid
+            int q0 = I == J ? max(0, tid + 1 - c0) : 0;
+            if (row >= n) q0 = cc;
+            for (int q = q0; q < cc; ++q) {
+                double y = 0.0;
+#pragma unroll
+                for (int k = 0; k < DP; ++k) {
+                    const double t = zr[k] - s_col[q * DP + k];
+                    y = fma(t, t, y);
+                }
+                const double e = exp(-y * c);
+                acc4 += e;
+                acc2 = fma(e, e, acc2);
+            }
+        }
+    }
+    using BlockReduce = cub::BlockReduce<double, kBlock>;
+    __shared__ typename BlockReduce::TempStorage tmp;
+    const double t4 = BlockReduce(tmp).Sum(acc4);
+    __syncthreads();  // tmp is reused
+    const double t2 = BlockReduce(tmp).Sum(acc2);
+    if (tid == 0) {
+        partial[blockIdx.x] += t4;
+        partial[P + blockIdx.x] += t2;
+    }
+}
+
 // ---- host helpers --------------------------------------------------------------
 
 // Two events for throttling: at most two chunks in flight, so that a cancel
@@ -587,6 +643,13 @@ public:
         APPROX_TRY(z_.alloc(ctx_, host.size()));
         APPROX_CUDA(cudaMemcpyAsync(z_.get(), host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice,
                                     stream_));
+        // fp64, same layout, for the precise pass
+        std::vector<double> host64(static_cast<size_t>(n_) * dp_, 0.0);
+        for (long long i = 0; i < n_; ++i)
+            for (int k = 0; k < d_; ++k) host64[i * dp_ + k] = z[i * d_ + k];
+        APPROX_TRY(z64_.alloc(ctx_, host64.size()));
+        APPROX_CUDA(cudaMemcpyAsync(z64_.get(), host64.data(), sizeof(double) * host64.size(),
+                                    cudaMemcpyHostToDevice, stream_));
         APPROX_CUDA(cudaStreamSynchronize(stream_));
         gpu::add_transfer_ms(ctx_, sw.ms());
         return Status::Ok();
@@ -603,7 +666,16 @@ public:
         return Status::Ok();
     }
 
-    Status precise_sums(double h, double& s4, double& s2) override { return pass_dp<1, true>(&h, &s4, &s2); }
+    Status precise_sums(double h, double& s4, double& s2) override {
+        switch (dp_) {
+            case 1: return precise<1>(h, s4, s2);
+            case 2: return precise<2>(h, s4, s2);
+            case 4: return precise<4>(h, s4, s2);
+            case 8: return precise<8>(h, s4, s2);
+            case 16: return precise<16>(h, s4, s2);
+            default: return precise<32>(h, s4, s2);
+        }
+    }
 
 private:
     template <int NH, bool PRECISE>
@@ -659,6 +731,33 @@ private:
     }
 
     template <int DP>
+    Status precise(double h, double& s4, double& s2) {
+        const long long n = n_;
+        const double c = 1.0 / (4.0 * h * h);
+        long long grid;
+        APPROX_TRY(resident_blocks(lscv_precise_kernel<DP>, grid));
+        const long long nt = (n + kBlock - 1) / kBlock, tiles = tile_pairs(nt);
+        grid = std::min(grid, tiles);
+        APPROX_TRY(ensure(ctx_, partial_, 2 * grid));
+        APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * 2 * grid, stream_));
+        const double* z = z64_.get();
+        double* partial = partial_.get();
+        // fp64 pairs cost several fp32 ones: smaller chunks
+        APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(double(kBlock) * kBlock * (DP + 8), grid),
+                              [&](long long t0, long long t1) -> Status {
+                                  unsigned blocks = static_cast<unsigned>(std::min(grid, t1 - t0));
+                                  lscv_precise_kernel<DP>
+                                      <<<blocks, kBlock, 0, stream_>>>(z, n, nt, t0, t1, c, partial, grid);
+                                  return Status::Ok();
+                              }));
+        double out[2];
+        APPROX_TRY(sums_.run(ctx_, stream_, partial, 2, grid, out));
+        s4 = out[0];
+        s2 = out[1];
+        return Status::Ok();
+    }
+
+    template <int DP>
     Status grid(const double* h, int nh, double* s4, double* s2) {
         const long long n = n_;
         const int hgroups = (nh + 31) / 32;
@@ -700,6 +799,7 @@ private:
     cudaStream_t stream_ = nullptr;
     EventPair events_;
     DeviceBuffer<float> z_;
+    DeviceBuffer<double> z64_;  // the same points in fp64 (precise pass)
     DeviceBuffer<float2> coef_;
     DeviceBuffer<double> partial_;
     SegmentSums sums_;

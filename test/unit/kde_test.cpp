@@ -9,12 +9,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/gpu.hpp"
 #include "core/kde.hpp"
+#include "core/kde_internal.hpp"
 
 using approx::DeviceMode;
 using approx::ExecContext;
@@ -560,6 +563,86 @@ void expect_lscv_gpu_matches_cpu(size_t n, int d, kde::Covariance cov, bool full
 }
 
 }  // namespace
+
+// The GPU engine's raw LSCV pair sums against the CPU engine's, per h, for
+// every search path (nh = 1 and 2: lscv_pass_kernel; nh = 150: the grid
+// kernel) and the precise pass, on every padding width (d -> 1, 2, 4, 4, 8,
+// 16) and tile shapes (n = 3: one partial tile; 70; 1029: several tiles plus a
+// remainder). Prints the per-h errors so a device run pinpoints a bad path.
+// err_g is the objective's error relative to the size of its terms
+// (A s4 + B s2 + C), which is what decides the search's comparisons.
+TEST(KdeGpu, SumsMatchCpuPerH) {
+    SKIP_WITHOUT_GPU();
+    namespace det = approx::kde::detail;
+    for (size_t n : {3, 70, 1029})
+        for (int d : {1, 2, 3, 4, 8, 16}) {
+            std::mt19937_64 rng(5000 + n * 37 + d);
+            std::normal_distribution<double> N(0, 1);
+            std::vector<double> z(n * d);
+            for (auto& v : z) v = N(rng);
+            const int G = 150;
+            const double nn = static_cast<double>(n);
+            const double h0 = std::pow(4.0 / (d + 2.0), 1.0 / (d + 4.0)) * std::pow(nn, -1.0 / (d + 4.0));
+            std::vector<double> hs(G), c4(G), c2(G);
+            for (int k = 0; k < G; ++k) hs[k] = h0 / 4 + (4 * h0 - h0 / 4) * k / (G - 1);
+            std::unique_ptr<det::LscvSums> cpu, gpu;
+            ExecContext cc = cpu_ctx(), gc = gpu_ctx();
+            ASSERT_TRUE(det::cpu_lscv_sums(z.data(), n, d, cc, cpu).ok());
+            ASSERT_TRUE(cpu->sums(hs.data(), G, c4.data(), c2.data()).ok());
+            Status st = det::gpu_lscv_sums(z.data(), n, d, gc, gpu);
+            ASSERT_TRUE(st.ok()) << st.message;
+            const double A = 2.0 / (nn * nn) / std::pow(4.0 * kPi, d / 2.0);
+            const double B = 4.0 / (nn * (nn - 1.0)) / std::pow(2.0 * kPi, d / 2.0);
+            const double C = 1.0 / (nn * std::pow(4.0 * kPi, d / 2.0));
+            auto rel0 = [](double a, double b) { return a == b ? 0.0 : std::fabs(a - b) / std::fabs(b); };
+            // mode 0: nh = 150, 1: nh = 1, 2: nh = 2 (h_k with h_{k+1}), 3: precise
+            for (int mode = 0; mode < 4; ++mode) {
+                std::vector<double> g4(G, 0.0), g2(G, 0.0);
+                if (mode == 0) {
+                    ASSERT_TRUE(gpu->sums(hs.data(), G, g4.data(), g2.data()).ok());
+                } else if (mode == 1) {
+                    for (int k = 0; k < G; ++k) ASSERT_TRUE(gpu->sums(&hs[k], 1, &g4[k], &g2[k]).ok());
+                } else if (mode == 2) {
+                    for (int k = 0; k < G; k += 2) {
+                        int k1 = std::min(k + 1, G - 1);
+                        double hh[2] = {hs[k], hs[k1]}, a4[2], a2[2];
+                        ASSERT_TRUE(gpu->sums(hh, 2, a4, a2).ok());
+                        g4[k] = a4[0], g2[k] = a2[0], g4[k1] = a4[1], g2[k1] = a2[1];
+                    }
+                } else {
+                    for (int k = 0; k < G; ++k) ASSERT_TRUE(gpu->precise_sums(hs[k], g4[k], g2[k]).ok());
+                }
+                static const char* names[] = {"grid nh=150", "pass nh=1", "pass nh=2", "precise"};
+                // search passes (fp32): sums to 1e-3 relative (tiny sums carry
+                // ~x * ulp(Y) for exponents x up to 125), the objective to 1e-5 of
+                // its terms; the precise pass (fp64): 1e-10 and 1e-12
+                const double tol_s = mode == 3 ? 1e-10 : 1e-3, tol_g = mode == 3 ? 1e-12 : 1e-5;
+                double worst_s = 0, worst_g = 0;
+                int worst_k = 0;
+                std::string line;
+                for (int k = 0; k < G; ++k) {
+                    ASSERT_TRUE(std::isfinite(g4[k]) && std::isfinite(g2[k]))
+                        << names[mode] << " n=" << n << " d=" << d << " h[" << k << "]=" << hs[k] << ": s4 " << g4[k]
+                        << " s2 " << g2[k];
+                    const double es = std::max(rel0(g4[k], c4[k]), rel0(g2[k], c2[k]));
+                    const double scale = A * c4[k] + B * c2[k] + C;
+                    const double eg = std::fabs((A * g4[k] - B * g2[k]) - (A * c4[k] - B * c2[k])) / scale;
+                    EXPECT_LT(es, tol_s) << names[mode] << " n=" << n << " d=" << d << " h[" << k << "]=" << hs[k]
+                                         << ": s4 " << g4[k] << " vs " << c4[k] << ", s2 " << g2[k] << " vs " << c2[k];
+                    EXPECT_LT(eg, tol_g) << names[mode] << " n=" << n << " d=" << d << " h[" << k << "]=" << hs[k];
+                    worst_s = std::max(worst_s, es);
+                    if (eg >= worst_g) worst_g = eg, worst_k = k;
+                    if (k % 15 == 0) {
+                        char buf[64];
+                        std::snprintf(buf, sizeof buf, " %d:%.1e/%.1e", k, es, eg);
+                        line += buf;
+                    }
+                }
+                std::printf("[sums] n=%zu d=%d %-11s max err_s %.2e max err_g %.2e (h[%d])  per h (k:err_s/err_g)%s\n",
+                            n, d, names[mode], worst_s, worst_g, worst_k, line.c_str());
+            }
+        }
+}
 
 TEST(KdeGpu, LscvMatchesCpu) {
     SKIP_WITHOUT_GPU();
