@@ -33,15 +33,16 @@ fi
 if [[ $STEPS == *bench* ]]; then
   echo "== benchmarks"
   want() { [ -z "${BENCH:-}" ] || [[ ",$BENCH," == *",$1,"* ]]; }
-  for b in .device/bin/*_bench; do
+  KINDS=${BENCH_KINDS:-bin,torch,sql}
+  [[ $KINDS == *bin* ]] && for b in .device/bin/*_bench; do
     n=$(basename "$b" _bench); want "$n" || continue
     echo "-- $b"; timeout 300 "$b" 2>&1 | tee "$OUT/bench_$n.txt"
   done
-  for p in test/bench/*_torch.py; do
+  [[ $KINDS == *torch* ]] && for p in test/bench/*_torch.py; do
     n=$(basename "$p" _torch.py); want "$n" || continue
     echo "-- $p"; timeout 300 python3 "$p" 2>&1 | tee "$OUT/torch_$n.txt"
   done
-  sqls=$(ls test/bench/*_sql.sh 2>/dev/null)
+  sqls=""; [[ $KINDS == *sql* ]] && sqls=$(ls test/bench/*_sql.sh 2>/dev/null)
   if [ -n "$sqls" ]; then
     W=$(mktemp -d); chown pgrun "$W"
     pg_as initdb -D "$W/data" -A trust >/dev/null
