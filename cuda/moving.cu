@@ -43,6 +43,7 @@
 
 #include "common.cuh"
 #include "../src/core/moving.hpp"
+#include "../src/core/hash_mix.hpp"
 
 namespace approx::moving {
 
@@ -74,15 +75,6 @@ unsigned grid_for(int64_t n) {
     if (b < 1) b = 1;
     if (b > (int64_t(1) << 20)) b = int64_t(1) << 20;  // grid-stride loops cover the rest
     return static_cast<unsigned>(b);
-}
-
-__host__ __device__ inline uint64_t mix64(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ULL;
-    k ^= k >> 33;
-    return k;
 }
 
 __host__ __device__ inline uint64_t pack(uint32_t cell, uint32_t k) { return (uint64_t(cell) << 32) | k; }

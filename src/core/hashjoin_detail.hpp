@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "hash_mix.hpp"
 #include "hashjoin.hpp"
 
 #ifdef __CUDACC__
@@ -43,15 +44,7 @@ HJ_HD uint64_t splitmix64(uint64_t x) {
 // A bijection of the key for a given seed (murmur3's finaliser after an xor):
 // distinct keys never share u, so g1..g3 below separate any two keys with
 // fresh multipliers.
-HJ_HD uint64_t mix_key(int64_t key, uint64_t seed) {
-    uint64_t x = static_cast<uint64_t>(key) ^ seed;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
+HJ_HD uint64_t mix_key(int64_t key, uint64_t seed) { return mix64(static_cast<uint64_t>(key) ^ seed); }
 
 // h(k): the bucket, from the high 32 bits of u (multiply-high range reduction).
 HJ_HD uint32_t bucket_of(uint64_t u, uint32_t buckets) {

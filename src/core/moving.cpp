@@ -12,6 +12,7 @@
 // updates in parallel. Nothing in the apply phase allocates or checks for
 // cancel, so it cannot stop half way.
 #include "moving.hpp"
+#include "hash_mix.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -86,15 +87,6 @@ namespace {
 
 constexpr int B = kBucketSlots;
 constexpr uint32_t kEmpty = 0, kFull = 1, kTomb = 2;
-
-inline uint64_t mix64(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ULL;
-    k ^= k >> 33;
-    return k;
-}
 
 inline uint64_t pack(uint32_t cell, uint32_t k) { return (uint64_t(cell) << 32) | k; }
 
