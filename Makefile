@@ -70,8 +70,14 @@ cuda/%.o: cuda/%.cu cuda/common.cuh $(wildcard src/core/*.hpp)
 
 $(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(wildcard src/*.h src/core/*.hpp)
 
+# Objects differ with and without CUDA: switching WITH_CUDA rebuilds them.
+BUILD_STAMP = build/.with_cuda_$(WITH_CUDA)
+$(BUILD_STAMP):
+	@mkdir -p build && rm -f build/.with_cuda_* && touch $@
+$(GLUE_SRCS:.cpp=.o) $(CORE_OBJS) $(CUDA_OBJS) src/core/gpu_none.o: $(BUILD_STAMP)
+
 # ---- engine unit tests and benchmarks (no PostgreSQL involved) ----------------
-GTEST_LIBS  = /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/x86_64-linux-gnu/libgtest_main.a
+GTEST_LIBS  = /usr/lib/x86_64-linux-gnu/libgtest_main.a /usr/lib/x86_64-linux-gnu/libgtest.a
 UNIT_SRCS   = $(wildcard test/unit/*_test.cpp)
 TEST_CXX    = $(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter $(CUDA_DEFS) -Isrc
 

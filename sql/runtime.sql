@@ -1,4 +1,5 @@
 -- Settings and introspection that do not depend on the machine.
+LOAD 'approx_gpu';  -- settings appear once the library is loaded in the backend
 SELECT name, vartype, min_val, max_val, enumvals
 FROM pg_settings WHERE name LIKE 'approx_gpu.%' ORDER BY name;
 -- the prefix is reserved: a misspelt setting is an error, not a silent placeholder

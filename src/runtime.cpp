@@ -24,7 +24,7 @@ using approx::StatusCode;
 static int device_setting = static_cast<int>(DeviceMode::Auto);
 static int gpu_min_rows_setting = 10000;
 static int cpu_threads_setting = 0;       // 0 = one per core (capped)
-static int gpu_memory_limit_mb = 0;       // 0 = no cap
+static int gpu_memory_limit_kb = 0;       // 0 = no cap
 static int random_seed_setting = -1;      // -1 = fresh seeds
 static double progress_interval_setting = 0;
 
@@ -50,8 +50,8 @@ void runtime_define_settings(void) {
                             "Capped at 64. The threads never call PostgreSQL functions.", &cpu_threads_setting, 0, 0,
                             kMaxCpuThreads, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("approx_gpu.gpu_memory_limit", "GPU memory one backend may allocate (0 = no cap).",
-                            "Under device = auto a larger allocation falls back to the CPU.", &gpu_memory_limit_mb, 0,
-                            0, INT_MAX, PGC_USERSET, GUC_UNIT_MB, nullptr, nullptr, nullptr);
+                            "Under device = auto a larger allocation falls back to the CPU.", &gpu_memory_limit_kb, 0,
+                            0, INT_MAX, PGC_USERSET, GUC_UNIT_KB, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("approx_gpu.random_seed", "Seed for sampling (-1 = a fresh seed each call).",
                             "Set it to make sampling reproducible.", &random_seed_setting, -1, -1, INT_MAX,
                             PGC_USERSET, 0, nullptr, nullptr, nullptr);
@@ -85,7 +85,7 @@ approx::ExecContext exec_context(const char* op) {
     ctx.mode = static_cast<DeviceMode>(device_setting);
     ctx.gpu_min_rows = gpu_min_rows_setting;
     ctx.cpu_threads = effective_cpu_threads();
-    ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_mb) * 1024 * 1024;
+    ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
     ctx.has_seed = random_seed_setting >= 0;
     ctx.seed = ctx.has_seed ? static_cast<uint64_t>(random_seed_setting) : 0;
     ctx.cancel = query_cancel_requested;

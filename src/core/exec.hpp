@@ -104,7 +104,7 @@ Status dispatch(const ExecContext& ctx, int64_t rows, CpuFn&& cpu, GpuFn&& gpu) 
         if (st.code == StatusCode::GpuOutOfMemory && ctx.mode == DeviceMode::Auto) {
             if (ctx.stats) {
                 std::snprintf(ctx.stats->notice, sizeof ctx.stats->notice,
-                              "GPU allocation failed (%s); ran on the CPU instead", st.message);
+                              "GPU allocation failed (%.180s); ran on the CPU instead", st.message);
                 ctx.stats->device = Device::Cpu;
                 ctx.stats->cpu_threads = ctx.cpu_threads;
             }

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED=${SHARED:-../shared}
 [ "$(id -u)" = 0 ] || { echo "run as root (make install into the system PostgreSQL)"; exit 1; }
+make clean >/dev/null   # objects of a WITH_CUDA=0 build must not leak into this one
 make -j"$(nproc)" >/dev/null
 make -j"$(nproc)" unit bench >/dev/null
 make install >/dev/null
