@@ -29,14 +29,14 @@ Status check_vertices(int64_t vertices) {
     return Status::Ok();
 }
 
-Status check_matrix_bytes(int64_t rows, int64_t words, bool condensed, const Options& opt) {
+Status check_matrix_bytes(int64_t items, int64_t rows, int64_t words, bool condensed, const Options& opt) {
     // rows, words <= 2^31: the product fits in int64 and so does * 8.
     double bytes = static_cast<double>(rows) * static_cast<double>(words) * 8.0;
     if (bytes > static_cast<double>(opt.max_bytes))
         return Status::Error(StatusCode::ProgramLimit,
                              "the closure bit matrix of %lld %s needs %.0f bytes (%.1f MB), more than "
                              "approx_gpu.closure_max_bytes (%lld bytes)",
-                             static_cast<long long>(rows),
+                             static_cast<long long>(items),
                              condensed ? "strongly connected components" : "vertices", bytes, bytes / 1048576.0,
                              static_cast<long long>(opt.max_bytes));
     return Status::Ok();
@@ -348,7 +348,7 @@ Status cpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
     const bool condensed = opt.algorithm != Algorithm::Blocked;
     if (!condensed) {
         const int64_t W = words_for(V);
-        APPROX_TRY(check_matrix_bytes(V, W, false, opt));
+        APPROX_TRY(check_matrix_bytes(V, V, W, false, opt));
         add_stats(ctx, V, V, 0, false, V * W * 8);
         r.bits.assign(static_cast<size_t>(V * W), 0);
         r.ld = W;
@@ -363,7 +363,7 @@ Status cpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
         m.u = std::vector<int32_t>();
         m.v = std::vector<int32_t>();
         const int64_t C = dag.comps, W = words_for(C);
-        APPROX_TRY(check_matrix_bytes(C, W, true, opt));
+        APPROX_TRY(check_matrix_bytes(C, C, W, true, opt));
         add_stats(ctx, V, C, static_cast<int64_t>(dag.succ.size()), true, C * W * 8);
         if (ctx.stats) ctx.stats->add("dag_levels", static_cast<double>(dag.level_start.size() - 1));
         r.bits.assign(static_cast<size_t>(C * W), 0);

@@ -33,9 +33,14 @@ namespace approx::closure {
 
 enum class Algorithm { Auto, Blocked, Condensed };
 
+// How the GPU engine closes a component DAG: by its cost estimate, level by
+// level, or with the blocked closure (the last two for tests).
+enum class DagClosure { Auto, Levels, Blocked };
+
 struct Options {
     Algorithm algorithm = Algorithm::Auto;
     int64_t max_bytes = int64_t(4096) << 20;  // cap on the closure bit matrix
+    DagClosure dag_closure = DagClosure::Auto;
 };
 
 constexpr int kTile = 256;  // k-tile of the blocked closure (vertices)

@@ -79,9 +79,10 @@ struct Dag {
 constexpr int64_t kMaxVertices = (int64_t(1) << 31) - 1;
 
 Status check_vertices(int64_t vertices);
-// Bytes of the closure bit matrix for `rows` rows of `words` words, checked
-// against opt.max_bytes (ProgramLimit naming both).
-Status check_matrix_bytes(int64_t rows, int64_t words, bool condensed, const Options& opt);
+// Bytes of the closure bit matrix of `items` vertices or components (stored
+// as `rows` rows of `words` 64-bit words), checked against opt.max_bytes
+// (ProgramLimit naming both).
+Status check_matrix_bytes(int64_t items, int64_t rows, int64_t words, bool condensed, const Options& opt);
 
 Status map_ids_cpu(const int64_t* src, const int64_t* dst, size_t n, Mapped& out);
 Status condense(int64_t vertices, const int32_t* u, const int32_t* v, size_t n_edges, const ExecContext& ctx,

@@ -412,7 +412,7 @@ IdGraph with_ids(const Graph& g, std::mt19937_64& rng) {
     std::uniform_int_distribution<int64_t> any(INT64_MIN, INT64_MAX);
     for (int64_t i = 0; i < g.n; ++i) {
         int64_t v;
-        do v = (i % 3 == 0) ? any(rng) : static_cast<int64_t>(rng() % 1000) - 500;
+        do v = (i % 3 == 0) ? any(rng) : static_cast<int64_t>(rng() % 100000) - 50000;
         while (!used.insert(v).second);
         id[i] = v;
     }
@@ -441,14 +441,14 @@ void graph_calls(DeviceMode mode, cl::Algorithm algorithm) {
     graphs.push_back(Graph{2, {{0, 1}, {0, 1}, {0, 1}}});       // duplicates
     graphs.push_back(Graph{5, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 0}}});  // a cycle
     graphs.push_back(Graph{6, {{0, 1}, {1, 0}, {2, 3}, {4, 4}, {5, 4}}});  // pieces
-    for (int64_t n : {10, 100, 700})
+    for (int64_t n : {10, 100, 400})
         for (double deg : {0.5, 1.0, 2.0, 8.0})
             for (bool dag : {false, true}) graphs.push_back(random_graph(rng, n, deg, dag));
     {
         Graph chain;  // a long path: deep recursion for a naive Tarjan
-        chain.n = 3000;
-        for (int i = 0; i + 1 < 3000; ++i) chain.edges.push_back({i, i + 1});
-        chain.edges.push_back({2999, 1500});
+        chain.n = 1200;
+        for (int i = 0; i + 1 < 1200; ++i) chain.edges.push_back({i, i + 1});
+        chain.edges.push_back({1199, 600});
         graphs.push_back(chain);
     }
     for (size_t gi = 0; gi < graphs.size(); ++gi) {
