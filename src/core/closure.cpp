@@ -458,8 +458,10 @@ Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const
         pairs = r.pairs;
         return Status::Ok();
     };
-    return dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
-                    APPROX_GPU(gpu::count_pairs(src, dst, n_edges, opt, ctx, pairs)));
+    Status st = dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
+                         APPROX_GPU(gpu::count_pairs(src, dst, n_edges, opt, ctx, pairs)));
+    if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(pairs));
+    return st;
 }
 
 Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt, const ExecContext& ctx,
@@ -473,8 +475,10 @@ Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Opt
         return Status::Ok();
     };
     if (n_edges == 0) return guarded(cpu);
-    return dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
-                    APPROX_GPU(gpu::compute(src, dst, n_edges, opt, ctx, out)));
+    Status st = dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
+                         APPROX_GPU(gpu::compute(src, dst, n_edges, opt, ctx, out)));
+    if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(result_pairs(*out)));
+    return st;
 }
 
 int64_t result_pairs(const Result* r) { return r ? r->pairs : 0; }

@@ -430,10 +430,11 @@ IdGraph with_ids(const Graph& g, std::mt19937_64& rng) {
     return r;
 }
 
-void graph_calls(DeviceMode mode, cl::Algorithm algorithm) {
+void graph_calls(DeviceMode mode, cl::Algorithm algorithm, cl::DagClosure dag = cl::DagClosure::Auto) {
     ExecContext ctx = mode == DeviceMode::Cpu ? cpu_ctx() : gpu_ctx();
     cl::Options opt;
     opt.algorithm = algorithm;
+    opt.dag_closure = dag;
     std::mt19937_64 rng(1234);
     std::vector<Graph> graphs;
     graphs.push_back(Graph{});                                  // empty
@@ -598,9 +599,43 @@ TEST(ClosureGraph, GpuBlocked) {
     SKIP_WITHOUT_GPU();
     graph_calls(DeviceMode::Gpu, cl::Algorithm::Blocked);
 }
-TEST(ClosureGraph, GpuCondensed) {
+TEST(ClosureGraph, GpuCondensedLevels) {
     SKIP_WITHOUT_GPU();
-    graph_calls(DeviceMode::Gpu, cl::Algorithm::Condensed);
+    graph_calls(DeviceMode::Gpu, cl::Algorithm::Condensed, cl::DagClosure::Levels);
+}
+TEST(ClosureGraph, GpuCondensedBlockedDag) {
+    SKIP_WITHOUT_GPU();
+    graph_calls(DeviceMode::Gpu, cl::Algorithm::Condensed, cl::DagClosure::Blocked);
+}
+
+TEST(ClosureGraph, LongCycleAndLongPath) {
+    // Tarjan without recursion: a 300000-vertex cycle is one component; a
+    // 20000-vertex path is 20000 of them (n (n - 1) / 2 pairs)
+    std::vector<int64_t> src, dst;
+    const int64_t n = 300000;
+    for (int64_t i = 0; i < n; ++i) {
+        src.push_back(i * 3);
+        dst.push_back(((i + 1) % n) * 3);
+    }
+    std::vector<ExecContext> ctxs = {cpu_ctx()};
+    if (gpu_usable()) ctxs.push_back(gpu_ctx());
+    for (const ExecContext& ctx : ctxs) {
+        cl::Options opt;
+        int64_t pairs = 0;
+        ASSERT_TRUE(cl::count_pairs(src.data(), dst.data(), src.size(), opt, ctx, pairs).ok());
+        EXPECT_EQ(pairs, n * n);
+        std::vector<int64_t> ps, pd;
+        const int64_t m = 20000;
+        for (int64_t i = 0; i + 1 < m; ++i) {
+            ps.push_back(m - i);
+            pd.push_back(m - i - 1);
+        }
+        for (auto dagc : {cl::DagClosure::Auto, cl::DagClosure::Levels}) {
+            opt.dag_closure = dagc;
+            ASSERT_TRUE(cl::count_pairs(ps.data(), pd.data(), ps.size(), opt, ctx, pairs).ok());
+            EXPECT_EQ(pairs, m * (m - 1) / 2);
+        }
+    }
 }
 
 TEST(ClosureGraph, CpuEqualsGpuOnLargerGraphs) {
