@@ -41,32 +41,35 @@ SELECT r.at_boundary, abs(r.h / (r.h0 / 4) - 1) < 1e-9 AS at_lower_end
 FROM approx_gpu.kde_lscv(array(SELECT (i % 5)::float8 FROM generate_series(1, 200) i)) r;
 
 -- NULL elements are skipped (and counted), a NULL argument gives NULL
-SELECT approx_gpu.kde_bandwidth(x || ARRAY[NULL, NULL]::float8[]) = approx_gpu.kde_bandwidth(x) AS nulls_skipped FROM kde_arr;
+SELECT approx_gpu.kde_bandwidth(x) AS h_plain FROM kde_arr \gset
+SELECT approx_gpu.kde_bandwidth(x || ARRAY[NULL, NULL]::float8[]) = :h_plain AS nulls_skipped FROM kde_arr;
 SELECT (approx_gpu.last_run()->>'rows_skipped')::int AS rows_skipped, (approx_gpu.last_run()->>'rows')::int AS rows,
        approx_gpu.last_run()->>'function' AS function;
 SELECT approx_gpu.kde_bandwidth(NULL) IS NULL AS strict_null, approx_gpu.kde_bandwidth(ARRAY[1, 2]::float8[], NULL) IS NULL AS strict_method;
 SELECT r IS NULL AS strict_lscv FROM approx_gpu.kde_lscv(NULL) r;
 
--- errors: each names the function and the argument
-SELECT approx_gpu.kde_bandwidth('{}');
-SELECT approx_gpu.kde_bandwidth(ARRAY[1.5]);
-SELECT approx_gpu.kde_bandwidth(ARRAY[NULL, 2]::float8[]);
-SELECT approx_gpu.kde_bandwidth(ARRAY[3, 3, 3, 3]::float8[]);
-SELECT approx_gpu.kde_bandwidth(ARRAY[1, 'NaN', 3]::float8[]);
-SELECT approx_gpu.kde_bandwidth(ARRAY[1, 'Infinity', 3]::float8[]);
-SELECT approx_gpu.kde_bandwidth(ARRAY[1, '-Infinity', 3]::float8[]);
-SELECT approx_gpu.kde_bandwidth(ARRAY[1, 2, 3]::float8[], 'bogus');
-SELECT approx_gpu.kde_bandwidth(ARRAY[[1, 2], [3, 4]]::float8[]);
-SELECT approx_gpu.kde_lscv('{}');
-SELECT approx_gpu.kde_lscv(ARRAY[[1, 2]]::float8[]);
-SELECT approx_gpu.kde_lscv(ARRAY[1, 2, 3, 4]::float8[], 1);
-SELECT approx_gpu.kde_lscv(ARRAY[1, 2, 3, 4]::float8[], 150, 'spherical');
-SELECT approx_gpu.kde_lscv(ARRAY[[[1, 2], [3, 4]]]::float8[]);
-SELECT approx_gpu.kde_lscv('{{1,2},{3}}'::float8[]);
-SELECT approx_gpu.kde_lscv(array_fill(1.0::float8, ARRAY[3, 33]));
-SELECT approx_gpu.kde_lscv(ARRAY[[1, 2], [2, 4], [3, 6], [4, 8]]::float8[]);
-SELECT approx_gpu.kde_lscv(ARRAY[[1, 'NaN'], [2, 4], [3, 5]]::float8[]);
-SELECT approx_gpu.kde_lscv(ARRAY[1, 1, 1, 1]::float8[]);
+-- errors: SQLSTATE and message, which names the function and the argument
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth('{}')$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[1.5])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[NULL, 2]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[3, 3, 3, 3]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[1, 'NaN', 3]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[1, 'Infinity', 3]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[1, '-Infinity', 3]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[1, 2, 3]::float8[], 'bogus')$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[[1, 2], [3, 4]]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv('{}')$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[[1, 2]]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[1, 2, 3, 4]::float8[], 1)$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[1, 2, 3, 4]::float8[], 150, 'spherical')$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[[[1, 2], [3, 4]]]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv('{{1,2},{3}}'::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(array_fill(1.0::float8, ARRAY[3, 33]))$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[[1, 2], [2, 4], [3, 6], [4, 8]]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[[1, 'NaN'], [2, 4], [3, 5]]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[1, 1, 1, 1]::float8[])$$);
 
 -- aggregates equal the functions on the same data
 SELECT approx_gpu.kde_bandwidth_agg(x) = (SELECT approx_gpu.kde_bandwidth(x) FROM kde_arr) AS agg_plugin FROM kde_data;
@@ -87,13 +90,13 @@ SELECT approx_gpu.kde_lscv_agg(ARRAY[x]) IS NULL AS empty_lscv_is_null FROM kde_
 -- grouped
 SELECT i % 2 AS grp, approx_gpu.kde_bandwidth_agg(x, 'scott') > 0 AS ok FROM kde_data GROUP BY 1 ORDER BY 1;
 -- aggregate errors
-SELECT approx_gpu.kde_bandwidth_agg(x, CASE WHEN i < 10 THEN 'plugin' ELSE 'scott' END) FROM kde_data;
-SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], i) FROM kde_data;
-SELECT approx_gpu.kde_lscv_agg(CASE WHEN i < 10 THEN ARRAY[x] ELSE ARRAY[x, y] END) FROM kde_data;
-SELECT approx_gpu.kde_bandwidth_agg(x) FROM kde_data WHERE i = 1;
-SELECT approx_gpu.kde_bandwidth_agg(x, 'nope') FROM kde_data;
-SELECT approx_gpu.kde_bandwidth_agg(CASE WHEN i = 7 THEN 'NaN'::float8 ELSE x END) FROM kde_data;
-SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], 1) FROM kde_data;
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, CASE WHEN i < 10 THEN 'plugin' ELSE 'scott' END) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], CASE WHEN i < 10 THEN 40 ELSE 50 END) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv_agg(CASE WHEN i < 10 THEN ARRAY[x] ELSE ARRAY[x, y] END) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x) FROM kde_data WHERE i = 1$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, 'nope') FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(CASE WHEN i = 7 THEN 'NaN'::float8 ELSE x END) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], 1) FROM kde_data$$);
 
 -- cancellation: far more work than 1 s on either engine; the engine polls the
 -- cancel flag between chunks and the statement ends with the timeout error

@@ -1,0 +1,679 @@
+// GPU engine of the KDE pair sums (src/core/kde_internal.hpp).
+//
+// The data arrive centred and scaled (or whitened) in fp64, so the pair
+// arithmetic runs in fp32: one fp32 upload, square tiles of pairs with the
+// column tile in shared memory, only tiles with I <= J (symmetry), fp32 sums
+// inside a tile promoted to fp64 per thread, per-block fp64 partials, and CUB
+// for the final reductions. Blocks are persistent (a grid-stride loop over the
+// tiles of a chunk) and every partial slot has one writer, so results are
+// deterministic. Work is launched in chunks of tiles; the cancel callback is
+// polled between chunks, with at most two chunks in flight.
+//
+//   plug-in  psi_kernel:       sorted data (tiles whose every pair underflows
+//                              are skipped), exp via ex2.approx, Hermite
+//                              polynomial in the prescaled t^2.
+//   LSCV     lscv_grid_kernel: many h per pass; a 64 x 64 tile of Y_ij is
+//                              computed once into shared memory and each lane
+//                              owns h values, so every Y feeds all of them.
+//            lscv_pass_kernel: one or two h per pass (golden section), Y
+//                              computed in registers; a precise variant (fp32
+//                              polynomial exp2, split coefficient) gives the
+//                              reported objective.
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common.cuh"
+#include "../src/core/kde_internal.hpp"
+
+namespace approx::kde::detail {
+
+namespace {
+
+using gpu::CubTemp;
+using gpu::DeviceBuffer;
+
+constexpr int kBlock = 256;
+constexpr double kLog2e = 1.4426950408889634074;
+constexpr double kLn2 = 0.69314718055994530942;
+// Pairs per chunk of work between cancel polls (a few ms on an H100).
+constexpr double kPairsPerChunk = 17179869184.0;  // 2^34
+
+// ---- device helpers ------------------------------------------------------------
+
+// 2^x by the special-function unit (about 2 ulp; 0 below 2^-126).
+__device__ __forceinline__ float ex2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// 2^-x for x >= 0 (or +inf) to about 1 ulp, unbiased: round-to-nearest range
+// reduction and a degree-7 Taylor polynomial (truncation < 6e-9 relative).
+__device__ __forceinline__ float exp2_neg_precise(float x) {
+    x = fminf(x, 200.0f);
+    const float k = rintf(x);
+    const float f = k - x;  // in [-0.5, 0.5]; 2^-x = 2^f 2^-k
+    float p = 1.5252733804059841e-05f;  // ln2^7 / 7!
+    p = fmaf(p, f, 1.5403530393381609e-04f);
+    p = fmaf(p, f, 1.3333558146428443e-03f);
+    p = fmaf(p, f, 9.6181291076284772e-03f);
+    p = fmaf(p, f, 5.5504108664821580e-02f);
+    p = fmaf(p, f, 2.4022650695910071e-01f);
+    p = fmaf(p, f, 6.9314718055994531e-01f);
+    p = fmaf(p, f, 1.0f);
+    const int ki = static_cast<int>(k);
+    // p in [0.7, 1.5]: subtracting ki from its exponent stays normal up to 125
+    return ki > 125 ? 0.0f : __int_as_float(__float_as_int(p) - (ki << 23));
+}
+
+// Tile pairs (I, J), I <= J < nt, numbered row by row: row I starts at
+// I*nt - I*(I-1)/2.
+__device__ __forceinline__ void decode_tile(long long b, long long nt, long long& I, long long& J) {
+    const double B = 2.0 * static_cast<double>(nt) + 1.0;
+    long long i = static_cast<long long>((B - sqrt(B * B - 8.0 * static_cast<double>(b))) * 0.5);
+    if (i < 0) i = 0;
+    if (i > nt - 1) i = nt - 1;
+    while (i > 0 && i * nt - i * (i - 1) / 2 > b) --i;
+    while (i + 1 < nt && (i + 1) * nt - (i + 1) * i / 2 <= b) ++i;
+    I = i;
+    J = i + (b - (i * nt - i * (i - 1) / 2));
+}
+
+// Hermite polynomial of K_r in s = t^2 log2(e)/2, divided by (2 ln 2)^(r/2).
+template <int R>
+__device__ __forceinline__ float hermite_s(float s, float c2, float c1, float c0) {
+    if (R == 6) return fmaf(fmaf(s + c2, s, c1), s, c0);
+    if (R == 4) return fmaf(s + c1, s, c0);
+    return s + c0;
+}
+
+// ---- plug-in -------------------------------------------------------------------
+
+__global__ void scale_to_float(const double* __restrict__ z, long long n, double scale, float* __restrict__ u) {
+    long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    if (i < n) u[i] = static_cast<float>(z[i] * scale);
+}
+
+// u: sorted, u = z sqrt(log2e/2) / g. Tile T = kBlock * RPT. Diagonal tiles
+// cover their full square (i = j included) with weight 1, the others weight 2.
+template <int R, int RPT>
+__global__ void __launch_bounds__(kBlock) psi_kernel(const float* __restrict__ u, long long n, long long nt,
+                                                     long long t_begin, long long t_end, float cut, float c2,
+                                                     float c1, float c0, double* __restrict__ partial) {
+    constexpr int T = kBlock * RPT;
+    __shared__ __align__(16) float s_col[T];
+    const int tid = threadIdx.x;
+    double acc = 0;
+    for (long long b = t_begin + blockIdx.x; b < t_end; b += gridDim.x) {
+        long long I, J;
+        decode_tile(b, nt, I, J);
+        const long long row0 = I * T, col0 = J * T;
+        // Sorted data: when the smallest difference in the tile underflows
+        // exp (2^-s, s > 130), every term is 0 in fp32; skip (block-uniform).
+        if (J > I && u[col0] - u[min(row0 + T, n) - 1] > cut) continue;
+        const int cols = static_cast<int>(min(static_cast<long long>(T), n - col0));
+        __syncthreads();  // the previous tile's readers are done
+        for (int q = tid; q < cols; q += kBlock) s_col[q] = u[col0 + q];
+        __syncthreads();
+        float r[RPT], a[RPT];
+#pragma unroll
+        for (int k = 0; k < RPT; ++k) {
+            const long long row = row0 + k * kBlock + tid;
+            r[k] = u[row < n ? row : n - 1];
+            a[k] = 0.0f;
+        }
+        auto step = [&](float v) {
+#pragma unroll
+            for (int k = 0; k < RPT; ++k) {
+                const float t = r[k] - v;
+                const float s = t * t;
+                a[k] = fmaf(hermite_s<R>(s, c2, c1, c0), ex2_approx(-s), a[k]);
+            }
+        };
+        const float4* s4 = reinterpret_cast<const float4*>(s_col);
+        int c = 0;
+#pragma unroll 2
+        for (; c + 4 <= cols; c += 4) {
+            const float4 v = s4[c >> 2];
+            step(v.x);
+            step(v.y);
+            step(v.z);
+            step(v.w);
+        }
+        for (; c < cols; ++c) step(s_col[c]);
+        float ts = 0.0f;
+#pragma unroll
+        for (int k = 0; k < RPT; ++k)
+            if (row0 + k * kBlock + tid < n) ts += a[k];
+        acc += (I == J ? 1.0 : 2.0) * static_cast<double>(ts);
+    }
+    using BlockReduce = cub::BlockReduce<double, kBlock>;
+    __shared__ typename BlockReduce::TempStorage tmp;
+    const double total = BlockReduce(tmp).Sum(acc);
+    if (tid == 0) partial[blockIdx.x] += total;
+}
+
+// ---- LSCV: many h per pass -----------------------------------------------------
+
+constexpr int kGridTile = 64;        // points per tile side: 4096 Y per tile
+constexpr int kGridMaxGroups = 8;    // h groups of 32 (one per lane): 256 h per launch
+constexpr int kWarps = kBlock / 32;
+
+// z: n x DP fp32, zero-padded. coef[k] = log2(e) / (4 h_k^2) as a (hi, lo)
+// pair of floats, so that no rounding of it biases every term. Lane l of every
+// warp owns h_{32g + l} (g < hgroups); warp w owns slice w of the Y tile.
+// Pairs other than i < j < n get Y = +inf (their exponentials are 0).
+// partial[(q) * P + blockIdx.x * kWarps + warp], q < nh for s4, nh + k for s2.
+template <int DP>
+__global__ void __launch_bounds__(kBlock, 4) lscv_grid_kernel(const float* __restrict__ z, long long n, long long nt,
+                                                           long long t_begin, long long t_end,
+                                                           const float2* __restrict__ coef, int nh, int hgroups,
+                                                           double* __restrict__ partial, long long P) {
+    constexpr int T = kGridTile, S = DP + 1, SLICE = T * T / kWarps;
+    __shared__ float sA[T * S];
+    __shared__ float sB[T * S];
+    __shared__ __align__(16) float sY[T * T];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    double a4[kGridMaxGroups], a2[kGridMaxGroups];
+#pragma unroll
+    for (int g = 0; g < kGridMaxGroups; ++g) a4[g] = a2[g] = 0.0;
+    for (long long b = t_begin + blockIdx.x; b < t_end; b += gridDim.x) {
+        long long I, J;
+        decode_tile(b, nt, I, J);
+        const long long i0 = I * T, j0 = J * T;
+        __syncthreads();
+        for (int q = tid; q < T * DP; q += kBlock) {
+            const int p = q / DP, k = q - p * DP;
+            sA[p * S + k] = i0 + p < n ? z[(i0 + p) * DP + k] : 0.0f;
+            sB[p * S + k] = j0 + p < n ? z[(j0 + p) * DP + k] : 0.0f;
+        }
+        __syncthreads();
+        for (int q = tid; q < T * T; q += kBlock) {
+            const int i = q & (T - 1), j = q / T;
+            float y = __int_as_float(0x7f800000);  // +inf
+            if (i0 + i < j0 + j && j0 + j < n) {
+                y = 0.0f;
+#pragma unroll
+                for (int k = 0; k < DP; ++k) {
+                    const float t = sA[i * S + k] - sB[j * S + k];
+                    y = fmaf(t, t, y);
+                }
+            }
+            sY[q] = y;
+        }
+        __syncthreads();
+        const float4* y4 = reinterpret_cast<const float4*>(sY + warp * SLICE);
+#pragma unroll
+        for (int g = 0; g < kGridMaxGroups; ++g) {
+            if (g >= hgroups) break;
+            const int idx = g * 32 + lane;
+            const float2 cg = idx < nh ? coef[idx] : make_float2(1.0f, 0.0f);  // L1-cached reload per tile
+            const float hi = cg.x, lo = cg.y;
+            float f4 = 0.0f, f2 = 0.0f;
+#pragma unroll 4
+            for (int q = 0; q < SLICE / 4; ++q) {
+                const float4 v = y4[q];
+                const float e0 = ex2_approx(-fmaf(v.x, hi, v.x * lo)), e1 = ex2_approx(-fmaf(v.y, hi, v.y * lo));
+                const float e2 = ex2_approx(-fmaf(v.z, hi, v.z * lo)), e3 = ex2_approx(-fmaf(v.w, hi, v.w * lo));
+                f4 += (e0 + e1) + (e2 + e3);
+                f2 = fmaf(e0, e0, fmaf(e1, e1, fmaf(e2, e2, fmaf(e3, e3, f2))));
+            }
+            a4[g] += f4;
+            a2[g] += f2;
+        }
+    }
+    const long long slot = static_cast<long long>(blockIdx.x) * kWarps + warp;
+#pragma unroll
+    for (int g = 0; g < kGridMaxGroups; ++g) {
+        const int idx = g * 32 + lane;
+        if (g < hgroups && idx < nh) {
+            partial[idx * P + slot] += a4[g];
+            partial[(nh + idx) * P + slot] += a2[g];
+        }
+    }
+}
+
+// ---- LSCV: one or two h per pass -----------------------------------------------
+
+// Square tiles of kBlock points; thread t owns row I*kBlock + t, the column
+// tile is in shared memory. Diagonal tiles cover their full square (weight
+// 1/2, i = j adds exactly 1 per point, removed on the host), others weight 1.
+// coef = (hi_0, lo_0, hi_1, lo_1): log2(e)/(4 h^2) split into two floats.
+// partial[q * P + blockIdx.x], q < NH for s4, NH + k for s2.
+template <int DP, int NH, bool PRECISE>
+__global__ void __launch_bounds__(kBlock) lscv_pass_kernel(const float* __restrict__ z, long long n, long long nt,
+                                                           long long t_begin, long long t_end, float4 coef,
+                                                           double* __restrict__ partial, long long P) {
+    __shared__ __align__(16) float s_col[kBlock * DP];
+    const int tid = threadIdx.x;
+    const float chi[2] = {coef.x, coef.z}, clo[2] = {coef.y, coef.w};
+    double acc4[NH], acc2[NH];
+#pragma unroll
+    for (int h = 0; h < NH; ++h) acc4[h] = acc2[h] = 0.0;
+    for (long long b = t_begin + blockIdx.x; b < t_end; b += gridDim.x) {
+        long long I, J;
+        decode_tile(b, nt, I, J);
+        const long long row = I * kBlock + tid, col0 = J * kBlock;
+        const int cols = static_cast<int>(min(static_cast<long long>(kBlock), n - col0));
+        float zr[DP];
+        const long long rr = row < n ? row : n - 1;
+#pragma unroll
+        for (int k = 0; k < DP; ++k) zr[k] = z[rr * DP + k];
+        const double w = row < n ? (I == J ? 0.5 : 1.0) : 0.0;
+        __syncthreads();
+        for (int q = tid; q < cols * DP; q += kBlock) s_col[q] = z[col0 * DP + q];
+        __syncthreads();
+        float f4[NH], f2[NH];
+#pragma unroll
+        for (int h = 0; h < NH; ++h) f4[h] = f2[h] = 0.0f;
+#pragma unroll 2
+        for (int c = 0; c < cols; ++c) {
+            float y = 0.0f;
+            if (DP % 4 == 0) {
+                const float4* v4 = reinterpret_cast<const float4*>(s_col + c * DP);
+#pragma unroll
+                for (int k = 0; k < DP / 4; ++k) {
+                    const float4 v = v4[k];
+                    float t = zr[4 * k] - v.x;
+                    y = fmaf(t, t, y);
+                    t = zr[4 * k + 1] - v.y;
+                    y = fmaf(t, t, y);
+                    t = zr[4 * k + 2] - v.z;
+                    y = fmaf(t, t, y);
+                    t = zr[4 * k + 3] - v.w;
+                    y = fmaf(t, t, y);
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < DP; ++k) {
+                    const float t = zr[k] - s_col[c * DP + k];
+                    y = fmaf(t, t, y);
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < NH; ++h) {
+                const float x = fmaf(y, chi[h], y * clo[h]);
+                const float e = PRECISE ? exp2_neg_precise(x) : ex2_approx(-x);
+                f4[h] += e;
+                f2[h] = fmaf(e, e, f2[h]);
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < NH; ++h) {
+            acc4[h] += w * static_cast<double>(f4[h]);
+            acc2[h] += w * static_cast<double>(f2[h]);
+        }
+    }
+    using BlockReduce = cub::BlockReduce<double, kBlock>;
+    __shared__ typename BlockReduce::TempStorage tmp;
+#pragma unroll
+    for (int q = 0; q < 2 * NH; ++q) {
+        const double total = BlockReduce(tmp).Sum(q < NH ? acc4[q] : acc2[q - NH]);
+        if (tid == 0) partial[q * P + blockIdx.x] += total;
+        __syncthreads();  // tmp is reused
+    }
+}
+
+// ---- host helpers --------------------------------------------------------------
+
+// Two events for throttling: at most two chunks in flight, so that a cancel
+// stops the work within about two chunks.
+class EventPair {
+public:
+    EventPair() = default;
+    EventPair(const EventPair&) = delete;
+    EventPair& operator=(const EventPair&) = delete;
+    ~EventPair() {
+        for (cudaEvent_t e : ev_)
+            if (e) cudaEventDestroy(e);
+    }
+    Status create() {
+        for (cudaEvent_t& e : ev_)
+            if (!e) APPROX_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        return Status::Ok();
+    }
+    cudaEvent_t operator[](long long i) const { return ev_[i & 1]; }
+
+private:
+    cudaEvent_t ev_[2] = {nullptr, nullptr};
+};
+
+// Runs launch(t_begin, t_end) over [0, tiles) in chunks of chunk_tiles,
+// polling the cancel callback before each chunk.
+template <class Launch>
+Status run_chunks(const ExecContext& ctx, cudaStream_t stream, EventPair& events, long long tiles,
+                  long long chunk_tiles, Launch&& launch) {
+    long long c = 0;
+    for (long long t0 = 0; t0 < tiles; t0 += chunk_tiles, ++c) {
+        if (c >= 2) APPROX_CUDA(cudaEventSynchronize(events[c]));
+        if (ctx.cancelled()) {
+            cudaStreamSynchronize(stream);
+            return cancelled_status();
+        }
+        APPROX_TRY(launch(t0, std::min(tiles, t0 + chunk_tiles)));
+        APPROX_CUDA_LAUNCHED();
+        APPROX_CUDA(cudaEventRecord(events[c], stream));
+    }
+    return Status::Ok();
+}
+
+// log2(e) / (4 h^2) as hi + lo floats: exp(-Y / (4 h^2)) = 2^-(Y hi + Y lo).
+float2 split_coef(double h) {
+    const double c = kLog2e / (4 * h * h);
+    const float hi = static_cast<float>(c);
+    return make_float2(hi, static_cast<float>(c - static_cast<double>(hi)));
+}
+
+long long tile_pairs(long long nt) { return nt * (nt + 1) / 2; }
+
+long long chunk_tiles_for(double pairs_per_tile, long long grid) {
+    double c = kPairsPerChunk / pairs_per_tile;
+    return std::max(grid, static_cast<long long>(c));
+}
+
+// Persistent grid size: resident blocks per SM times SMs.
+template <class Kernel>
+Status resident_blocks(Kernel kernel, long long& blocks) {
+    static int sms = 0;  // device 0 is the only one used (gpu::begin)
+    if (sms == 0) {
+        int dev = 0;
+        APPROX_CUDA(cudaGetDevice(&dev));
+        APPROX_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    }
+    int per_sm = 0;
+    APPROX_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, 0));
+    blocks = static_cast<long long>(std::max(1, per_sm)) * std::max(1, sms);
+    return Status::Ok();
+}
+
+struct StrideOffset {
+    long long stride;
+    __host__ __device__ long long operator()(long long q) const { return q * stride; }
+};
+
+// Sums of `segments` consecutive runs of `stride` doubles (CUB segmented
+// reduce), copied to the host.
+class SegmentSums {
+public:
+    Status run(const ExecContext& ctx, cudaStream_t stream, const double* in, int segments, long long stride,
+               double* host_out) {
+        if (out_.size() < static_cast<size_t>(segments)) APPROX_TRY(out_.alloc(ctx, static_cast<size_t>(segments)));
+        auto offsets = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), StrideOffset{stride});
+        double* out = out_.get();
+        APPROX_TRY(temp_.run(ctx, [&](void* p, size_t& bytes) {
+            return cub::DeviceSegmentedReduce::Sum(p, bytes, in, out, segments, offsets, offsets + 1, stream);
+        }));
+        APPROX_CUDA(cudaMemcpyAsync(host_out, out, sizeof(double) * segments, cudaMemcpyDeviceToHost, stream));
+        APPROX_CUDA(cudaStreamSynchronize(stream));
+        return Status::Ok();
+    }
+
+private:
+    DeviceBuffer<double> out_;
+    CubTemp temp_;
+};
+
+// Grows buf to at least count elements (never shrinks: passes reuse it).
+template <class T>
+Status ensure(const ExecContext& ctx, DeviceBuffer<T>& buf, size_t count) {
+    if (buf.size() < count) APPROX_TRY(buf.alloc(ctx, count));
+    return Status::Ok();
+}
+
+// ---- plug-in engine ------------------------------------------------------------
+
+class GpuPsi final : public PsiSums {
+public:
+    GpuPsi(const ExecContext& ctx, size_t n) : ctx_(ctx), n_(static_cast<long long>(n)) {}
+
+    Status init(const double* z) {
+        APPROX_TRY(gpu::begin(ctx_, stream_));
+        APPROX_TRY(events_.create());
+        Stopwatch sw;
+        DeviceBuffer<double> unsorted;
+        APPROX_TRY(unsorted.alloc(ctx_, n_));
+        APPROX_TRY(z_.alloc(ctx_, n_));
+        APPROX_CUDA(cudaMemcpyAsync(unsorted.get(), z, sizeof(double) * n_, cudaMemcpyHostToDevice, stream_));
+        APPROX_CUDA(cudaStreamSynchronize(stream_));
+        gpu::add_transfer_ms(ctx_, sw.ms());
+        // Sorted, so that tiles far apart can be skipped (the sum is order-free).
+        {
+            CubTemp tmp;
+            const double* in = unsorted.get();
+            double* out = z_.get();
+            const long long n = n_;
+            APPROX_TRY(tmp.run(ctx_, [&](void* p, size_t& bytes) {
+                return cub::DeviceRadixSort::SortKeys(p, bytes, in, out, n, 0, 64, stream_);
+            }));
+            APPROX_CUDA(cudaStreamSynchronize(stream_));
+        }
+        unsorted.reset();
+        APPROX_TRY(u_.alloc(ctx_, n_));
+        return Status::Ok();
+    }
+
+    Status sum(int r, double g, double& out) override {
+        switch (r) {
+            case 2: return run<2>(g, out);
+            case 4: return run<4>(g, out);
+            case 6: return run<6>(g, out);
+        }
+        return Status::Error(StatusCode::Internal, "psi order %d not supported", r);
+    }
+
+private:
+    template <int R>
+    Status run(double g, double& out) {
+        // Large inputs: 4 rows per thread (fewer, larger tiles); small ones:
+        // 1, so that there are enough tiles for every SM.
+        return n_ >= (1 << 17) ? run<R, 4>(g, out) : run<R, 1>(g, out);
+    }
+
+    template <int R, int RPT>
+    Status run(double g, double& out) {
+        constexpr int T = kBlock * RPT;
+        const long long n = n_;
+        // u = z sqrt(log2e/2) / g, so that exp(-t^2/2) = 2^-s with s = (u_i - u_j)^2
+        const double scale = std::sqrt(kLog2e / 2) / g;
+        scale_to_float<<<gpu::blocks_for(n, kBlock), kBlock, 0, stream_>>>(z_.get(), n, scale, u_.get());
+        APPROX_CUDA_LAUNCHED();
+        // He_r(t^2) = a^(r/2) P(s), t^2 = a s, a = 2 ln 2
+        const double a = 2 * kLn2;
+        double c2 = 0, c1 = 0, c0 = 0, factor = 1;
+        if (R == 6) c2 = -15 / a, c1 = 45 / (a * a), c0 = -15 / (a * a * a), factor = a * a * a;
+        if (R == 4) c1 = -6 / a, c0 = 3 / (a * a), factor = a * a;
+        if (R == 2) c0 = -1 / a, factor = a;
+
+        long long grid;
+        APPROX_TRY(resident_blocks(psi_kernel<R, RPT>, grid));
+        const long long nt = (n + T - 1) / T, tiles = tile_pairs(nt);
+        grid = std::min(grid, tiles);
+        APPROX_TRY(ensure(ctx_, partial_, grid));
+        APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * grid, stream_));
+        const float cut = std::sqrt(130.0f);
+        const float* u = u_.get();
+        double* partial = partial_.get();
+        APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(double(T) * T, grid),
+                              [&](long long t0, long long t1) -> Status {
+                                  unsigned blocks = static_cast<unsigned>(std::min(grid, t1 - t0));
+                                  psi_kernel<R, RPT><<<blocks, kBlock, 0, stream_>>>(
+                                      u, n, nt, t0, t1, cut, float(c2), float(c1), float(c0), partial);
+                                  return Status::Ok();
+                              }));
+        double total = 0;
+        APPROX_TRY(sums_.run(ctx_, stream_, partial, 1, grid, &total));
+        out = total * factor * kPhi0;
+        return Status::Ok();
+    }
+
+    const ExecContext& ctx_;
+    long long n_;
+    cudaStream_t stream_ = nullptr;
+    EventPair events_;
+    DeviceBuffer<double> z_;  // sorted
+    DeviceBuffer<float> u_;   // scaled for the current g
+    DeviceBuffer<double> partial_;
+    SegmentSums sums_;
+};
+
+// ---- LSCV engine ---------------------------------------------------------------
+
+class GpuLscv final : public LscvSums {
+public:
+    GpuLscv(const ExecContext& ctx, size_t n, int d) : ctx_(ctx), n_(static_cast<long long>(n)), d_(d) {
+        dp_ = d <= 1 ? 1 : d <= 2 ? 2 : d <= 4 ? 4 : d <= 8 ? 8 : d <= 16 ? 16 : 32;
+    }
+
+    Status init(const double* z) {
+        if (d_ < 1 || d_ > 32) return Status::Error(StatusCode::Internal, "GPU LSCV: d = %d not supported", d_);
+        APPROX_TRY(gpu::begin(ctx_, stream_));
+        APPROX_TRY(events_.create());
+        Stopwatch sw;
+        // fp32, zero-padded to dp_ columns (zeros add nothing to Y)
+        std::vector<float> host(static_cast<size_t>(n_) * dp_, 0.0f);
+        for (long long i = 0; i < n_; ++i)
+            for (int k = 0; k < d_; ++k) host[i * dp_ + k] = static_cast<float>(z[i * d_ + k]);
+        APPROX_TRY(z_.alloc(ctx_, host.size()));
+        APPROX_CUDA(cudaMemcpyAsync(z_.get(), host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice,
+                                    stream_));
+        APPROX_CUDA(cudaStreamSynchronize(stream_));
+        gpu::add_transfer_ms(ctx_, sw.ms());
+        return Status::Ok();
+    }
+
+    Status sums(const double* h, int nh, double* s4, double* s2) override {
+        if (nh <= 0) return Status::Ok();
+        if (nh == 1) return pass_dp<1, false>(h, s4, s2);
+        if (nh == 2) return pass_dp<2, false>(h, s4, s2);
+        for (int k0 = 0; k0 < nh; k0 += 32 * kGridMaxGroups) {
+            int m = std::min(32 * kGridMaxGroups, nh - k0);
+            APPROX_TRY(grid_dp(h + k0, m, s4 + k0, s2 + k0));
+        }
+        return Status::Ok();
+    }
+
+    Status precise_sums(double h, double& s4, double& s2) override { return pass_dp<1, true>(&h, &s4, &s2); }
+
+private:
+    template <int NH, bool PRECISE>
+    Status pass_dp(const double* h, double* s4, double* s2) {
+        switch (dp_) {
+            case 1: return pass<1, NH, PRECISE>(h, s4, s2);
+            case 2: return pass<2, NH, PRECISE>(h, s4, s2);
+            case 4: return pass<4, NH, PRECISE>(h, s4, s2);
+            case 8: return pass<8, NH, PRECISE>(h, s4, s2);
+            case 16: return pass<16, NH, PRECISE>(h, s4, s2);
+            default: return pass<32, NH, PRECISE>(h, s4, s2);
+        }
+    }
+
+    Status grid_dp(const double* h, int nh, double* s4, double* s2) {
+        switch (dp_) {
+            case 1: return grid<1>(h, nh, s4, s2);
+            case 2: return grid<2>(h, nh, s4, s2);
+            case 4: return grid<4>(h, nh, s4, s2);
+            case 8: return grid<8>(h, nh, s4, s2);
+            case 16: return grid<16>(h, nh, s4, s2);
+            default: return grid<32>(h, nh, s4, s2);
+        }
+    }
+
+    template <int DP, int NH, bool PRECISE>
+    Status pass(const double* h, double* s4, double* s2) {
+        const long long n = n_;
+        const float2 c0 = split_coef(h[0]), c1 = NH > 1 ? split_coef(h[NH - 1]) : make_float2(0.0f, 0.0f);
+        const float4 coef = make_float4(c0.x, c0.y, c1.x, c1.y);
+        long long grid;
+        APPROX_TRY(resident_blocks(lscv_pass_kernel<DP, NH, PRECISE>, grid));
+        const long long nt = (n + kBlock - 1) / kBlock, tiles = tile_pairs(nt);
+        grid = std::min(grid, tiles);
+        APPROX_TRY(ensure(ctx_, partial_, 2 * NH * grid));
+        APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * 2 * NH * grid, stream_));
+        const float* z = z_.get();
+        double* partial = partial_.get();
+        APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(double(kBlock) * kBlock * DP / 8, grid),
+                              [&](long long t0, long long t1) -> Status {
+                                  unsigned blocks = static_cast<unsigned>(std::min(grid, t1 - t0));
+                                  lscv_pass_kernel<DP, NH, PRECISE>
+                                      <<<blocks, kBlock, 0, stream_>>>(z, n, nt, t0, t1, coef, partial, grid);
+                                  return Status::Ok();
+                              }));
+        double out[2 * NH];
+        APPROX_TRY(sums_.run(ctx_, stream_, partial, 2 * NH, grid, out));
+        // diagonal tiles counted i = j (exactly 1 each) with weight 1/2
+        for (int k = 0; k < NH; ++k) {
+            s4[k] = out[k] - 0.5 * static_cast<double>(n);
+            s2[k] = out[NH + k] - 0.5 * static_cast<double>(n);
+        }
+        return Status::Ok();
+    }
+
+    template <int DP>
+    Status grid(const double* h, int nh, double* s4, double* s2) {
+        const long long n = n_;
+        const int hgroups = (nh + 31) / 32;
+        std::vector<float2> cf(static_cast<size_t>(hgroups) * 32, make_float2(1.0f, 0.0f));
+        for (int k = 0; k < nh; ++k) cf[k] = split_coef(h[k]);
+        APPROX_TRY(ensure(ctx_, coef_, cf.size()));
+        APPROX_CUDA(cudaMemcpyAsync(coef_.get(), cf.data(), sizeof(float2) * cf.size(), cudaMemcpyHostToDevice,
+                                    stream_));
+        long long blocks_max;
+        APPROX_TRY(resident_blocks(lscv_grid_kernel<DP>, blocks_max));
+        const long long nt = (n + kGridTile - 1) / kGridTile, tiles = tile_pairs(nt);
+        blocks_max = std::min(blocks_max, tiles);
+        const long long P = blocks_max * kWarps;
+        APPROX_TRY(ensure(ctx_, partial_, 2 * static_cast<size_t>(nh) * P));
+        APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * 2 * nh * P, stream_));
+        const float* z = z_.get();
+        const float2* coef = coef_.get();
+        double* partial = partial_.get();
+        const double pairs_per_tile = double(kGridTile) * kGridTile * std::max(nh, 8);
+        APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(pairs_per_tile, blocks_max),
+                              [&](long long t0, long long t1) -> Status {
+                                  unsigned blocks = static_cast<unsigned>(std::min(blocks_max, t1 - t0));
+                                  lscv_grid_kernel<DP><<<blocks, kBlock, 0, stream_>>>(z, n, nt, t0, t1, coef, nh,
+                                                                                        hgroups, partial, P);
+                                  return Status::Ok();
+                              }));
+        std::vector<double> out(2 * static_cast<size_t>(nh));
+        APPROX_TRY(sums_.run(ctx_, stream_, partial, 2 * nh, P, out.data()));
+        for (int k = 0; k < nh; ++k) {
+            s4[k] = out[k];
+            s2[k] = out[nh + k];
+        }
+        return Status::Ok();
+    }
+
+    const ExecContext& ctx_;
+    long long n_;
+    int d_, dp_;
+    cudaStream_t stream_ = nullptr;
+    EventPair events_;
+    DeviceBuffer<float> z_;
+    DeviceBuffer<float2> coef_;
+    DeviceBuffer<double> partial_;
+    SegmentSums sums_;
+};
+
+}  // namespace
+
+Status gpu_psi_sums(const double* z, size_t n, const ExecContext& ctx, std::unique_ptr<PsiSums>& out) {
+    std::unique_ptr<GpuPsi> e(new GpuPsi(ctx, n));
+    APPROX_TRY(e->init(z));
+    out = std::move(e);
+    return Status::Ok();
+}
+
+Status gpu_lscv_sums(const double* z, size_t n, int d, const ExecContext& ctx, std::unique_ptr<LscvSums>& out) {
+    std::unique_ptr<GpuLscv> e(new GpuLscv(ctx, n, d));
+    APPROX_TRY(e->init(z));
+    out = std::move(e);
+    return Status::Ok();
+}
+
+}  // namespace approx::kde::detail
