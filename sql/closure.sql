@@ -1,6 +1,7 @@
 -- Transitive closure: transitive_closure, reachability_count, reachable.
 -- Every graph is checked against WITH RECURSIVE; the output is exact counts
 -- and booleans (engine-independent), under each closure algorithm.
+SET jit = off;  -- the recursive references are costly enough to trigger JIT
 SELECT setseed(0.25);
 CREATE TABLE g_sparse AS
   SELECT (random() * 299)::int + 1 AS src, (random() * 299)::int + 1 AS dst FROM generate_series(1, 400);
@@ -29,7 +30,6 @@ CREATE FUNCTION pg_temp.check_graph(tbl text)
   RETURNS TABLE(pairs bigint, count_ok boolean, closure_ok boolean, reachable_ok boolean) LANGUAGE plpgsql AS $$
 DECLARE q text := format('SELECT src, dst FROM %s', tbl);
 BEGIN
-  DROP TABLE IF EXISTS pg_temp.ref, pg_temp.got;
   EXECUTE format($f$CREATE TEMP TABLE ref AS WITH RECURSIVE r(src, dst) AS (
       SELECT src::bigint, dst::bigint FROM %1$s WHERE src IS NOT NULL AND dst IS NOT NULL
       UNION SELECT r.src, e.dst::bigint FROM r JOIN %1$s e ON e.src = r.dst)
@@ -45,6 +45,7 @@ BEGIN
                    UNION ALL SELECT 424242) s
     WHERE array(SELECT x FROM approx_gpu.reachable(q, s.src) x)
           IS DISTINCT FROM array(SELECT dst FROM ref WHERE ref.src = s.src ORDER BY dst));
+  DROP TABLE pg_temp.ref, pg_temp.got;
   RETURN NEXT;
 END $$;
 

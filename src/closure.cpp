@@ -146,7 +146,7 @@ APPROX_FUNCTION(approx_gpu_reachable) {
     const char* fn = "reachable";
     EdgeInput e = read_edges(fcinfo, fn);
     int64 source = PG_GETARG_INT64(1);
-    InitMaterializedSRF(fcinfo, 0);
+    InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);  // a scalar result: the executor's descriptor
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     // at most 2 n distinct vertices
     size_t cap = static_cast<size_t>(2 * e.n + 1);

@@ -32,14 +32,17 @@ Status check_vertices(int64_t vertices) {
 Status check_matrix_bytes(int64_t items, int64_t rows, int64_t words, bool condensed, const Options& opt) {
     // rows, words <= 2^31: the product fits in int64 and so does * 8.
     double bytes = static_cast<double>(rows) * static_cast<double>(words) * 8.0;
-    if (bytes > static_cast<double>(opt.max_bytes))
-        return Status::Error(StatusCode::ProgramLimit,
-                             "the closure bit matrix of %lld %s needs %.0f bytes (%.1f MB), more than "
-                             "approx_gpu.closure_max_bytes (%lld bytes)",
-                             static_cast<long long>(items),
-                             condensed ? "strongly connected components" : "vertices", bytes, bytes / 1048576.0,
-                             static_cast<long long>(opt.max_bytes));
-    return Status::Ok();
+    if (bytes <= static_cast<double>(opt.max_bytes)) return Status::Ok();
+    char human[48] = "";
+    if (bytes >= 1024.0 * 1048576.0)
+        std::snprintf(human, sizeof human, " (%.1f GB)", bytes / (1024.0 * 1048576.0));
+    else if (bytes >= 1048576.0)
+        std::snprintf(human, sizeof human, " (%.1f MB)", bytes / 1048576.0);
+    return Status::Error(StatusCode::ProgramLimit,
+                         "the closure bit matrix of %lld %s needs %.0f bytes%s, more than "
+                         "approx_gpu.closure_max_bytes (%lld bytes)",
+                         static_cast<long long>(items), condensed ? "strongly connected components" : "vertices",
+                         bytes, human, static_cast<long long>(opt.max_bytes));
 }
 
 void add_stats(const ExecContext& ctx, int64_t vertices, int64_t comps, int64_t dag_edges, bool condensed,
