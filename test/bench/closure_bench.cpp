@@ -15,6 +15,7 @@
 // host) for WARSHALL-C.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -47,11 +48,26 @@ struct Graph {
     std::vector<std::pair<int32_t, int32_t>> edges;
 };
 
+// splitmix64, so that test/bench/closure_torch.py draws the same graphs
+struct SplitMix {
+    uint64_t x;
+    uint64_t next() {
+        uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+};
+
+// 2n edges (a, b), a and b uniform over 0..n-1 (next() % n, in that order)
 Graph random_graph(int64_t n, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int64_t> pick(0, n - 1);
+    SplitMix rng{seed};
     Graph g{n, {}};
-    for (int64_t e = 0; e < 2 * n; ++e) g.edges.push_back({static_cast<int32_t>(pick(rng)), static_cast<int32_t>(pick(rng))});
+    for (int64_t e = 0; e < 2 * n; ++e) {
+        int32_t a = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(n));
+        int32_t b = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(n));
+        g.edges.push_back({a, b});
+    }
     return g;
 }
 
