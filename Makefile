@@ -70,10 +70,10 @@ cuda/%.o: cuda/%.cu cuda/common.cuh $(wildcard src/core/*.hpp)
 
 $(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(wildcard src/*.h src/core/*.hpp)
 
-# Objects differ with and without CUDA: switching WITH_CUDA rebuilds them.
-BUILD_STAMP = build/.with_cuda_$(WITH_CUDA)
-$(BUILD_STAMP):
-	@mkdir -p build && rm -f build/.with_cuda_* && touch $@
+# Objects differ with and without CUDA: build/with_cuda holds the value and is
+# rewritten (newer mtime) when it changes, so every object is rebuilt.
+BUILD_STAMP := build/with_cuda
+$(shell mkdir -p build; test "$$(cat $(BUILD_STAMP) 2>/dev/null)" = "$(WITH_CUDA)" || echo "$(WITH_CUDA)" > $(BUILD_STAMP))
 $(GLUE_SRCS:.cpp=.o) $(CORE_OBJS) $(CUDA_OBJS) src/core/gpu_none.o: $(BUILD_STAMP)
 
 # ---- engine unit tests and benchmarks (no PostgreSQL involved) ----------------

@@ -10,8 +10,8 @@
 // polled between chunks, with at most two chunks in flight.
 //
 //   plug-in  psi_kernel:       sorted data (tiles whose every pair underflows
-//                              are skipped), exp via ex2.approx, Hermite
-//                              polynomial in the prescaled t^2.
+//                              are skipped), Hermite polynomial with exact
+//                              coefficients.
 //   LSCV     lscv_grid_kernel: many h per pass; a 64 x 64 tile of Y_ij is
 //                              computed once into shared memory and each lane
 //                              owns h values, so every Y feeds all of them.
@@ -19,6 +19,9 @@
 //                              computed in registers; a precise variant (fp32
 //                              polynomial exp2, split coefficient) gives the
 //                              reported objective.
+//   Exponentials: the plug-in and the precise LSCV pass use exp2_neg_split
+//   (FMA-pipe polynomial, no systematic error); the LSCV search passes use the
+//   SFU's ex2.approx (biased by ~5e-8, harmless where only comparisons count).
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -39,7 +42,6 @@ using gpu::DeviceBuffer;
 
 constexpr int kBlock = 256;
 constexpr double kLog2e = 1.4426950408889634074;
-constexpr double kLn2 = 0.69314718055994530942;
 // Pairs per chunk of work between cancel polls (a few ms on an H100).
 constexpr double kPairsPerChunk = 17179869184.0;  // 2^34
 
@@ -52,12 +54,19 @@ __device__ __forceinline__ float ex2_approx(float x) {
     return y;
 }
 
-// 2^-x for x >= 0 (or +inf) to about 1 ulp, unbiased: round-to-nearest range
-// reduction and a degree-7 Taylor polynomial (truncation < 6e-9 relative).
-__device__ __forceinline__ float exp2_neg_precise(float x) {
-    x = fminf(x, 200.0f);
-    const float k = rintf(x);
-    const float f = k - x;  // in [-0.5, 0.5]; 2^-x = 2^f 2^-k
+// 2^-(y (hi + lo)) for 0 <= y (hi + lo) <= 125, to about 1 ulp and without
+// a systematic error (the SFU's ex2.approx is biased by about -5e-8, varying
+// with the fraction, and the plug-in pair sums cancel enough to show it).
+// hi + lo is a constant split in two floats, so that its rounding does not
+// bias every term either. Round-to-nearest range reduction by the 1.5*2^23
+// trick, f = k - y (hi + lo) in [-1/2, 1/2], a degree-7 Taylor polynomial
+// for 2^f (truncation < 6e-9 relative), exact scaling by 2^-k through the
+// exponent bits (bits(kf) << 23 == k << 23 mod 2^32 for kf = 1.5*2^23 + k).
+__device__ __forceinline__ float exp2_neg_split(float y, float hi, float lo) {
+    constexpr float kMagic = 12582912.0f;
+    const float kf = fmaf(y, hi, kMagic);
+    float f = fmaf(y, -hi, kf - kMagic);
+    f = fmaf(y, -lo, f);
     float p = 1.5252733804059841e-05f;  // ln2^7 / 7!
     p = fmaf(p, f, 1.5403530393381609e-04f);
     p = fmaf(p, f, 1.3333558146428443e-03f);
@@ -66,9 +75,8 @@ __device__ __forceinline__ float exp2_neg_precise(float x) {
     p = fmaf(p, f, 2.4022650695910071e-01f);
     p = fmaf(p, f, 6.9314718055994531e-01f);
     p = fmaf(p, f, 1.0f);
-    const int ki = static_cast<int>(k);
-    // p in [0.7, 1.5]: subtracting ki from its exponent stays normal up to 125
-    return ki > 125 ? 0.0f : __int_as_float(__float_as_int(p) - (ki << 23));
+    // p in [0.7, 1.5]: subtracting k <= 125 from its exponent stays normal
+    return __int_as_float(__float_as_int(p) - (__float_as_int(kf) << 23));
 }
 
 // Tile pairs (I, J), I <= J < nt, numbered row by row: row I starts at
@@ -84,13 +92,18 @@ __device__ __forceinline__ void decode_tile(long long b, long long nt, long long
     J = i + (b - (i * nt - i * (i - 1) / 2));
 }
 
-// Hermite polynomial of K_r in s = t^2 log2(e)/2, divided by (2 ln 2)^(r/2).
+// Hermite factor of K_r in t2 = t^2; integer coefficients, exact in fp32
+// (rounded coefficients bias every term, and the pair sums cancel heavily).
 template <int R>
-__device__ __forceinline__ float hermite_s(float s, float c2, float c1, float c0) {
-    if (R == 6) return fmaf(fmaf(s + c2, s, c1), s, c0);
-    if (R == 4) return fmaf(s + c1, s, c0);
-    return s + c0;
+__device__ __forceinline__ float hermite(float t2) {
+    if (R == 6) return fmaf(fmaf(t2 - 15.0f, t2, 45.0f), t2, -15.0f);
+    if (R == 4) return fmaf(t2 - 6.0f, t2, 3.0f);
+    return t2 - 1.0f;
 }
+
+// Columns per fp32 partial sum: short runs, then fp64 (long fp32 runs over
+// sorted data lose 5e-8 and more of a cancelling sum).
+constexpr int kRun = 32;
 
 // ---- plug-in -------------------------------------------------------------------
 
@@ -99,12 +112,25 @@ __global__ void scale_to_float(const double* __restrict__ z, long long n, double
     if (i < n) u[i] = static_cast<float>(z[i] * scale);
 }
 
-// u: sorted, u = z sqrt(log2e/2) / g. Tile T = kBlock * RPT. Diagonal tiles
-// cover their full square (i = j included) with weight 1, the others weight 2.
+// a[k] += He_r(t^2) exp(-t^2/2) for t = r[k] - v, with exp(-t^2/2) =
+// 2^-(t^2 (khi + klo)). t^2 is capped at 173 (exponent 124.8): beyond it the
+// true term is below 1e-30 and so is the capped one.
+template <int R, int RPT>
+__device__ __forceinline__ void psi_step(const float (&r)[RPT], float (&a)[RPT], float v, float khi, float klo) {
+#pragma unroll
+    for (int k = 0; k < RPT; ++k) {
+        const float t = r[k] - v;
+        const float t2 = fminf(t * t, 173.0f);
+        a[k] = fmaf(hermite<R>(t2), exp2_neg_split(t2, khi, klo), a[k]);
+    }
+}
+
+// u: sorted, u = z / g. Tile T = kBlock * RPT. Diagonal tiles cover their full
+// square (i = j included) with weight 1, the others weight 2.
 template <int R, int RPT>
 __global__ void __launch_bounds__(kBlock) psi_kernel(const float* __restrict__ u, long long n, long long nt,
-                                                     long long t_begin, long long t_end, float cut, float c2,
-                                                     float c1, float c0, double* __restrict__ partial) {
+                                                     long long t_begin, long long t_end, float cut, float khi,
+                                                     float klo, double* __restrict__ partial) {
     constexpr int T = kBlock * RPT;
     __shared__ __align__(16) float s_col[T];
     const int tid = threadIdx.x;
@@ -114,43 +140,49 @@ __global__ void __launch_bounds__(kBlock) psi_kernel(const float* __restrict__ u
         decode_tile(b, nt, I, J);
         const long long row0 = I * T, col0 = J * T;
         // Sorted data: when the smallest difference in the tile underflows
-        // exp (2^-s, s > 130), every term is 0 in fp32; skip (block-uniform).
+        // exp in fp32, every term is 0; skip the tile (block-uniform).
         if (J > I && u[col0] - u[min(row0 + T, n) - 1] > cut) continue;
         const int cols = static_cast<int>(min(static_cast<long long>(T), n - col0));
         __syncthreads();  // the previous tile's readers are done
         for (int q = tid; q < cols; q += kBlock) s_col[q] = u[col0 + q];
         __syncthreads();
-        float r[RPT], a[RPT];
+        float r[RPT], m[RPT];
 #pragma unroll
         for (int k = 0; k < RPT; ++k) {
             const long long row = row0 + k * kBlock + tid;
             r[k] = u[row < n ? row : n - 1];
-            a[k] = 0.0f;
+            m[k] = row < n ? 1.0f : 0.0f;
         }
-        auto step = [&](float v) {
-#pragma unroll
-            for (int k = 0; k < RPT; ++k) {
-                const float t = r[k] - v;
-                const float s = t * t;
-                a[k] = fmaf(hermite_s<R>(s, c2, c1, c0), ex2_approx(-s), a[k]);
-            }
-        };
+        const double wt = I == J ? 1.0 : 2.0;
         const float4* s4 = reinterpret_cast<const float4*>(s_col);
         int c = 0;
-#pragma unroll 2
-        for (; c + 4 <= cols; c += 4) {
-            const float4 v = s4[c >> 2];
-            step(v.x);
-            step(v.y);
-            step(v.z);
-            step(v.w);
-        }
-        for (; c < cols; ++c) step(s_col[c]);
-        float ts = 0.0f;
+        for (; c + kRun <= cols; c += kRun) {
+            float a[RPT];
 #pragma unroll
-        for (int k = 0; k < RPT; ++k)
-            if (row0 + k * kBlock + tid < n) ts += a[k];
-        acc += (I == J ? 1.0 : 2.0) * static_cast<double>(ts);
+            for (int k = 0; k < RPT; ++k) a[k] = 0.0f;
+#pragma unroll
+            for (int q = 0; q < kRun / 4; ++q) {
+                const float4 v = s4[(c >> 2) + q];
+                psi_step<R, RPT>(r, a, v.x, khi, klo);
+                psi_step<R, RPT>(r, a, v.y, khi, klo);
+                psi_step<R, RPT>(r, a, v.z, khi, klo);
+                psi_step<R, RPT>(r, a, v.w, khi, klo);
+            }
+            float ts = 0.0f;
+#pragma unroll
+            for (int k = 0; k < RPT; ++k) ts = fmaf(m[k], a[k], ts);
+            acc += wt * static_cast<double>(ts);
+        }
+        if (c < cols) {
+            float a[RPT];
+#pragma unroll
+            for (int k = 0; k < RPT; ++k) a[k] = 0.0f;
+            for (; c < cols; ++c) psi_step<R, RPT>(r, a, s_col[c], khi, klo);
+            float ts = 0.0f;
+#pragma unroll
+            for (int k = 0; k < RPT; ++k) ts = fmaf(m[k], a[k], ts);
+            acc += wt * static_cast<double>(ts);
+        }
     }
     using BlockReduce = cub::BlockReduce<double, kBlock>;
     __shared__ typename BlockReduce::TempStorage tmp;
@@ -167,7 +199,8 @@ constexpr int kWarps = kBlock / 32;
 // z: n x DP fp32, zero-padded. coef[k] = log2(e) / (4 h_k^2) as a (hi, lo)
 // pair of floats, so that no rounding of it biases every term. Lane l of every
 // warp owns h_{32g + l} (g < hgroups); warp w owns slice w of the Y tile.
-// Pairs other than i < j < n get Y = +inf (their exponentials are 0).
+// Pairs other than i < j < n get Y = 1e30 (their exponentials are 0; not
+// +inf, which times a negative lo coefficient would give NaN).
 // partial[(q) * P + blockIdx.x * kWarps + warp], q < nh for s4, nh + k for s2.
 template <int DP>
 __global__ void __launch_bounds__(kBlock, 4) lscv_grid_kernel(const float* __restrict__ z, long long n, long long nt,
@@ -195,7 +228,7 @@ __global__ void __launch_bounds__(kBlock, 4) lscv_grid_kernel(const float* __res
         __syncthreads();
         for (int q = tid; q < T * T; q += kBlock) {
             const int i = q & (T - 1), j = q / T;
-            float y = __int_as_float(0x7f800000);  // +inf
+            float y = 1e30f;
             if (i0 + i < j0 + j && j0 + j < n) {
                 y = 0.0f;
 #pragma unroll
@@ -214,17 +247,19 @@ __global__ void __launch_bounds__(kBlock, 4) lscv_grid_kernel(const float* __res
             const int idx = g * 32 + lane;
             const float2 cg = idx < nh ? coef[idx] : make_float2(1.0f, 0.0f);  // L1-cached reload per tile
             const float hi = cg.x, lo = cg.y;
-            float f4 = 0.0f, f2 = 0.0f;
+            for (int q0 = 0; q0 < SLICE / 4; q0 += 2 * kRun / 4) {
+                float f4 = 0.0f, f2 = 0.0f;
 #pragma unroll 4
-            for (int q = 0; q < SLICE / 4; ++q) {
-                const float4 v = y4[q];
-                const float e0 = ex2_approx(-fmaf(v.x, hi, v.x * lo)), e1 = ex2_approx(-fmaf(v.y, hi, v.y * lo));
-                const float e2 = ex2_approx(-fmaf(v.z, hi, v.z * lo)), e3 = ex2_approx(-fmaf(v.w, hi, v.w * lo));
-                f4 += (e0 + e1) + (e2 + e3);
-                f2 = fmaf(e0, e0, fmaf(e1, e1, fmaf(e2, e2, fmaf(e3, e3, f2))));
+                for (int q = q0; q < q0 + 2 * kRun / 4; ++q) {
+                    const float4 v = y4[q];
+                    const float e0 = ex2_approx(-fmaf(v.x, hi, v.x * lo)), e1 = ex2_approx(-fmaf(v.y, hi, v.y * lo));
+                    const float e2 = ex2_approx(-fmaf(v.z, hi, v.z * lo)), e3 = ex2_approx(-fmaf(v.w, hi, v.w * lo));
+                    f4 += (e0 + e1) + (e2 + e3);
+                    f2 = fmaf(e0, e0, fmaf(e1, e1, fmaf(e2, e2, fmaf(e3, e3, f2))));
+                }
+                a4[g] += f4;
+                a2[g] += f2;
             }
-            a4[g] += f4;
-            a2[g] += f2;
         }
     }
     const long long slot = static_cast<long long>(blockIdx.x) * kWarps + warp;
@@ -241,10 +276,49 @@ __global__ void __launch_bounds__(kBlock, 4) lscv_grid_kernel(const float* __res
 // ---- LSCV: one or two h per pass -----------------------------------------------
 
 // Square tiles of kBlock points; thread t owns row I*kBlock + t, the column
-// tile is in shared memory. Diagonal tiles cover their full square (weight
-// 1/2, i = j adds exactly 1 per point, removed on the host), others weight 1.
+// tile is in shared memory. Diagonal tiles keep only columns c > t (i < j):
+// counting i = j there would add 1 per point to sums that can be far smaller.
 // coef = (hi_0, lo_0, hi_1, lo_1): log2(e)/(4 h^2) split into two floats.
 // partial[q * P + blockIdx.x], q < NH for s4, NH + k for s2.
+template <int DP, int NH, bool PRECISE, bool DIAG>
+__device__ __forceinline__ void lscv_pass_run(const float (&zr)[DP], const float* s_col, int c0, int c1, int tid,
+                                              const float (&chi)[2], const float (&clo)[2],
+                                              const float (&ymax)[2], float (&f4)[NH], float (&f2)[NH]) {
+#pragma unroll 2
+    for (int c = c0; c < c1; ++c) {
+        float y = 0.0f;
+        if (DP % 4 == 0) {
+            const float4* v4 = reinterpret_cast<const float4*>(s_col + c * DP);
+#pragma unroll
+            for (int k = 0; k < DP / 4; ++k) {
+                const float4 v = v4[k];
+                float t = zr[4 * k] - v.x;
+                y = fmaf(t, t, y);
+                t = zr[4 * k + 1] - v.y;
+                y = fmaf(t, t, y);
+                t = zr[4 * k + 2] - v.z;
+                y = fmaf(t, t, y);
+                t = zr[4 * k + 3] - v.w;
+                y = fmaf(t, t, y);
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < DP; ++k) {
+                const float t = zr[k] - s_col[c * DP + k];
+                y = fmaf(t, t, y);
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < NH; ++h) {
+            float e = PRECISE ? exp2_neg_split(fminf(y, ymax[h]), chi[h], clo[h])
+                              : ex2_approx(-fmaf(y, chi[h], y * clo[h]));
+            if (DIAG && c <= tid) e = 0.0f;
+            f4[h] += e;
+            f2[h] = fmaf(e, e, f2[h]);
+        }
+    }
+}
+
 template <int DP, int NH, bool PRECISE>
 __global__ void __launch_bounds__(kBlock) lscv_pass_kernel(const float* __restrict__ z, long long n, long long nt,
                                                            long long t_begin, long long t_end, float4 coef,
@@ -252,6 +326,8 @@ __global__ void __launch_bounds__(kBlock) lscv_pass_kernel(const float* __restri
     __shared__ __align__(16) float s_col[kBlock * DP];
     const int tid = threadIdx.x;
     const float chi[2] = {coef.x, coef.z}, clo[2] = {coef.y, coef.w};
+    // exponents capped at about 125 (the precise exp's range; such terms are < 1e-37)
+    const float ymax[2] = {125.0f / coef.x, coef.z > 0.0f ? 125.0f / coef.z : 0.0f};
     double acc4[NH], acc2[NH];
 #pragma unroll
     for (int h = 0; h < NH; ++h) acc4[h] = acc2[h] = 0.0;
@@ -264,49 +340,24 @@ __global__ void __launch_bounds__(kBlock) lscv_pass_kernel(const float* __restri
         const long long rr = row < n ? row : n - 1;
 #pragma unroll
         for (int k = 0; k < DP; ++k) zr[k] = z[rr * DP + k];
-        const double w = row < n ? (I == J ? 0.5 : 1.0) : 0.0;
+        const double w = row < n ? 1.0 : 0.0;
         __syncthreads();
         for (int q = tid; q < cols * DP; q += kBlock) s_col[q] = z[col0 * DP + q];
         __syncthreads();
-        float f4[NH], f2[NH];
+        for (int c = 0; c < cols; c += kRun) {
+            const int c1 = min(c + kRun, cols);
+            float f4[NH], f2[NH];
 #pragma unroll
-        for (int h = 0; h < NH; ++h) f4[h] = f2[h] = 0.0f;
-#pragma unroll 2
-        for (int c = 0; c < cols; ++c) {
-            float y = 0.0f;
-            if (DP % 4 == 0) {
-                const float4* v4 = reinterpret_cast<const float4*>(s_col + c * DP);
-#pragma unroll
-                for (int k = 0; k < DP / 4; ++k) {
-                    const float4 v = v4[k];
-                    float t = zr[4 * k] - v.x;
-                    y = fmaf(t, t, y);
-                    t = zr[4 * k + 1] - v.y;
-                    y = fmaf(t, t, y);
-                    t = zr[4 * k + 2] - v.z;
-                    y = fmaf(t, t, y);
-                    t = zr[4 * k + 3] - v.w;
-                    y = fmaf(t, t, y);
-                }
-            } else {
-#pragma unroll
-                for (int k = 0; k < DP; ++k) {
-                    const float t = zr[k] - s_col[c * DP + k];
-                    y = fmaf(t, t, y);
-                }
-            }
+            for (int h = 0; h < NH; ++h) f4[h] = f2[h] = 0.0f;
+            if (I == J)
+                lscv_pass_run<DP, NH, PRECISE, true>(zr, s_col, c, c1, tid, chi, clo, ymax, f4, f2);
+            else
+                lscv_pass_run<DP, NH, PRECISE, false>(zr, s_col, c, c1, tid, chi, clo, ymax, f4, f2);
 #pragma unroll
             for (int h = 0; h < NH; ++h) {
-                const float x = fmaf(y, chi[h], y * clo[h]);
-                const float e = PRECISE ? exp2_neg_precise(x) : ex2_approx(-x);
-                f4[h] += e;
-                f2[h] = fmaf(e, e, f2[h]);
+                acc4[h] += w * static_cast<double>(f4[h]);
+                acc2[h] += w * static_cast<double>(f2[h]);
             }
-        }
-#pragma unroll
-        for (int h = 0; h < NH; ++h) {
-            acc4[h] += w * static_cast<double>(f4[h]);
-            acc2[h] += w * static_cast<double>(f2[h]);
         }
     }
     using BlockReduce = cub::BlockReduce<double, kBlock>;
@@ -478,36 +529,31 @@ private:
     Status run(double g, double& out) {
         constexpr int T = kBlock * RPT;
         const long long n = n_;
-        // u = z sqrt(log2e/2) / g, so that exp(-t^2/2) = 2^-s with s = (u_i - u_j)^2
-        const double scale = std::sqrt(kLog2e / 2) / g;
-        scale_to_float<<<gpu::blocks_for(n, kBlock), kBlock, 0, stream_>>>(z_.get(), n, scale, u_.get());
+        // u = z / g: t = u_i - u_j in units of g
+        scale_to_float<<<gpu::blocks_for(n, kBlock), kBlock, 0, stream_>>>(z_.get(), n, 1.0 / g, u_.get());
         APPROX_CUDA_LAUNCHED();
-        // He_r(t^2) = a^(r/2) P(s), t^2 = a s, a = 2 ln 2
-        const double a = 2 * kLn2;
-        double c2 = 0, c1 = 0, c0 = 0, factor = 1;
-        if (R == 6) c2 = -15 / a, c1 = 45 / (a * a), c0 = -15 / (a * a * a), factor = a * a * a;
-        if (R == 4) c1 = -6 / a, c0 = 3 / (a * a), factor = a * a;
-        if (R == 2) c0 = -1 / a, factor = a;
-
+        const float khi = static_cast<float>(kLog2e / 2);
+        const float klo = static_cast<float>(kLog2e / 2 - static_cast<double>(khi));
         long long grid;
         APPROX_TRY(resident_blocks(psi_kernel<R, RPT>, grid));
         const long long nt = (n + T - 1) / T, tiles = tile_pairs(nt);
         grid = std::min(grid, tiles);
         APPROX_TRY(ensure(ctx_, partial_, grid));
         APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * grid, stream_));
-        const float cut = std::sqrt(130.0f);
+        // 2^-(t^2 log2(e)/2) is 0 in fp32 beyond 2^-130
+        const float cut = static_cast<float>(std::sqrt(130.0 / (kLog2e / 2)));
         const float* u = u_.get();
         double* partial = partial_.get();
         APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(double(T) * T, grid),
                               [&](long long t0, long long t1) -> Status {
                                   unsigned blocks = static_cast<unsigned>(std::min(grid, t1 - t0));
                                   psi_kernel<R, RPT><<<blocks, kBlock, 0, stream_>>>(
-                                      u, n, nt, t0, t1, cut, float(c2), float(c1), float(c0), partial);
+                                      u, n, nt, t0, t1, cut, khi, klo, partial);
                                   return Status::Ok();
                               }));
         double total = 0;
         APPROX_TRY(sums_.run(ctx_, stream_, partial, 1, grid, &total));
-        out = total * factor * kPhi0;
+        out = total * kPhi0;
         return Status::Ok();
     }
 
@@ -605,10 +651,9 @@ private:
                               }));
         double out[2 * NH];
         APPROX_TRY(sums_.run(ctx_, stream_, partial, 2 * NH, grid, out));
-        // diagonal tiles counted i = j (exactly 1 each) with weight 1/2
         for (int k = 0; k < NH; ++k) {
-            s4[k] = out[k] - 0.5 * static_cast<double>(n);
-            s2[k] = out[NH + k] - 0.5 * static_cast<double>(n);
+            s4[k] = out[k];
+            s2[k] = out[NH + k];
         }
         return Status::Ok();
     }

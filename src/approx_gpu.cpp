@@ -3,6 +3,7 @@
 // initialised lazily by the first GPU call in a backend.
 #include "runtime.h"
 #include "closure.h"
+#include "moving.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -12,5 +13,6 @@ void _PG_init(void);
 void _PG_init(void) {
     runtime_define_settings();
     closure_init();
+    moving_init();
     runtime_reserve_prefix();
 }

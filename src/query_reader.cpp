@@ -24,6 +24,7 @@ struct ColumnarReceiver {
     const ColumnKind* kinds;
     const char* const* names;
     bool allow_infinity;
+    const bool* nullable;  // per column, or nullptr
     MemoryContext mcxt;  // where the columns live (the caller's context)
     Oid types[8];
     int64 capacity;
@@ -41,6 +42,11 @@ void grow(ColumnarReceiver* r) {
             Size bytes = static_cast<Size>(cap) * sizeof(double);
             r->out->floats[c] = static_cast<double*>(r->out->floats[c] ? repalloc_huge(r->out->floats[c], bytes)
                                                                        : MemoryContextAllocHuge(r->mcxt, bytes));
+        }
+        if (r->nullable && r->nullable[c]) {
+            Size bytes = static_cast<Size>(cap) * sizeof(bool);
+            r->out->nulls[c] = static_cast<bool*>(r->out->nulls[c] ? repalloc_huge(r->out->nulls[c], bytes)
+                                                                   : MemoryContextAllocHuge(r->mcxt, bytes));
         }
     }
     r->capacity = cap;
@@ -86,13 +92,25 @@ bool receiver_slot(TupleTableSlot* slot, DestReceiver* self) {
     ColumnarReceiver* r = reinterpret_cast<ColumnarReceiver*>(self);
     slot_getsomeattrs(slot, r->ncols);
     for (int c = 0; c < r->ncols; ++c)
-        if (slot->tts_isnull[c]) {
+        if (slot->tts_isnull[c] && !(r->nullable && r->nullable[c])) {
             ++r->out->rows_skipped;
             return true;
         }
     if (r->out->rows == r->capacity) grow(r);
     int64 row = r->out->rows;
     for (int c = 0; c < r->ncols; ++c) {
+        if (r->out->nulls[c]) {
+            bool isnull = slot->tts_isnull[c];
+            r->out->nulls[c][row] = isnull;
+            if (isnull) {
+                ++r->out->null_counts[c];
+                if (r->kinds[c] == ColumnKind::Integer)
+                    r->out->ints[c][row] = 0;
+                else
+                    r->out->floats[c][row] = 0;
+                continue;
+            }
+        }
         Datum d = slot->tts_values[c];
         if (r->kinds[c] == ColumnKind::Integer) {
             r->out->ints[c][row] = int_value(d, r->types[c]);
@@ -115,7 +133,8 @@ void receiver_destroy(DestReceiver*) {}
 }  // namespace
 
 QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
-                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity) {
+                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity,
+                                const bool* nullable) {
     Assert(ncols > 0 && ncols <= 8);
     double t0 = glue_clock_ms();
     QueryColumns out;
@@ -134,6 +153,7 @@ QueryColumns read_query_columns(const char* fn, const char* arg, const char* que
     r->kinds = kinds;
     r->names = column_names;
     r->allow_infinity = allow_infinity;
+    r->nullable = nullable;
     r->mcxt = CurrentMemoryContext;
     r->out = &out;
 

@@ -14,9 +14,11 @@ enum class ColumnKind {
 struct QueryColumns {
     int ncols;
     int64 rows;          // rows kept
-    int64 rows_skipped;  // rows with a NULL in a needed column
+    int64 rows_skipped;  // rows with a NULL in a needed (non-nullable) column
     int64* ints[8];      // ints[c] for Integer columns (nullptr otherwise)
     double* floats[8];   // floats[c] for Float columns
+    bool* nulls[8];      // nulls[c][row] for nullable columns (nullptr otherwise or when no row came); value 0 there
+    int64 null_counts[8];  // NULLs kept per nullable column
     double ms_read;      // time spent running the query and collecting rows
 };
 
@@ -25,5 +27,8 @@ struct QueryColumns {
 // context. `fn` and `arg` name the function and the argument in errors;
 // `column_names` name each column in errors ("key", "value", ...).
 // float values must be finite unless allow_infinity (NaN is always an error).
+// nullable (optional, one flag per column): a NULL in a nullable column keeps
+// the row and is recorded in nulls[c]; a NULL in any other column skips it.
 QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
-                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity);
+                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity,
+                                const bool* nullable = nullptr);

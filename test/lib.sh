@@ -5,6 +5,9 @@ say() { printf '== %s\n' "$*"; }
 
 # Base packages; features add theirs to EXTRA_PKGS.
 PKGS="make g++ postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libgtest-dev"
+# Real data sets for accuracy tests, read with Rscript from Debian's R packages
+# (ggplot2: diamonds, 53,940 rows; dslabs: movielens, 100,004 rows).
+PKGS="$PKGS r-cran-ggplot2 r-cran-dslabs"
 
 # Installs missing Debian packages when root, else names them and fails.
 ensure_packages() {
@@ -14,7 +17,7 @@ ensure_packages() {
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     say "installing:$missing"
     export DEBIAN_FRONTEND=noninteractive
-    { apt-get update -qq && apt-get install -y -qq $missing; } >/dev/null 2>&1 || { echo "apt-get install$missing failed"; return 1; }
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing; } >/dev/null 2>&1 || { echo "apt-get install$missing failed"; return 1; }
   else
     echo "missing packages:$missing (install them, or run as root to have them installed)"; return 1
   fi
@@ -49,8 +52,11 @@ stage_install() {
   local stage=$1/stage
   mkdir -p "$stage$BINDIR" "$stage$PKGLIBDIR" "$stage$SHAREDIR"
   cp -a "$BINDIR/." "$stage$BINDIR/"
-  find "$PKGLIBDIR" -maxdepth 1 -type f -name '*.so' -exec cp -a {} "$stage$PKGLIBDIR/" \;
+  # *.bc: llvmjit_types.bc, which JIT needs when a test query is costly enough
+  find "$PKGLIBDIR" -maxdepth 1 -type f \( -name '*.so' -o -name '*.bc' \) -exec cp -a {} "$stage$PKGLIBDIR/" \;
   cp -a "$SHAREDIR/." "$stage$SHAREDIR/"
+  # PGXS too (pg_regress and the makefiles), for runs from a bundle of this stage
+  [ -d "$PKGLIBDIR/pgxs" ] && cp -a "$PKGLIBDIR/pgxs" "$stage$PKGLIBDIR/"
   make install DESTDIR="$stage" PG_CONFIG="$PG_CONFIG" >"$1/install.log" 2>&1 || { tail -20 "$1/install.log"; return 1; }
   chmod -R a+rX "$1"
   PG_BIN=$stage$BINDIR

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything on the GPU machine in one call (prepared by test/gpu/prepare.sh):
-#   1. engine unit tests with the GPU (build/unit_tests)
+#   1. engine unit tests with the GPU (.device/bin/unit_tests)
 #   2. the pg_regress and pgTAP suites with approx_gpu.device = 'gpu'
-#   3. the benchmarks: build/*_bench, test/bench/*_torch.py, test/bench/*_sql.sh
+#   3. the benchmarks: .device/bin/*_bench, test/bench/*_torch.py, test/bench/*_sql.sh
 # Logs go to $OUT. STEPS=unit,sql,bench selects parts; BENCH=name,... selects
 # benchmarks (default all).
 set -uo pipefail
@@ -18,7 +18,7 @@ chmod -R a+rX . 2>/dev/null
 
 if [[ $STEPS == *unit* ]]; then
   echo "== unit tests (GPU present)"
-  build/unit_tests --gtest_color=no ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} >"$OUT/unit.log" 2>&1
+  .device/bin/unit_tests --gtest_color=no ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} >"$OUT/unit.log" 2>&1
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/unit.log" | sort | uniq -c | head -40
 fi
 
@@ -32,7 +32,7 @@ fi
 if [[ $STEPS == *bench* ]]; then
   echo "== benchmarks"
   want() { [ -z "${BENCH:-}" ] || [[ ",$BENCH," == *",$1,"* ]]; }
-  for b in build/*_bench; do
+  for b in .device/bin/*_bench; do
     n=$(basename "$b" _bench); want "$n" || continue
     echo "-- $b"; timeout 300 "$b" 2>&1 | tee "$OUT/bench_$n.txt"
   done

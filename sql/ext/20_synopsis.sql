@@ -1,0 +1,197 @@
+
+-- ---- KDE synopses: approximate COUNT / SUM / AVG over boxes ------------------
+
+CREATE TYPE kde_synopsis;
+
+CREATE FUNCTION kde_synopsis_in(cstring) RETURNS kde_synopsis
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_out(kde_synopsis) RETURNS cstring
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_out' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_recv(internal) RETURNS kde_synopsis
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_send(kde_synopsis) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE kde_synopsis (
+    INPUT = kde_synopsis_in, OUTPUT = kde_synopsis_out,
+    RECEIVE = kde_synopsis_recv, SEND = kde_synopsis_send,
+    INTERNALLENGTH = VARIABLE, STORAGE = extended);
+COMMENT ON TYPE kde_synopsis IS
+    'KDE synopsis of a relation: N, a uniform sample, per-column statistics, density and box bandwidths, discrete columns (text form: JSON)';
+COMMENT ON FUNCTION kde_synopsis_in(cstring) IS 'kde_synopsis from its JSON text form (every field validated)';
+COMMENT ON FUNCTION kde_synopsis_out(kde_synopsis) IS 'JSON text form of a kde_synopsis (exact round trip)';
+COMMENT ON FUNCTION kde_synopsis_recv(internal) IS 'kde_synopsis from its binary form (version byte, little-endian, validated)';
+COMMENT ON FUNCTION kde_synopsis_send(kde_synopsis) IS 'Binary form of a kde_synopsis (version byte, little-endian)';
+
+-- The binary form as bytea, both ways (to ship synopses between servers; the
+-- same validation as recv).
+CREATE FUNCTION kde_synopsis_to_bytea(kde_synopsis) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_from_bytea(bytea) RETURNS kde_synopsis
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_from_bytea' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE CAST (kde_synopsis AS bytea) WITH FUNCTION kde_synopsis_to_bytea(kde_synopsis);
+CREATE CAST (bytea AS kde_synopsis) WITH FUNCTION kde_synopsis_from_bytea(bytea);
+COMMENT ON FUNCTION kde_synopsis_to_bytea(kde_synopsis) IS 'The binary form of a kde_synopsis (what send gives)';
+COMMENT ON FUNCTION kde_synopsis_from_bytea(bytea) IS 'A kde_synopsis from its binary form (validated like recv)';
+
+CREATE TYPE approx_estimate AS (estimate float8, lower float8, upper float8);
+COMMENT ON TYPE approx_estimate IS 'An approximate answer and its confidence interval';
+
+-- Aggregates: internal state = reservoir + counters + parameters; combine
+-- merges reservoirs; bandwidths are computed in the final function.
+CREATE FUNCTION kde_synopsis_sfunc(internal, float8[]) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_sfunc(internal, float8[], int) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_sfunc(internal, float8[], int, text) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_sfunc(internal, float8[], int, text, text) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION kde_merge_sfunc(internal, kde_synopsis) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_merge_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_combine(internal, internal) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_combine' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_serial(internal) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_serial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_deserial(bytea, internal) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_deserial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kde_synopsis_final(internal) RETURNS kde_synopsis
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_final' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION kde_merge_final(internal) RETURNS kde_synopsis
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_merge_final' LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE AGGREGATE kde_synopsis_agg(x float8[]) (
+    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
+    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE kde_synopsis_agg(float8[]) IS
+    'KDE synopsis of the rows (each row one point x): sample of 10000, cdf bandwidths, auto smoothing';
+CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int) (
+    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
+    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int) IS
+    'KDE synopsis of the rows with a sample of sample_size rows (equal on every row)';
+CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int, bandwidth text) (
+    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
+    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int, text) IS
+    'KDE synopsis of the rows; bandwidth cdf, plugin, lscv or scott (equal on every row)';
+CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int, bandwidth text, smoothing text) (
+    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
+    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int, text, text) IS
+    'KDE synopsis of the rows; smoothing auto, always or never (equal on every row)';
+
+CREATE FUNCTION kde_merge(a kde_synopsis, b kde_synopsis) RETURNS kde_synopsis
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_merge' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION kde_merge(kde_synopsis, kde_synopsis) IS
+    'Synopsis of the union of two relations (hypergeometric reservoir merge; bandwidths recomputed)';
+CREATE AGGREGATE kde_merge_agg(kde_synopsis) (
+    SFUNC = kde_merge_sfunc, STYPE = internal, FINALFUNC = kde_merge_final,
+    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE kde_merge_agg(kde_synopsis) IS
+    'Synopsis of the union of the relations behind the synopses (shards, partitions); bandwidths recomputed';
+
+-- Box estimates: lo and hi hold one bound per column; NULL or +-Infinity = unbounded.
+CREATE FUNCTION approx_count(s kde_synopsis, lo float8[], hi float8[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_count(kde_synopsis, float8[], float8[]) IS
+    'Estimated COUNT(*) of the rows inside the box [lo, hi]';
+CREATE FUNCTION approx_sum(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_sum(kde_synopsis, int, float8[], float8[]) IS
+    'Estimated SUM of column col (1-based) over the rows inside the box [lo, hi]';
+CREATE FUNCTION approx_avg(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_avg(kde_synopsis, int, float8[], float8[]) IS
+    'Estimated AVG of column col (1-based) over the rows inside the box [lo, hi]; NULL for an empty box';
+
+CREATE FUNCTION approx_count_ci(s kde_synopsis, lo float8[], hi float8[], confidence float8 DEFAULT 0.95)
+    RETURNS approx_estimate
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_ci' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_count_ci(kde_synopsis, float8[], float8[], float8) IS
+    'Estimated COUNT(*) inside the box with its confidence interval (normal approximation, clipped to [0, N])';
+CREATE FUNCTION approx_sum_ci(s kde_synopsis, col int, lo float8[], hi float8[], confidence float8 DEFAULT 0.95)
+    RETURNS approx_estimate
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum_ci' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_sum_ci(kde_synopsis, int, float8[], float8[], float8) IS
+    'Estimated SUM of column col inside the box with its confidence interval';
+CREATE FUNCTION approx_avg_ci(s kde_synopsis, col int, lo float8[], hi float8[], confidence float8 DEFAULT 0.95)
+    RETURNS approx_estimate
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg_ci' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_avg_ci(kde_synopsis, int, float8[], float8[], float8) IS
+    'Estimated AVG of column col inside the box with its confidence interval (ratio estimator, delta method)';
+
+CREATE FUNCTION approx_count_many(s kde_synopsis, lo float8[], hi float8[]) RETURNS float8[]
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_many' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_count_many(kde_synopsis, float8[], float8[]) IS
+    'Estimated COUNT(*) of q boxes at once: lo and hi are q x d arrays, one box per row';
+CREATE FUNCTION approx_sum_many(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8[]
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum_many' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_sum_many(kde_synopsis, int, float8[], float8[]) IS
+    'Estimated SUM of column col for q boxes at once (q x d bounds)';
+CREATE FUNCTION approx_avg_many(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8[]
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg_many' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION approx_avg_many(kde_synopsis, int, float8[], float8[]) IS
+    'Estimated AVG of column col for q boxes at once (q x d bounds); NULL elements for empty boxes';
+
+CREATE FUNCTION kde_density(s kde_synopsis, x float8[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_density' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION kde_density(kde_synopsis, float8[]) IS
+    'Product-Gaussian kernel density estimate at the point x (density bandwidths, every column smoothed)';
+CREATE FUNCTION kde_synopsis_info(s kde_synopsis) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_info' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION kde_synopsis_info(kde_synopsis) IS
+    'N, m, d, sample size, skipped rows, bandwidth method, smoothing, bytes, per column: name, both bandwidths, discrete, step, statistics';
+
+-- ---- named synopses ---------------------------------------------------------
+-- A synopsis holds raw sample rows, so it is guarded like the data: PUBLIC may
+-- only read, row-level security shows each role its own rows (and those of
+-- roles whose privileges it has), and only the functions below write, as the
+-- table's owner with search_path = pg_catalog, pg_temp. The stored query runs
+-- as the synopsis' owner in a security-restricted operation.
+CREATE TABLE synopses (
+    name     text PRIMARY KEY,
+    owner    regrole NOT NULL,
+    query    text NOT NULL,
+    synopsis kde_synopsis NOT NULL,
+    created  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE synopses IS
+    'Named KDE synopses: each row visible to its owner (and roles with the owner''s privileges); written only by create/refresh/drop_synopsis';
+ALTER TABLE synopses ENABLE ROW LEVEL SECURITY;
+CREATE POLICY synopses_owner_reads ON synopses FOR SELECT
+    USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));
+REVOKE ALL ON synopses FROM PUBLIC;
+GRANT SELECT ON synopses TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('synopses', '');
+
+CREATE FUNCTION create_synopsis(name text, query text, sample_size int DEFAULT 10000, bandwidth text DEFAULT 'cdf',
+                                smoothing text DEFAULT 'auto') RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'approx_gpu_create_synopsis' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION create_synopsis(text, text, int, text, text) IS
+    'Builds and stores a named synopsis of the query''s rows (its columns become the dimensions, by name); returns kde_synopsis_info';
+CREATE FUNCTION refresh_synopsis(name text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'approx_gpu_refresh_synopsis' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION refresh_synopsis(text) IS
+    'Rebuilds a named synopsis by running its query as its owner (owner only); returns kde_synopsis_info';
+CREATE FUNCTION drop_synopsis(name text) RETURNS void
+    AS 'MODULE_PATHNAME', 'approx_gpu_drop_synopsis' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION drop_synopsis(text) IS 'Removes a named synopsis (owner only)';
+
+CREATE FUNCTION approx_count(name text, predicate jsonb) RETURNS float8
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_named' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION approx_count(text, jsonb) IS
+    'Estimated COUNT(*) of a named synopsis'' rows matching {"column": [lo, hi], ...} (null = unbounded)';
+CREATE FUNCTION approx_sum(name text, column_name text, predicate jsonb) RETURNS float8
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum_named' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION approx_sum(text, text, jsonb) IS
+    'Estimated SUM of a column of a named synopsis over the rows matching the predicate';
+CREATE FUNCTION approx_avg(name text, column_name text, predicate jsonb) RETURNS float8
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg_named' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION approx_avg(text, text, jsonb) IS
+    'Estimated AVG of a column of a named synopsis over the rows matching the predicate; NULL for an empty box';

@@ -1,0 +1,43 @@
+-- ---- top-k: topk/bottomk aggregates and NRA top-k over sorted lists -------------
+
+CREATE TYPE scored AS (id bigint, score float8);
+COMMENT ON TYPE scored IS 'An (id, score) pair of a top-k answer';
+
+CREATE FUNCTION topk_sfunc(internal, bigint, float8, int) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_topk_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION topk_sfunc(internal, bigint, float8, int) IS 'Transition function of topk';
+CREATE FUNCTION bottomk_sfunc(internal, bigint, float8, int) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_bottomk_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bottomk_sfunc(internal, bigint, float8, int) IS 'Transition function of bottomk';
+CREATE FUNCTION topk_combine(internal, internal) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_topk_combine' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION topk_combine(internal, internal) IS 'Merges two partial topk/bottomk states';
+CREATE FUNCTION topk_serial(internal) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'approx_gpu_topk_serial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION topk_serial(internal) IS 'Serialises a topk/bottomk state';
+CREATE FUNCTION topk_deserial(bytea, internal) RETURNS internal
+    AS 'MODULE_PATHNAME', 'approx_gpu_topk_deserial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION topk_deserial(bytea, internal) IS 'Deserialises a topk/bottomk state';
+CREATE FUNCTION topk_final(internal) RETURNS scored[]
+    AS 'MODULE_PATHNAME', 'approx_gpu_topk_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION topk_final(internal) IS 'Final function of topk/bottomk: the ordered answer';
+
+CREATE AGGREGATE topk(id bigint, score float8, k int) (
+    SFUNC = topk_sfunc, STYPE = internal, FINALFUNC = topk_final,
+    COMBINEFUNC = topk_combine, SERIALFUNC = topk_serial, DESERIALFUNC = topk_deserial,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE topk(bigint, float8, int) IS
+    'The k rows with the largest scores, exactly ORDER BY score DESC, id ASC LIMIT k (k equal on every row; NULL ids or scores skipped)';
+
+CREATE AGGREGATE bottomk(id bigint, score float8, k int) (
+    SFUNC = bottomk_sfunc, STYPE = internal, FINALFUNC = topk_final,
+    COMBINEFUNC = topk_combine, SERIALFUNC = topk_serial, DESERIALFUNC = topk_deserial,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE bottomk(bigint, float8, int) IS
+    'The k rows with the smallest scores, exactly ORDER BY score ASC, id ASC LIMIT k (k equal on every row; NULL ids or scores skipped)';
+
+CREATE FUNCTION topk_nra(relation regclass, id_column name, score_columns name[], k int, batch int DEFAULT 1024)
+    RETURNS TABLE(id bigint, score float8)
+    AS 'MODULE_PATHNAME', 'approx_gpu_topk_nra' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION topk_nra(regclass, name, name[], int, int) IS
+    'Exact top k objects by the sum of their scores over score_columns (a missing score counts as the column''s minimum), found by NRA over one descending cursor per column, batch rows per list per round; needs a unique index on id_column';

@@ -1,0 +1,219 @@
+-- Top-k: the topk/bottomk aggregates and topk_nra. Every answer is compared
+-- with plain SQL (ORDER BY ... LIMIT k) and printed as a boolean; errors print
+-- their SQLSTATE and message. Output is engine-independent.
+SET extra_float_digits = 0;
+SELECT setseed(0.31);
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+
+-- 100000 rows (more than the 65536 a state holds before it prunes): many
+-- ties, negative scores, ±Infinity, -0 and +0; ids unique, not in row order
+CREATE TABLE tk AS
+  SELECT ((i * 7919) % 100003) - 50000 AS id,
+         CASE WHEN i % 97 = 0 THEN 'Infinity'::float8
+              WHEN i % 89 = 0 THEN '-Infinity'::float8
+              WHEN i % 83 = 0 THEN '-0'::float8
+              ELSE floor(random() * 50) - 25 END AS score,
+         i % 3 AS grp
+  FROM generate_series(1, 100000) i;
+ANALYZE tk;
+
+-- true when got is exactly ORDER BY score <dir>, id LIMIT k over tbl (rows with a NULL skipped)
+CREATE FUNCTION pg_temp.same(got approx_gpu.scored[], tbl text, k int, dir text, filter text DEFAULT 'true')
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE want approx_gpu.scored[];
+BEGIN
+  EXECUTE format('SELECT array_agg(ROW(id, score)::approx_gpu.scored ORDER BY score %s, id) FROM '
+                 '(SELECT id, score FROM %s WHERE id IS NOT NULL AND score IS NOT NULL AND (%s) '
+                 'ORDER BY score %s, id LIMIT %s) s', dir, tbl, filter, dir, k) INTO want;
+  RETURN got IS NOT DISTINCT FROM want;
+END $$;
+
+-- topk and bottomk equal ORDER BY ... LIMIT k; k > rows returns every row
+SELECT k, pg_temp.same(approx_gpu.topk(id, score, k), 'tk', k, 'DESC') AS topk_ok,
+       pg_temp.same(approx_gpu.bottomk(id, score, k), 'tk', k, 'ASC') AS bottomk_ok,
+       cardinality(approx_gpu.topk(id, score, k)) AS n
+FROM tk, (VALUES (1), (10), (1000), (20000), (200000)) v(k) GROUP BY k ORDER BY k;
+-- the best and worst rows are the infinities
+SELECT (approx_gpu.topk(id, score, 1))[1].score = 'Infinity' AS top_is_inf,
+       (approx_gpu.bottomk(id, score, 1))[1].score = '-Infinity' AS bottom_is_minus_inf FROM tk;
+-- grouped
+SELECT grp, pg_temp.same(approx_gpu.topk(id, score, 50), 'tk', 50, 'DESC', 'grp = ' || grp) AS topk_ok,
+       pg_temp.same(approx_gpu.bottomk(id, score, 7), 'tk', 7, 'ASC', 'grp = ' || grp) AS bottomk_ok
+FROM tk GROUP BY grp ORDER BY grp;
+-- all scores equal: the answer is the k smallest ids
+SELECT approx_gpu.topk(id, 1.0::float8, 3) = ARRAY[(1, 1.0), (2, 1.0), (3, 1.0)]::approx_gpu.scored[] AS ties_by_id
+FROM generate_series(1, 100) id;
+
+-- a parallel plan (Partial Aggregate under Gather, states serialised) gives the same answer
+CREATE FUNCTION pg_temp.plan(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; p text := '';
+BEGIN FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP p := p || line || ' '; END LOOP; RETURN p; END $$;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT pg_temp.plan('SELECT approx_gpu.topk(id, score, 10) FROM tk') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+SELECT pg_temp.same(approx_gpu.topk(id, score, 10), 'tk', 10, 'DESC') AS parallel_topk,
+       pg_temp.same(approx_gpu.bottomk(id, score, 30000), 'tk', 30000, 'ASC') AS parallel_bottomk FROM tk;
+SELECT grp, pg_temp.same(approx_gpu.topk(id, score, 100), 'tk', 100, 'DESC', 'grp = ' || grp) AS parallel_grouped
+FROM tk GROUP BY grp ORDER BY grp;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+
+-- NULL ids or scores are skipped (and counted); no rows gives NULL
+CREATE TABLE tk_nulls AS SELECT id, score FROM tk WHERE grp = 0
+  UNION ALL SELECT NULL, 1e300 UNION ALL SELECT 7, NULL UNION ALL SELECT NULL, NULL;
+SELECT pg_temp.same(approx_gpu.topk(id, score, 5), 'tk_nulls', 5, 'DESC') AS nulls_skipped FROM tk_nulls;
+SELECT approx_gpu.last_run()->>'function' AS function, (approx_gpu.last_run()->>'rows_skipped')::int AS rows_skipped;
+SELECT approx_gpu.topk(id, score, 3) IS NULL AS empty_is_null FROM tk WHERE false;
+SELECT approx_gpu.bottomk(id, score, 3) IS NULL AS only_nulls_is_null FROM tk_nulls WHERE id IS NULL;
+
+-- aggregate errors
+SELECT pg_temp.err($$SELECT approx_gpu.topk(id, score, 0) FROM tk$$);
+SELECT pg_temp.err($$SELECT approx_gpu.bottomk(id, score, -3) FROM tk$$);
+SELECT pg_temp.err($$SELECT approx_gpu.topk(id, score, CASE WHEN id < 0 THEN 5 ELSE 6 END) FROM tk$$);
+SELECT pg_temp.err($$SELECT approx_gpu.topk(id, score, NULL) FROM tk$$);
+SELECT pg_temp.err($$SELECT approx_gpu.topk(id, CASE WHEN id = 7 THEN 'NaN'::float8 ELSE score END, 5) FROM tk$$);
+SELECT pg_temp.err($$SELECT approx_gpu.bottomk(id::bigint, 'NaN'::float8, 5) FROM generate_series(1, 3) id$$);
+
+-- ---- topk_nra ------------------------------------------------------------------------
+
+-- true when topk_nra returns exactly (in its order)
+--   ORDER BY coalesce(c1, min(c1)) + coalesce(c2, min(c2)) + ... DESC, id LIMIT k
+-- (rows with a NULL id are no objects)
+CREATE FUNCTION pg_temp.nra_ok(tbl text, cols text[], k int, batch int DEFAULT 1024) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE expr text; want approx_gpu.scored[]; got approx_gpu.scored[];
+BEGIN
+  SELECT string_agg(format('coalesce(%I::float8, (SELECT min(%I)::float8 FROM %s WHERE id IS NOT NULL))', c, c, tbl),
+                    ' + ' ORDER BY o)
+    INTO expr FROM unnest(cols) WITH ORDINALITY u(c, o);
+  EXECUTE format('SELECT array_agg(ROW(id, s)::approx_gpu.scored ORDER BY s DESC, id) FROM '
+                 '(SELECT id, %s AS s FROM %s WHERE id IS NOT NULL ORDER BY s DESC, id LIMIT %s) q',
+                 expr, tbl, k) INTO want;
+  EXECUTE format('SELECT array_agg(ROW(id, score)::approx_gpu.scored ORDER BY o) FROM '
+                 'approx_gpu.topk_nra(%L, ''id'', %L, %s, %s) WITH ORDINALITY AS t(id, score, o)',
+                 tbl, cols, k, batch) INTO got;
+  RETURN got IS NOT DISTINCT FROM want;
+END $$;
+CREATE FUNCTION pg_temp.stat(key text) RETURNS bigint LANGUAGE sql AS
+  $$ SELECT (approx_gpu.last_run()->>key)::bigint $$;
+
+-- four distributions, 5000 objects, a unique id
+CREATE TABLE nra_u AS SELECT i AS id, random() AS a, random() AS b, random() AS c, random() AS d
+  FROM generate_series(1, 5000) i;
+CREATE TABLE nra_corr AS SELECT i AS id, x AS a, x + 0.05 * random() AS b, x + 0.05 * random() AS c
+  FROM (SELECT i, random() AS x FROM generate_series(1, 5000) i) s;
+CREATE TABLE nra_anti AS SELECT i AS id, x AS a, 1 - x + 0.02 * random() AS b, 0.5 + 0.01 * random() AS c
+  FROM (SELECT i, random() AS x FROM generate_series(1, 5000) i) s;
+CREATE TABLE nra_zipf AS  -- integer scores, few distinct values: many ties
+  SELECT i AS id, floor(20 / (1 + floor(1 / (random() + 1e-3))))::int AS a,
+         floor(20 / (1 + floor(1 / (random() + 1e-3))))::int AS b,
+         floor(20 / (1 + floor(1 / (random() + 1e-3))))::int AS c
+  FROM generate_series(1, 5000) i;
+CREATE TABLE nra_nulls AS  -- 20% missing scores; some objects have none
+  SELECT i AS id, CASE WHEN random() < 0.8 THEN random() END AS a,
+         CASE WHEN random() < 0.8 THEN random() END AS b, CASE WHEN random() < 0.8 THEN random() END AS c
+  FROM generate_series(1, 5000) i;
+ALTER TABLE nra_u ADD PRIMARY KEY (id);
+ALTER TABLE nra_corr ADD PRIMARY KEY (id);
+ALTER TABLE nra_anti ADD PRIMARY KEY (id);
+CREATE UNIQUE INDEX ON nra_zipf (id);
+ALTER TABLE nra_nulls ADD PRIMARY KEY (id);
+ANALYZE nra_u, nra_corr, nra_anti, nra_zipf, nra_nulls;
+
+-- without indexes on the score columns (each cursor sorts) ...
+SELECT t, k, pg_temp.nra_ok(t, cols, k, batch) AS exact
+FROM (VALUES ('nra_u', ARRAY['a', 'b', 'c', 'd']), ('nra_corr', ARRAY['a', 'b', 'c']),
+             ('nra_anti', ARRAY['a', 'b', 'c']), ('nra_zipf', ARRAY['a', 'b', 'c']),
+             ('nra_nulls', ARRAY['a', 'b', 'c'])) v(t, cols),
+     (VALUES (1, 7), (10, 64), (100, 1024)) w(k, batch)
+ORDER BY t, k;
+-- ... and with them (backward index scans)
+CREATE INDEX ON nra_u (a); CREATE INDEX ON nra_u (b); CREATE INDEX ON nra_u (c); CREATE INDEX ON nra_u (d);
+CREATE INDEX ON nra_zipf (a); CREATE INDEX ON nra_zipf (b); CREATE INDEX ON nra_zipf (c);
+CREATE INDEX ON nra_nulls (a) INCLUDE (id); CREATE INDEX ON nra_nulls (b); CREATE INDEX ON nra_nulls (c);
+SELECT t, k, pg_temp.nra_ok(t, cols, k, batch) AS exact_indexed
+FROM (VALUES ('nra_u', ARRAY['a', 'b', 'c', 'd']), ('nra_zipf', ARRAY['a', 'b', 'c']),
+             ('nra_nulls', ARRAY['a', 'b', 'c'])) v(t, cols),
+     (VALUES (1, 3), (10, 100), (100, 1024)) w(k, batch)
+ORDER BY t, k;
+-- a column twice, one column, the columns in another order
+SELECT pg_temp.nra_ok('nra_u', ARRAY['a', 'a', 'b'], 20) AS repeated_column,
+       pg_temp.nra_ok('nra_u', ARRAY['c'], 20) AS one_column,
+       pg_temp.nra_ok('nra_nulls', ARRAY['c', 'a', 'b'], 20, 50) AS reordered;
+
+-- NRA stops early on independent lists and reads each winner once
+SELECT count(*) AS rows FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'b', 'c', 'd'], 100);
+SELECT pg_temp.stat('depth_1') < 5000 AS stopped_early, pg_temp.stat('depth_1') % 1024 = 0 AS whole_batches,
+       pg_temp.stat('random_accesses') AS random_accesses,
+       pg_temp.stat('rounds') = pg_temp.stat('depth_1') / 1024 AS rounds_match_depth;
+
+-- k > objects: every object, including those with no score at all (they tie at
+-- the sum of the minimums, smaller ids first)
+CREATE TABLE nra_small (id int UNIQUE, a float8, b float8);  -- a NULL id is no object
+INSERT INTO nra_small VALUES (1, 3, 1), (2, NULL, NULL), (3, 1, 1), (4, 1, NULL), (5, NULL, 5),
+  (6, NULL, NULL), (7, 2, 2), (8, 1, 1), (9, NULL, NULL), (10, 1, 2), (11, NULL, 1), (NULL, 9, 9);
+SELECT id, score FROM approx_gpu.topk_nra('nra_small', 'id', ARRAY['a', 'b'], 100, 2);
+SELECT pg_temp.stat('unlisted_rows') AS unlisted_rows, pg_temp.stat('random_accesses') AS random_accesses;
+SELECT k, pg_temp.nra_ok('nra_small', ARRAY['a', 'b'], k, 1) AS exact
+FROM generate_series(1, 12) k WHERE k IN (1, 4, 6, 7, 9, 11, 12) ORDER BY k;
+-- quoted identifiers, int columns, an empty table, STRICT
+CREATE TABLE "Mixed Case" ("Object Id" bigint UNIQUE, "Score A" int, "b""q" real);
+INSERT INTO "Mixed Case" SELECT i, i % 7, (i % 5)::real FROM generate_series(1, 50) i;
+SELECT array_agg(id ORDER BY o) AS ids, array_agg(score ORDER BY o) AS scores
+FROM approx_gpu.topk_nra('"Mixed Case"', 'Object Id', ARRAY['Score A', 'b"q'], 4, 3) WITH ORDINALITY t(id, score, o);
+CREATE TABLE nra_empty (id int PRIMARY KEY, a float8);
+SELECT count(*) AS empty FROM approx_gpu.topk_nra('nra_empty', 'id', ARRAY['a'], 5);
+SELECT count(*) AS strict FROM approx_gpu.topk_nra('nra_u', 'id', NULL, 5);
+
+-- errors
+CREATE TABLE nra_nokey AS SELECT * FROM nra_u;
+CREATE INDEX ON nra_nokey (id);
+CREATE UNIQUE INDEX ON nra_nokey (id) WHERE id > 10;
+CREATE UNIQUE INDEX ON nra_nokey (id, a);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_nokey', 'id', ARRAY['a'], 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'nope', ARRAY['a'], 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'nope'], 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'a', ARRAY['b'], 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['ctid'], 5)$$);
+CREATE TABLE nra_text (id int PRIMARY KEY, a text, n numeric);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_text', 'id', ARRAY['a'], 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_text', 'id', ARRAY['n'], 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a'], 0)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a'], 5, 0)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a'], 5, 2000000)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', '{}', 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', NULL], 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', '{{a},{b}}', 5)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', array_fill('a'::name, ARRAY[33]), 5)$$);
+CREATE TABLE nra_bad (id int PRIMARY KEY, a float8, b float8, c float8);
+INSERT INTO nra_bad VALUES (1, 1, 'NaN', NULL), (2, 2, 1, NULL), (3, 'Infinity', 2, NULL), (4, 0, 0, NULL);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_bad', 'id', ARRAY['b'], 2)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_bad', 'id', ARRAY['a'], 2)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_bad', 'id', ARRAY['c'], 2)$$);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_no_such_table', 'id', ARRAY['a'], 2)$$);
+-- the caller needs SELECT on the table
+CREATE ROLE regress_topk_reader;
+GRANT USAGE ON SCHEMA approx_gpu TO regress_topk_reader;
+SET ROLE regress_topk_reader;
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a'], 5)$$);
+RESET ROLE;
+REVOKE USAGE ON SCHEMA approx_gpu FROM regress_topk_reader;
+DROP ROLE regress_topk_reader;
+
+-- cancellation: one row per list per round over 300000 anti-correlated
+-- objects takes far longer than 1 s on either engine; the loop checks for
+-- interrupts between rounds and the statement ends with the timeout error
+CREATE TABLE nra_slow AS SELECT i AS id, i::float8 AS a, (300000 - i)::float8 AS b FROM generate_series(1, 300000) i;
+ALTER TABLE nra_slow ADD PRIMARY KEY (id);
+SET statement_timeout = '1s';
+SELECT count(*) FROM approx_gpu.topk_nra('nra_slow', 'id', ARRAY['a', 'b'], 10, 1);
+RESET statement_timeout;
+SELECT 1 AS still_alive;
+
+DROP TABLE tk, tk_nulls, nra_u, nra_corr, nra_anti, nra_zipf, nra_nulls, nra_small, "Mixed Case", nra_empty,
+  nra_nokey, nra_text, nra_bad, nra_slow;

@@ -1,0 +1,856 @@
+// Moving objects: the CPU engine (see moving.hpp) and what both engines share
+// (grid checks, create()).
+//
+// The CPU engine follows the same plan as the GPU one: stage and plan the whole
+// batch (dedupe by a stable radix sort on id keeping the last entry, classify
+// against the id table, group deletes and inserts by cell with radix sorts,
+// compute every touched cell's bucket needs, grow the pool, the cells' bucket
+// lists and the id table), check for cancel one last time, then apply: every
+// touched cell is owned by one worker thread that takes its new buckets, runs
+// its deletes (swap with the cell's last object, in descending position
+// order), its inserts (appends) and frees its surplus buckets; then all in-place
+// updates in parallel. Nothing in the apply phase allocates or checks for
+// cancel, so it cannot stop half way.
+#include "moving.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "gpu.hpp"
+
+namespace approx::moving {
+
+// ---- shared ---------------------------------------------------------------------------
+
+GridMap grid_map(const Grid& g) {
+    GridMap m;
+    m.xmin = g.xmin;
+    m.ymin = g.ymin;
+    m.xmax = g.xmax;
+    m.ymax = g.ymax;
+    m.nx = g.cells_x;
+    m.ny = g.cells_y;
+    m.cw = (g.xmax - g.xmin) / g.cells_x;
+    m.ch = (g.ymax - g.ymin) / g.cells_y;
+    return m;
+}
+
+Status check_grid(const Grid& g, int64_t max_cells) {
+    if (!std::isfinite(g.xmin) || !std::isfinite(g.ymin) || !std::isfinite(g.xmax) || !std::isfinite(g.ymax))
+        return Status::Error(StatusCode::InvalidArgument, "the extent must be finite");
+    if (!(g.xmin < g.xmax) || !(g.ymin < g.ymax))
+        return Status::Error(StatusCode::InvalidArgument,
+                             "the extent must have xmin < xmax and ymin < ymax (got [%g, %g] x [%g, %g])", g.xmin,
+                             g.xmax, g.ymin, g.ymax);
+    if (g.cells_x < 1 || g.cells_y < 1)
+        return Status::Error(StatusCode::InvalidArgument, "cells_x and cells_y must be at least 1 (got %d and %d)",
+                             g.cells_x, g.cells_y);
+    int64_t cells = int64_t(g.cells_x) * g.cells_y;
+    if (cells > kMaxCells)
+        return Status::Error(StatusCode::ProgramLimit, "%lld cells (%d x %d) exceed the limit of %lld",
+                             static_cast<long long>(cells), g.cells_x, g.cells_y, static_cast<long long>(kMaxCells));
+    if (cells > max_cells)
+        return Status::Error(StatusCode::ProgramLimit,
+                             "%lld cells (%d x %d) exceed approx_gpu.moving_max_cells (%lld)",
+                             static_cast<long long>(cells), g.cells_x, g.cells_y, static_cast<long long>(max_cells));
+    GridMap m = grid_map(g);
+    if (!std::isfinite(g.xmax - g.xmin) || !std::isfinite(g.ymax - g.ymin) || !(m.cw > 0) || !(m.ch > 0))
+        return Status::Error(StatusCode::InvalidArgument, "the extent is too large or too small for its cell count");
+    return Status::Ok();
+}
+
+Status create(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out) {
+    out = nullptr;
+    APPROX_TRY(check_grid(g, max_cells));
+    // Like dispatch(): 'gpu' -> the GPU engine (an error without one), 'auto'
+    // -> the GPU engine when one is usable (the CPU one when its allocation
+    // fails), 'cpu' -> the CPU engine. Input size plays no part: an index
+    // grows after it is created.
+    Device device = Device::Cpu;
+    APPROX_TRY(guarded([&] { return choose_device(ctx, INT64_MAX, device); }));
+    if (device == Device::Gpu) {
+        Status st = guarded(APPROX_GPU(create_gpu(g, max_cells, ctx, out)));
+        if (st.code != StatusCode::GpuOutOfMemory || ctx.mode != DeviceMode::Auto) return st;
+        if (ctx.stats)
+            std::snprintf(ctx.stats->notice, sizeof ctx.stats->notice,
+                          "GPU allocation failed; the index uses the CPU engine");
+    }
+    return create_cpu(g, max_cells, ctx, out);
+}
+
+namespace {
+
+constexpr int B = kBucketSlots;
+constexpr uint32_t kEmpty = 0, kFull = 1, kTomb = 2;
+
+inline uint64_t mix64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
+inline uint64_t pack(uint32_t cell, uint32_t k) { return (uint64_t(cell) << 32) | k; }
+
+inline uint64_t next_pow2(uint64_t v) {
+    uint64_t p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+
+int bits_for(uint64_t max_value) {
+    int b = 1;
+    while (b < 64 && (max_value >> b) != 0) ++b;
+    return b;
+}
+
+// Grows v to at least n elements (never shrinks; contents beyond the old size
+// are value-initialised once).
+template <class T>
+void ensure_size(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
+// Splits [0, n) into chunks for parallel_for.
+struct Chunks {
+    size_t n, count, size;
+    Chunks(size_t n_, int threads, size_t min_chunk = 8192) : n(n_) {
+        size_t t = threads < 1 ? 1 : static_cast<size_t>(threads);
+        count = n / min_chunk;
+        if (count > t * 8) count = t * 8;
+        if (count < 1) count = 1;
+        size = (n + count - 1) / count;
+        if (size == 0) size = 1;
+        count = (n + size - 1) / size;
+        if (count == 0) count = 1;
+    }
+    size_t begin(size_t c) const { return std::min(n, c * size); }
+    size_t end(size_t c) const { return std::min(n, (c + 1) * size); }
+};
+
+// Stable LSD radix sort (8-bit digits) of (keys, vals)[0, n) on the low `bits`
+// bits of the keys, in parallel; passes whose digit is the same everywhere are
+// skipped. k2/v2 are scratch (grown as needed); the result is in keys/vals.
+Status radix_sort(std::vector<uint64_t>& keys, std::vector<uint32_t>& vals, std::vector<uint64_t>& k2,
+                  std::vector<uint32_t>& v2, size_t n, int bits, const ExecContext& ctx) {
+    if (n <= 1) return Status::Ok();
+    ensure_size(k2, n);
+    ensure_size(v2, n);
+    Chunks ch(n, ctx.cpu_threads, 32768);
+    std::vector<size_t> hist(ch.count * 256);
+    for (int shift = 0; shift < bits; shift += 8) {
+        std::fill(hist.begin(), hist.end(), 0);
+        APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
+            size_t* h = &hist[c * 256];
+            for (size_t i = ch.begin(c); i < ch.end(c); ++i) ++h[(keys[i] >> shift) & 0xff];
+            return Status::Ok();
+        }));
+        bool trivial = false;
+        for (int d = 0; d < 256 && !trivial; ++d) {
+            size_t total = 0;
+            for (size_t c = 0; c < ch.count; ++c) total += hist[c * 256 + d];
+            if (total == n) trivial = true;
+            else if (total != 0) break;
+        }
+        if (trivial) continue;
+        size_t run = 0;
+        for (int d = 0; d < 256; ++d)
+            for (size_t c = 0; c < ch.count; ++c) {
+                size_t v = hist[c * 256 + d];
+                hist[c * 256 + d] = run;
+                run += v;
+            }
+        APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
+            size_t* off = &hist[c * 256];
+            for (size_t i = ch.begin(c); i < ch.end(c); ++i) {
+                size_t pos = off[(keys[i] >> shift) & 0xff]++;
+                k2[pos] = keys[i];
+                v2[pos] = vals[i];
+            }
+            return Status::Ok();
+        }));
+        keys.swap(k2);
+        vals.swap(v2);
+    }
+    return Status::Ok();
+}
+
+inline uint32_t state_load(const uint32_t* s) { return __atomic_load_n(s, __ATOMIC_RELAXED); }
+inline void state_store(uint32_t* s, uint32_t v) { __atomic_store_n(s, v, __ATOMIC_RELAXED); }
+
+// id -> packed (cell, k): open addressing, linear probing, separate state words
+// (ids are arbitrary int64, so no key value can mean "empty"). Inserts of new
+// keys claim an empty slot with a CAS, so workers may insert concurrently while
+// others look up keys that existed before (their probe chains hold no empty
+// slot) or tombstone existing keys.
+struct HostHash {
+    std::vector<int64_t> key;
+    std::vector<uint64_t> val;
+    std::vector<uint32_t> state;
+    uint64_t mask = 0;
+    int64_t live = 0, tombs = 0;
+
+    uint64_t capacity() const { return state.size(); }
+
+    int64_t find(int64_t k) const {
+        if (state.empty()) return -1;
+        uint64_t s = mix64(static_cast<uint64_t>(k)) & mask;
+        for (uint64_t probes = 0; probes <= mask; ++probes) {
+            uint32_t st = state_load(&state[s]);
+            if (st == kEmpty) return -1;
+            if (st == kFull && key[s] == k) return static_cast<int64_t>(s);
+            s = (s + 1) & mask;
+        }
+        return -1;
+    }
+
+    // k must be absent; the table must have an empty slot.
+    uint64_t insert_new(int64_t k, uint64_t v) {
+        uint64_t s = mix64(static_cast<uint64_t>(k)) & mask;
+        for (;;) {
+            uint32_t expected = kEmpty;
+            if (state_load(&state[s]) == kEmpty &&
+                __atomic_compare_exchange_n(&state[s], &expected, kFull, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                key[s] = k;
+                val[s] = v;
+                return s;
+            }
+            s = (s + 1) & mask;
+        }
+    }
+
+    size_t bytes() const { return key.capacity() * 8 + val.capacity() * 8 + state.capacity() * 4; }
+};
+
+class CpuIndex final : public Index {
+public:
+    CpuIndex(const Grid& g) : grid_(g), g_(grid_map(g)), cells_(int64_t(g.cells_x) * g.cells_y) {}
+
+    Status init() {
+        count_.assign(static_cast<size_t>(cells_), 0);
+        dir_.resize(static_cast<size_t>(cells_));
+        sat_dirty_ = true;
+        return Status::Ok();
+    }
+
+    Device device() const override { return Device::Cpu; }
+
+    Status update(const int64_t* ids, const double* xs, const double* ys, size_t n, const ExecContext& ctx,
+                  int64_t& applied) override {
+        applied = 0;
+        return guarded([&] { return batch(false, ids, xs, ys, n, ctx, applied); });
+    }
+
+    Status remove(const int64_t* ids, size_t n, const ExecContext& ctx, int64_t& removed) override {
+        removed = 0;
+        return guarded([&] { return batch(true, ids, nullptr, nullptr, n, ctx, removed); });
+    }
+
+    Status range_count(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) override {
+        return guarded([&] { return do_range_count(qs, nq, ctx, counts); });
+    }
+
+    Status range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) override {
+        found = 0;
+        return guarded([&] { return do_range_ids(q, ctx, out, capacity, found); });
+    }
+
+    void info(Info& out) const override {
+        out = Info();
+        out.device = Device::Cpu;
+        out.grid = grid_;
+        out.objects = objects_;
+        out.cells = cells_;
+        out.buckets_used = nb_ - free_top_;
+        out.bucket_capacity = nb_;
+        out.hash_capacity = static_cast<int64_t>(h_.capacity());
+        out.device_bytes = 0;
+        size_t host = count_.capacity() * 4 + dir_.capacity() * sizeof(std::vector<int32_t>) +
+                      pid_.capacity() * 8 + px_.capacity() * 8 + py_.capacity() * 8 + free_.capacity() * 4 +
+                      h_.bytes() + sat_.capacity() * 8;
+        for (const auto& d : dir_) host += d.capacity() * 4;
+        out.host_bytes = static_cast<int64_t>(host);
+        out.last_update = last_update_;
+        out.last_query = last_query_;
+    }
+
+private:
+    struct Seg {
+        uint32_t cell;
+        uint32_t begin, end;
+    };
+    struct Touch {
+        uint32_t cell;
+        uint32_t db, de, ib, ie;  // delete and insert entries of the cell (sorted lists)
+        int32_t before, after;    // buckets before / after the batch
+        int64_t alloc_off, free_off;
+    };
+
+    size_t slot(const std::vector<int32_t>& d, int64_t k) const {
+        return static_cast<size_t>(d[static_cast<size_t>(k / B)]) * B + static_cast<size_t>(k % B);
+    }
+
+    // Makes room in the id table for `incoming` new keys (load <= 1/2),
+    // rehashing (which also drops tombstones) when needed.
+    Status ensure_hash(int64_t incoming, const ExecContext& ctx) {
+        uint64_t need = static_cast<uint64_t>(h_.live + h_.tombs + incoming);
+        if (h_.capacity() != 0 && need <= h_.capacity() / 2) return Status::Ok();
+        uint64_t cap = next_pow2(std::max<uint64_t>(1024, 3 * static_cast<uint64_t>(h_.live + incoming)));
+        HostHash nh;
+        nh.key.resize(cap);
+        nh.val.resize(cap);
+        nh.state.assign(cap, kEmpty);
+        nh.mask = cap - 1;
+        nh.live = h_.live;
+        nh.tombs = 0;
+        Chunks ch(h_.capacity(), ctx.cpu_threads, 65536);
+        if (h_.capacity() > 0)
+            APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
+                for (size_t s = ch.begin(c); s < ch.end(c); ++s)
+                    if (h_.state[s] == kFull) nh.insert_new(h_.key[s], h_.val[s]);
+                return Status::Ok();
+            }));
+        std::swap(h_, nh);
+        return Status::Ok();
+    }
+
+    Status validate(const double* xs, const double* ys, size_t n, const ExecContext& ctx) {
+        Chunks ch(n, ctx.cpu_threads, 65536);
+        std::vector<size_t> first_bad(ch.count, SIZE_MAX);
+        APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
+            for (size_t i = ch.begin(c); i < ch.end(c); ++i)
+                if (!g_.inside_extent(xs[i], ys[i])) {  // false for NaN too
+                    first_bad[c] = i;
+                    break;
+                }
+            return Status::Ok();
+        }));
+        for (size_t c = 0; c < ch.count; ++c) {
+            size_t i = first_bad[c];
+            if (i == SIZE_MAX) continue;
+            if (!std::isfinite(xs[i]) || !std::isfinite(ys[i]))
+                return Status::Error(StatusCode::InvalidArgument, "point %zu has a non-finite coordinate (x = %g, y = %g)",
+                                     i + 1, xs[i], ys[i]);
+            return Status::Error(StatusCode::OutOfRange,
+                                 "point %zu (x = %.17g, y = %.17g) lies outside the extent [%.17g, %.17g] x [%.17g, %.17g]",
+                                 i + 1, xs[i], ys[i], g_.xmin, g_.xmax, g_.ymin, g_.ymax);
+        }
+        return Status::Ok();
+    }
+
+    // Category of a distinct entry.
+    enum : uint8_t { kNone = 0, kNew = 1, kInPlace = 2, kCross = 3, kDelete = 4 };
+
+    Status batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
+                 const ExecContext& ctx, int64_t& applied) {
+        Stopwatch total;
+        BatchStats bs;
+        std::snprintf(bs.op, sizeof bs.op, "%s", is_delete ? "delete" : "update");
+        bs.entries = static_cast<int64_t>(n);
+        if (ctx.stats) {
+            ctx.stats->device = Device::Cpu;
+            ctx.stats->cpu_threads = ctx.cpu_threads;
+            ctx.stats->rows = static_cast<int64_t>(n);
+        }
+        if (static_cast<int64_t>(n) > kMaxBatch)
+            return Status::Error(StatusCode::ProgramLimit, "a batch holds at most %lld entries",
+                                 static_cast<long long>(kMaxBatch));
+        if (n == 0) {
+            finish_batch(bs, total, 0, ctx);
+            return Status::Ok();
+        }
+
+        // 1. validate
+        if (!is_delete) APPROX_TRY(validate(xs, ys, n, ctx));
+        if (ctx.cancelled()) return cancelled_status();
+
+        // 2. room in the id table for every entry being new (semantically invisible)
+        APPROX_TRY(ensure_hash(is_delete ? 0 : static_cast<int64_t>(n), ctx));
+
+        // 3. dedupe: stable sort by id, keep the last entry of each id
+        ensure_size(skey_, n);
+        ensure_size(sval_, n);
+        for (size_t i = 0; i < n; ++i) {
+            skey_[i] = static_cast<uint64_t>(ids[i]) ^ (uint64_t(1) << 63);
+            sval_[i] = static_cast<uint32_t>(i);
+        }
+        APPROX_TRY(radix_sort(skey_, sval_, skey2_, sval2_, n, 64, ctx));
+        Chunks ch(n, ctx.cpu_threads);
+        std::vector<size_t> cnt(ch.count * 3 + 3, 0);
+        APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
+            size_t k = 0;
+            for (size_t j = ch.begin(c); j < ch.end(c); ++j) k += (j + 1 == n || skey_[j] != skey_[j + 1]);
+            cnt[c] = k;
+            return Status::Ok();
+        }));
+        size_t nu = 0;
+        for (size_t c = 0; c < ch.count; ++c) {
+            size_t v = cnt[c];
+            cnt[c] = nu;
+            nu += v;
+        }
+        ensure_size(uidx_, nu);
+        APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
+            size_t w = cnt[c];
+            for (size_t j = ch.begin(c); j < ch.end(c); ++j)
+                if (j + 1 == n || skey_[j] != skey_[j + 1]) uidx_[w++] = sval_[j];
+            return Status::Ok();
+        }));
+        bs.distinct = static_cast<int64_t>(nu);
+
+        // 4. classify every distinct entry against the id table
+        ensure_size(cat_, nu);
+        ensure_size(ehs_, nu);
+        ensure_size(eloc_, nu);
+        ensure_size(ecell_, nu);
+        Chunks cu(nu, ctx.cpu_threads);
+        std::fill(cnt.begin(), cnt.end(), 0);
+        APPROX_TRY(parallel_for(ctx, cu.count, [&](size_t c, size_t) {
+            size_t nd = 0, ni = 0, np = 0;
+            for (size_t j = cu.begin(c); j < cu.end(c); ++j) {
+                size_t i = uidx_[j];
+                int64_t hs = h_.find(ids[i]);
+                ehs_[j] = hs;
+                uint8_t k;
+                if (is_delete) {
+                    k = hs >= 0 ? kDelete : kNone;
+                    if (hs >= 0) eloc_[j] = h_.val[static_cast<size_t>(hs)];
+                } else {
+                    uint32_t cell = g_.cell(xs[i], ys[i]);
+                    ecell_[j] = cell;
+                    if (hs < 0) {
+                        k = kNew;
+                    } else {
+                        uint64_t loc = h_.val[static_cast<size_t>(hs)];
+                        eloc_[j] = loc;
+                        k = static_cast<uint32_t>(loc >> 32) == cell ? kInPlace : kCross;
+                    }
+                }
+                cat_[j] = k;
+                nd += (k == kDelete || k == kCross);
+                ni += (k == kNew || k == kCross);
+                np += (k == kInPlace);
+            }
+            cnt[3 * c] = nd;
+            cnt[3 * c + 1] = ni;
+            cnt[3 * c + 2] = np;
+            return Status::Ok();
+        }));
+        size_t n_del = 0, n_ins = 0, n_inp = 0;
+        for (size_t c = 0; c < cu.count; ++c) {
+            size_t a = cnt[3 * c], b = cnt[3 * c + 1], p = cnt[3 * c + 2];
+            cnt[3 * c] = n_del;
+            cnt[3 * c + 1] = n_ins;
+            cnt[3 * c + 2] = n_inp;
+            n_del += a;
+            n_ins += b;
+            n_inp += p;
+        }
+        ensure_size(dkey_, n_del);
+        ensure_size(dval_, n_del);
+        ensure_size(ikey_, n_ins);
+        ensure_size(ival_, n_ins);
+        ensure_size(inp_, n_inp);
+        int64_t n_new = 0;
+        std::atomic<int64_t> new_count{0};
+        APPROX_TRY(parallel_for(ctx, cu.count, [&](size_t c, size_t) {
+            size_t d = cnt[3 * c], in = cnt[3 * c + 1], p = cnt[3 * c + 2];
+            int64_t nn = 0;
+            for (size_t j = cu.begin(c); j < cu.end(c); ++j) {
+                uint8_t k = cat_[j];
+                if (k == kDelete || k == kCross) {
+                    dkey_[d] = eloc_[j];
+                    dval_[d++] = static_cast<uint32_t>(j);
+                }
+                if (k == kNew || k == kCross) {
+                    ikey_[in] = ecell_[j];
+                    ival_[in++] = static_cast<uint32_t>(j);
+                }
+                if (k == kInPlace) inp_[p++] = static_cast<uint32_t>(j);
+                nn += (k == kNew);
+            }
+            new_count += nn;
+            return Status::Ok();
+        }));
+        n_new = new_count.load();
+        if (objects_ + n_new > kMaxObjects)
+            return Status::Error(StatusCode::ProgramLimit, "an index holds at most %lld objects",
+                                 static_cast<long long>(kMaxObjects));
+
+        // 5. group deletes by (cell, position) and inserts by cell (stable: entry order)
+        int cell_bits = bits_for(static_cast<uint64_t>(cells_ - 1));
+        APPROX_TRY(radix_sort(dkey_, dval_, skey2_, sval2_, n_del, 32 + cell_bits, ctx));
+        APPROX_TRY(radix_sort(ikey_, ival_, skey2_, sval2_, n_ins, cell_bits, ctx));
+
+        // 6. per touched cell: entry ranges and bucket needs
+        std::vector<Seg> ds, is;
+        segments(dkey_, n_del, 32, ds);
+        segments(ikey_, n_ins, 0, is);
+        std::vector<Touch> touched;
+        touched.reserve(ds.size() + is.size());
+        size_t a = 0, b = 0;
+        int64_t total_alloc = 0, total_free = 0;
+        while (a < ds.size() || b < is.size()) {
+            Touch t{};
+            if (b == is.size() || (a < ds.size() && ds[a].cell < is[b].cell)) {
+                t.cell = ds[a].cell;
+                t.db = ds[a].begin;
+                t.de = ds[a].end;
+                ++a;
+            } else if (a == ds.size() || is[b].cell < ds[a].cell) {
+                t.cell = is[b].cell;
+                t.ib = is[b].begin;
+                t.ie = is[b].end;
+                ++b;
+            } else {
+                t.cell = ds[a].cell;
+                t.db = ds[a].begin;
+                t.de = ds[a].end;
+                t.ib = is[b].begin;
+                t.ie = is[b].end;
+                ++a;
+                ++b;
+            }
+            int64_t n0 = count_[t.cell];
+            int64_t n2 = n0 - (t.de - t.db) + (t.ie - t.ib);
+            t.before = static_cast<int32_t>((n0 + B - 1) / B);
+            t.after = static_cast<int32_t>((n2 + B - 1) / B);
+            t.alloc_off = total_alloc;
+            t.free_off = total_free;
+            total_alloc += std::max(0, t.after - t.before);
+            total_free += std::max(0, t.before - t.after);
+            touched.push_back(t);
+        }
+
+        // 7. grow the pool and the cells' bucket lists before applying anything
+        if (total_alloc > free_top_) APPROX_TRY(grow_pool(total_alloc - free_top_));
+        for (const Touch& t : touched) {
+            auto& d = dir_[t.cell];
+            if (static_cast<size_t>(t.after) > d.capacity()) d.reserve(static_cast<size_t>(t.after) + t.after / 2 + 1);
+        }
+        bs.ms_stage = total.ms();
+
+        // 8. the last cancel check; from here on nothing can fail or stop
+        if (ctx.cancelled()) return cancelled_status();
+        Stopwatch apply;
+        ExecContext actx = ctx;
+        actx.cancel = nullptr;
+        const int64_t stack_base = free_top_ - total_alloc;
+        Status st = parallel_for(actx, (touched.size() + 15) / 16, [&](size_t task, size_t) {
+            size_t end = std::min(touched.size(), task * 16 + 16);
+            for (size_t ti = task * 16; ti < end; ++ti)
+                apply_cell(touched[ti], is_delete, ids, xs, ys, stack_base);
+            return Status::Ok();
+        });
+        if (!st.ok()) return st;  // unreachable: apply_cell neither fails nor throws
+        Chunks cp(n_inp, ctx.cpu_threads);
+        st = parallel_for(actx, n_inp == 0 ? 0 : cp.count, [&](size_t c, size_t) {
+            for (size_t e = cp.begin(c); e < cp.end(c); ++e) {
+                uint32_t j = inp_[e];
+                size_t i = uidx_[j];
+                uint64_t loc = h_.val[static_cast<size_t>(ehs_[j])];
+                size_t s = slot(dir_[loc >> 32], static_cast<int64_t>(loc & 0xffffffffu));
+                px_[s] = xs[i];
+                py_[s] = ys[i];
+            }
+            return Status::Ok();
+        });
+        if (!st.ok()) return st;
+        // [free_top_, free_top_ + total_free) lies inside the stack: those buckets were in use.
+        if (total_free > 0)
+            std::memmove(&free_[static_cast<size_t>(stack_base)], &free_[static_cast<size_t>(free_top_)],
+                         static_cast<size_t>(total_free) * sizeof(int32_t));
+        free_top_ = stack_base + total_free;
+        int64_t n_deleted = is_delete ? static_cast<int64_t>(n_del) : 0;
+        objects_ += n_new - n_deleted;
+        h_.live += n_new - n_deleted;
+        h_.tombs += n_deleted;
+        if (n_del > 0 || n_ins > 0) sat_dirty_ = true;
+        bs.ms_apply = apply.ms();
+        bs.inserted = n_new;
+        bs.moved = is_delete ? 0 : static_cast<int64_t>(n_del);
+        bs.in_place = static_cast<int64_t>(n_inp);
+        bs.deleted = n_deleted;
+        applied = is_delete ? n_deleted : static_cast<int64_t>(nu);
+        finish_batch(bs, total, static_cast<int64_t>(touched.size()), ctx);
+        return Status::Ok();
+    }
+
+    void finish_batch(BatchStats& bs, const Stopwatch& total, int64_t touched, const ExecContext& ctx) {
+        bs.ms_total = total.ms();
+        last_update_ = bs;
+        if (ctx.stats) {
+            ctx.stats->ms_compute = bs.ms_total;
+            ctx.stats->add("distinct", static_cast<double>(bs.distinct));
+            ctx.stats->add("inserted", static_cast<double>(bs.inserted));
+            ctx.stats->add("moved", static_cast<double>(bs.moved));
+            ctx.stats->add("in_place", static_cast<double>(bs.in_place));
+            ctx.stats->add("deleted", static_cast<double>(bs.deleted));
+            ctx.stats->add("cells_touched", static_cast<double>(touched));
+            ctx.stats->add("ms_stage", bs.ms_stage);
+            ctx.stats->add("ms_apply", bs.ms_apply);
+        }
+    }
+
+    // Runs of equal cell in sorted keys (cell = key >> shift).
+    static void segments(const std::vector<uint64_t>& keys, size_t n, int shift, std::vector<Seg>& out) {
+        out.clear();
+        size_t s = 0;
+        while (s < n) {
+            uint32_t c = static_cast<uint32_t>(keys[s] >> shift);
+            size_t e = s + 1;
+            while (e < n && static_cast<uint32_t>(keys[e] >> shift) == c) ++e;
+            out.push_back(Seg{c, static_cast<uint32_t>(s), static_cast<uint32_t>(e)});
+            s = e;
+        }
+    }
+
+    Status grow_pool(int64_t extra_buckets) {
+        int64_t nb = std::max<int64_t>({nb_ + extra_buckets, nb_ + nb_ / 2, 64});
+        size_t slots = static_cast<size_t>(nb) * B;
+        // Each step either completes or throws before the index uses the new size.
+        pid_.resize(slots);
+        px_.resize(slots);
+        py_.resize(slots);
+        free_.resize(static_cast<size_t>(nb));
+        // The new buckets go on top of the free stack.
+        for (int64_t b = nb_; b < nb; ++b) free_[static_cast<size_t>(free_top_ + (b - nb_))] = static_cast<int32_t>(b);
+        free_top_ += nb - nb_;
+        nb_ = nb;
+        return Status::Ok();
+    }
+
+    // One touched cell, by the worker that owns it: take new buckets, deletes
+    // (descending position; the cell's last object fills each hole), inserts
+    // (appends), give back surplus buckets.
+    void apply_cell(const Touch& t, bool is_delete, const int64_t* ids, const double* xs, const double* ys,
+                    int64_t stack_base) {
+        const uint32_t c = t.cell;
+        auto& d = dir_[c];
+        int64_t n = count_[c];
+        for (int32_t a = 0; a < t.after - t.before; ++a)
+            d.push_back(free_[static_cast<size_t>(stack_base + t.alloc_off + a)]);  // within the reserved capacity
+        for (uint32_t e = t.de; e > t.db; --e) {
+            int64_t k = static_cast<int64_t>(dkey_[e - 1] & 0xffffffffu);
+            int64_t last = n - 1;
+            if (k != last) {
+                size_t src = slot(d, last), dst = slot(d, k);
+                pid_[dst] = pid_[src];
+                px_[dst] = px_[src];
+                py_[dst] = py_[src];
+                int64_t hs = h_.find(pid_[dst]);
+                h_.val[static_cast<size_t>(hs)] = pack(c, static_cast<uint32_t>(k));
+            }
+            --n;
+            if (is_delete) state_store(&h_.state[static_cast<size_t>(ehs_[dval_[e - 1]])], kTomb);
+        }
+        for (uint32_t e = t.ib; e < t.ie; ++e) {
+            uint32_t j = ival_[e];
+            size_t i = uidx_[j];
+            int64_t p = n++;
+            size_t s = slot(d, p);
+            pid_[s] = ids[i];
+            px_[s] = xs[i];
+            py_[s] = ys[i];
+            if (cat_[j] == kNew)
+                h_.insert_new(ids[i], pack(c, static_cast<uint32_t>(p)));
+            else
+                h_.val[static_cast<size_t>(ehs_[j])] = pack(c, static_cast<uint32_t>(p));
+        }
+        // Freed buckets go above the current top (other workers are still
+        // taking buckets from below it); batch() moves them down afterwards.
+        for (int32_t f = 0; f < t.before - t.after; ++f)
+            free_[static_cast<size_t>(free_top_ + t.free_off + f)] = d[static_cast<size_t>(t.after + f)];
+        if (t.after < t.before) d.resize(static_cast<size_t>(t.after));
+        count_[c] = static_cast<int32_t>(n);
+    }
+
+    // Summed-area table of the cell counts (rebuilt after a batch changed them).
+    void ensure_sat() {
+        if (!sat_dirty_) return;
+        const size_t w1 = static_cast<size_t>(g_.nx) + 1;
+        sat_.assign(w1 * (static_cast<size_t>(g_.ny) + 1), 0);
+        for (int32_t r = 0; r < g_.ny; ++r) {
+            int64_t run = 0;
+            for (int32_t c = 0; c < g_.nx; ++c) {
+                run += count_[static_cast<size_t>(r) * g_.nx + c];
+                sat_[(r + 1) * w1 + c + 1] = sat_[r * w1 + c + 1] + run;
+            }
+        }
+        sat_dirty_ = false;
+    }
+
+    int64_t interior(int32_t c0, int32_t c1, int32_t r0, int32_t r1) const {
+        if (c1 - c0 < 2 || r1 - r0 < 2) return 0;
+        const size_t w1 = static_cast<size_t>(g_.nx) + 1;
+        size_t a = static_cast<size_t>(c0) + 1, b = static_cast<size_t>(c1);  // columns a..b-1 -> SAT cols a..b
+        size_t e = static_cast<size_t>(r0) + 1, f = static_cast<size_t>(r1);
+        return sat_[f * w1 + b] - sat_[e * w1 + b] - sat_[f * w1 + a] + sat_[e * w1 + a];
+    }
+
+    // Objects of cell c inside q (checked one by one).
+    int64_t count_in_cell(uint32_t c, const Rect& q) const {
+        int64_t n = count_[c], hits = 0;
+        const auto& d = dir_[c];
+        for (int64_t base = 0; base < n; base += B) {
+            size_t s0 = static_cast<size_t>(d[static_cast<size_t>(base / B)]) * B;
+            int64_t m = std::min<int64_t>(B, n - base);
+            for (int64_t s = 0; s < m; ++s) hits += in_rect(q, px_[s0 + s], py_[s0 + s]);
+        }
+        return hits;
+    }
+
+    Status do_range_count(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) {
+        Stopwatch total;
+        BatchStats bs;
+        std::snprintf(bs.op, sizeof bs.op, "range_count");
+        bs.entries = static_cast<int64_t>(nq);
+        if (ctx.stats) {
+            ctx.stats->device = Device::Cpu;
+            ctx.stats->cpu_threads = ctx.cpu_threads;
+            ctx.stats->rows = static_cast<int64_t>(nq);
+        }
+        for (size_t i = 0; i < nq; ++i)
+            if (std::isnan(qs[i].xmin) || std::isnan(qs[i].ymin) || std::isnan(qs[i].xmax) || std::isnan(qs[i].ymax))
+                return Status::Error(StatusCode::InvalidArgument, "query %zu has a NaN bound", i + 1);
+        ensure_sat();
+        bs.ms_stage = total.ms();
+        Stopwatch search;
+        std::atomic<int64_t> cand{0}, checked{0}, results{0};
+        Chunks ch(nq, ctx.cpu_threads, 256);
+        APPROX_TRY(parallel_for(ctx, nq == 0 ? 0 : ch.count, [&](size_t task, size_t) {
+            int64_t my_cand = 0, my_checked = 0, my_results = 0;
+            for (size_t i = ch.begin(task); i < ch.end(task); ++i) {
+                int32_t c0, c1, r0, r1;
+                int64_t hits = 0;
+                if (g_.cell_range(qs[i], c0, c1, r0, r1)) {
+                    hits = interior(c0, c1, r0, r1);
+                    int64_t ring = ring_cells(c0, c1, r0, r1);
+                    for (int64_t t = 0; t < ring; ++t) {
+                        int32_t cx, cy;
+                        ring_cell(c0, c1, r0, r1, t, cx, cy);
+                        uint32_t c = static_cast<uint32_t>(cy) * static_cast<uint32_t>(g_.nx) + static_cast<uint32_t>(cx);
+                        my_checked += count_[c];
+                        hits += count_in_cell(c, qs[i]);
+                    }
+                    my_cand += ring;
+                }
+                counts[i] = hits;
+                my_results += hits;
+            }
+            cand += my_cand;
+            checked += my_checked;
+            results += my_results;
+            return Status::Ok();
+        }));
+        bs.candidate_cells = cand.load();
+        bs.checked_objects = checked.load();
+        bs.results = results.load();
+        bs.ms_apply = search.ms();
+        bs.ms_total = total.ms();
+        last_query_ = bs;
+        if (ctx.stats) {
+            ctx.stats->ms_compute = bs.ms_total;
+            ctx.stats->add("candidate_cells", static_cast<double>(bs.candidate_cells));
+            ctx.stats->add("checked_objects", static_cast<double>(bs.checked_objects));
+            ctx.stats->add("results", static_cast<double>(bs.results));
+        }
+        return Status::Ok();
+    }
+
+    Status do_range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) {
+        Stopwatch total;
+        BatchStats bs;
+        std::snprintf(bs.op, sizeof bs.op, "range");
+        bs.entries = 1;
+        if (ctx.stats) {
+            ctx.stats->device = Device::Cpu;
+            ctx.stats->cpu_threads = ctx.cpu_threads;
+            ctx.stats->rows = 1;
+        }
+        if (std::isnan(q.xmin) || std::isnan(q.ymin) || std::isnan(q.xmax) || std::isnan(q.ymax))
+            return Status::Error(StatusCode::InvalidArgument, "the query has a NaN bound");
+        std::vector<int64_t> hits;
+        int32_t c0, c1, r0, r1;
+        if (g_.cell_range(q, c0, c1, r0, r1)) {
+            for (int32_t cy = r0; cy <= r1; ++cy) {
+                if (ctx.cancelled()) return cancelled_status();
+                for (int32_t cx = c0; cx <= c1; ++cx) {
+                    uint32_t c = static_cast<uint32_t>(cy) * static_cast<uint32_t>(g_.nx) + static_cast<uint32_t>(cx);
+                    bool full = c0 < cx && cx < c1 && r0 < cy && cy < r1;
+                    int64_t n = count_[c];
+                    const auto& d = dir_[c];
+                    if (!full) {
+                        ++bs.candidate_cells;
+                        bs.checked_objects += n;
+                    }
+                    for (int64_t k = 0; k < n; ++k) {
+                        size_t s = slot(d, k);
+                        if (full || in_rect(q, px_[s], py_[s])) hits.push_back(pid_[s]);
+                    }
+                }
+            }
+        }
+        found = hits.size();
+        if (found <= capacity && found > 0) {
+            std::sort(hits.begin(), hits.end());
+            std::memcpy(out, hits.data(), found * sizeof(int64_t));
+        }
+        bs.results = static_cast<int64_t>(found);
+        bs.ms_apply = bs.ms_total = total.ms();
+        last_query_ = bs;
+        if (ctx.stats) {
+            ctx.stats->ms_compute = bs.ms_total;
+            ctx.stats->add("results", static_cast<double>(found));
+        }
+        return Status::Ok();
+    }
+
+    Grid grid_;
+    GridMap g_;
+    int64_t cells_;
+    std::vector<int32_t> count_;
+    std::vector<std::vector<int32_t>> dir_;  // per cell: its buckets in order
+    std::vector<int64_t> pid_;
+    std::vector<double> px_, py_;
+    std::vector<int32_t> free_;  // free bucket stack, [0, free_top_)
+    int64_t free_top_ = 0, nb_ = 0;
+    int64_t objects_ = 0;
+    HostHash h_;
+    std::vector<int64_t> sat_;
+    bool sat_dirty_ = true;
+    BatchStats last_update_, last_query_;
+
+    // batch scratch (kept between batches)
+    std::vector<uint64_t> skey_, skey2_, dkey_, ikey_;
+    std::vector<uint32_t> sval_, sval2_, uidx_, dval_, ival_, inp_;
+    std::vector<uint8_t> cat_;
+    std::vector<int64_t> ehs_;
+    std::vector<uint64_t> eloc_;
+    std::vector<uint32_t> ecell_;
+};
+
+}  // namespace
+
+Status create_cpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out) {
+    out = nullptr;
+    APPROX_TRY(check_grid(g, max_cells));
+    return guarded([&] {
+        std::unique_ptr<CpuIndex> idx(new CpuIndex(g));
+        APPROX_TRY(idx->init());
+        if (ctx.stats) {
+            ctx.stats->device = Device::Cpu;
+            ctx.stats->cpu_threads = ctx.cpu_threads;
+        }
+        out = idx.release();
+        return Status::Ok();
+    });
+}
+
+}  // namespace approx::moving

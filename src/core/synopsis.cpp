@@ -1,0 +1,571 @@
+// KDE synopses: sampling, building (statistics, bandwidths, discrete
+// columns), validation and the CPU box engine. See synopsis.hpp.
+#include "synopsis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "kde.hpp"
+#include "synopsis_math.hpp"
+
+namespace approx::synopsis {
+
+namespace {
+
+constexpr int kLscvGrid = 150;
+constexpr int64_t kCpuRowsPerTask = 2048;  // sample rows per task when boxes are few
+constexpr int64_t kCpuSingleThreadWork = 20000;  // box x row evaluations below which one thread runs
+
+uint64_t splitmix64(uint64_t& x) {
+    uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+double column_value_tolerance(double x, double delta) { return 1e-9 * std::max(std::fabs(x), delta); }
+
+bool all_multiples(const std::vector<double>& distinct, double delta) {
+    for (double x : distinct) {
+        double r = std::nearbyint(x / delta);
+        if (std::fabs(x - delta * r) > column_value_tolerance(x, delta)) return false;
+    }
+    return true;
+}
+
+// Sorted distinct values of a column.
+std::vector<double> distinct_sorted(const double* values, size_t n) {
+    std::vector<double> v(values, values + n);
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+}
+
+// Greatest common step of two positive values by Euclid's algorithm on
+// doubles, remainders within tol of 0 or of the divisor counted as 0.
+double float_gcd(double a, double b, double tol) {
+    if (a < b) std::swap(a, b);
+    while (b > tol) {
+        double r = std::fmod(a, b);
+        if (r > b - tol) r = 0;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+bool step_of_distinct(const std::vector<double>& distinct, double min_step, double& step) {
+    step = 0;
+    if (distinct.size() < 2) return false;
+    const double scale = std::max(std::fabs(distinct.front()), std::fabs(distinct.back()));
+    const double tol = 1e-9 * scale;
+    double g = 0;
+    for (double x : distinct) {
+        double ax = std::fabs(x);
+        if (ax <= tol) continue;  // 0 is a multiple of every step
+        g = g == 0 ? ax : float_gcd(g, ax, tol);
+        if (g < min_step || g <= tol) return false;
+    }
+    if (!(g > 0) || g < min_step || !all_multiples(distinct, g)) return false;
+    step = g;
+    return true;
+}
+
+Status kde_column_bandwidths(const double* x, size_t m, Bandwidth method, const ExecContext& ctx, double& density_h,
+                             double& box_h) {
+    switch (method) {
+        case Bandwidth::Cdf:
+            APPROX_TRY(kde::plugin_bandwidth(x, m, kde::PluginTarget::Distribution, ctx, box_h));
+            APPROX_TRY(kde::plugin_bandwidth(x, m, kde::PluginTarget::Density, ctx, density_h));
+            return Status::Ok();
+        case Bandwidth::Plugin:
+            APPROX_TRY(kde::plugin_bandwidth(x, m, kde::PluginTarget::Density, ctx, density_h));
+            box_h = density_h;
+            return Status::Ok();
+        case Bandwidth::Scott:
+            APPROX_TRY(kde::bandwidth(x, m, kde::Method::Scott, ctx, density_h));
+            box_h = density_h;
+            return Status::Ok();
+        case Bandwidth::Lscv: break;  // joint, handled by the caller
+    }
+    return Status::Error(StatusCode::Internal, "unexpected bandwidth method");
+}
+
+bool valid_positive(double v) { return std::isfinite(v) && v > 0; }
+
+}  // namespace
+
+const char* bandwidth_name(Bandwidth b) {
+    switch (b) {
+        case Bandwidth::Cdf: return "cdf";
+        case Bandwidth::Plugin: return "plugin";
+        case Bandwidth::Lscv: return "lscv";
+        case Bandwidth::Scott: return "scott";
+    }
+    return "?";
+}
+
+const char* smoothing_name(Smoothing s) {
+    switch (s) {
+        case Smoothing::Auto: return "auto";
+        case Smoothing::Always: return "always";
+        case Smoothing::Never: return "never";
+    }
+    return "?";
+}
+
+// ---- random numbers and sampling ------------------------------------------------------
+
+void Rng::seed(uint64_t seed) {
+    uint64_t x = seed;
+    for (auto& w : s) w = splitmix64(x);
+    if ((s[0] | s[1] | s[2] | s[3]) == 0) s[0] = 1;
+}
+
+uint64_t Rng::next() {
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+uint64_t Rng::below(uint64_t bound) {
+    // Lemire's multiply-shift with rejection: exactly uniform.
+    unsigned __int128 prod = static_cast<unsigned __int128>(next()) * bound;
+    uint64_t low = static_cast<uint64_t>(prod);
+    if (low < bound) {
+        uint64_t threshold = (0 - bound) % bound;
+        while (low < threshold) {
+            prod = static_cast<unsigned __int128>(next()) * bound;
+            low = static_cast<uint64_t>(prod);
+        }
+    }
+    return static_cast<uint64_t>(prod >> 64);
+}
+
+void reservoir_init(Reservoir& r, int64_t capacity, uint64_t seed) {
+    r = Reservoir();
+    r.capacity = capacity;
+    r.rng.seed(seed);
+}
+
+int64_t reservoir_slot(Reservoir& r) {
+    int64_t row = r.seen++;
+    if (r.size < r.capacity) return r.size++;
+    // Algorithm R: row number `row` replaces a uniform slot with probability k / (row + 1).
+    uint64_t j = r.rng.below(static_cast<uint64_t>(row) + 1);
+    return j < static_cast<uint64_t>(r.capacity) ? static_cast<int64_t>(j) : -1;
+}
+
+int64_t hypergeometric(Rng& rng, int64_t population, int64_t successes, int64_t draws) {
+    int64_t found = 0;
+    int64_t left = population, good = successes;
+    for (int64_t i = 0; i < draws && good > 0; ++i) {
+        if (good == left) return found + (draws - i);  // only successes remain
+        if (static_cast<int64_t>(rng.below(static_cast<uint64_t>(left))) < good) {
+            ++found;
+            --good;
+        }
+        --left;
+    }
+    return found;
+}
+
+int64_t merged_size(int64_t k1, int64_t n1, int64_t k2, int64_t n2) {
+    return std::min(std::min(k1, k2), n1 + n2);
+}
+
+Status merge_samples(const double* a, int64_t m1, int64_t n1, int64_t k1, const double* b, int64_t m2, int64_t n2,
+                     int64_t k2, int d, Rng& rng, double* out, int64_t& m_out) {
+    return guarded([&]() -> Status {
+        if (d < 1 || m1 < 0 || m2 < 0 || n1 < m1 || n2 < m2 || m1 != std::min(k1, n1) || m2 != std::min(k2, n2))
+            return Status::Error(StatusCode::InvalidArgument, "inconsistent sample sizes to merge");
+        int64_t target = merged_size(k1, n1, k2, n2);
+        int64_t from_a = hypergeometric(rng, n1 + n2, n1, target);
+        int64_t from_b = target - from_a;
+        if (from_a > m1 || from_b > m2)
+            return Status::Error(StatusCode::Internal, "merge draws %lld + %lld rows from samples of %lld and %lld",
+                                 static_cast<long long>(from_a), static_cast<long long>(from_b),
+                                 static_cast<long long>(m1), static_cast<long long>(m2));
+        int64_t written = 0;
+        auto take = [&](const double* src, int64_t m, int64_t count) {
+            // Partial Fisher-Yates: `count` distinct rows, uniformly.
+            std::vector<int64_t> idx(static_cast<size_t>(m));
+            std::iota(idx.begin(), idx.end(), int64_t{0});
+            for (int64_t i = 0; i < count; ++i) {
+                int64_t j = i + static_cast<int64_t>(rng.below(static_cast<uint64_t>(m - i)));
+                std::swap(idx[i], idx[j]);
+                std::copy(src + idx[i] * d, src + idx[i] * d + d, out + written * d);
+                ++written;
+            }
+        };
+        take(a, m1, from_a);
+        take(b, m2, from_b);
+        m_out = written;
+        return Status::Ok();
+    });
+}
+
+// ---- building ----------------------------------------------------------------------------
+
+bool find_step(const double* values, size_t n, double min_step, double& step) {
+    return step_of_distinct(distinct_sorted(values, n), min_step, step);
+}
+
+Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecContext& ctx) {
+    return guarded([&]() -> Status {
+        if (s.d < 1 || s.d > kMaxDim)
+            return Status::Error(StatusCode::InvalidArgument, "d must be between 1 and %d, not %d", kMaxDim, s.d);
+        if (s.m < 1 || s.sample == nullptr) return Status::Error(StatusCode::InvalidArgument, "empty sample");
+        const size_t m = static_cast<size_t>(s.m);
+        const int d = s.d;
+        s.method = method;
+        s.smoothing = smoothing;
+        std::vector<std::vector<double>> columns(d, std::vector<double>(m));
+        for (size_t i = 0; i < m; ++i)
+            for (int j = 0; j < d; ++j) {
+                double v = s.sample[i * d + j];
+                if (!std::isfinite(v))
+                    return Status::Error(StatusCode::DataException, "sample column %d holds a non-finite value", j + 1);
+                columns[j][i] = v;
+            }
+        std::vector<bool> constant(d);
+        std::vector<size_t> n_distinct(d);
+        std::vector<std::vector<double>> distinct(d);
+        for (int j = 0; j < d; ++j) {
+            Column& c = s.cols[j];
+            c = Column();
+            const std::vector<double>& x = columns[j];
+            double sum = 0;
+            c.min = c.max = x[0];
+            for (double v : x) {
+                sum += v;
+                c.min = std::min(c.min, v);
+                c.max = std::max(c.max, v);
+            }
+            c.mean = sum / m;
+            double ss = 0;
+            for (double v : x) ss += (v - c.mean) * (v - c.mean);
+            c.sd = m > 1 ? std::sqrt(ss / (m - 1)) : 0;
+            distinct[j] = distinct_sorted(x.data(), m);
+            n_distinct[j] = distinct[j].size();
+            constant[j] = n_distinct[j] < 2;
+            if (constant[j]) {
+                c.density_h = c.box_h = 1e-9 * std::max(1.0, std::fabs(c.min));
+            }
+            if (ctx.cancelled()) return cancelled_status();
+        }
+        // Bandwidths of the non-constant columns.
+        if (method == Bandwidth::Lscv) {
+            std::vector<int> cols;
+            for (int j = 0; j < d; ++j)
+                if (!constant[j]) cols.push_back(j);
+            if (!cols.empty()) {
+                const int dd = static_cast<int>(cols.size());
+                std::vector<double> x(m * dd);
+                for (size_t i = 0; i < m; ++i)
+                    for (int t = 0; t < dd; ++t) x[i * dd + t] = columns[cols[t]][i];
+                kde::LscvResult r;
+                APPROX_TRY(kde::lscv(x.data(), m, dd, kLscvGrid, kde::Covariance::Diagonal, ctx, r));
+                for (int j : cols) s.cols[j].density_h = s.cols[j].box_h = r.h * s.cols[j].sd;
+            }
+        } else {
+            for (int j = 0; j < d; ++j)
+                if (!constant[j])
+                    APPROX_TRY(kde_column_bandwidths(columns[j].data(), m, method, ctx, s.cols[j].density_h,
+                                                     s.cols[j].box_h));
+        }
+        for (int j = 0; j < d; ++j) {
+            Column& c = s.cols[j];
+            if (!valid_positive(c.density_h) || !valid_positive(c.box_h))
+                return Status::Error(StatusCode::DataException, "column %d: the %s bandwidth is not a positive number",
+                                     j + 1, bandwidth_name(method));
+            double step = 0;
+            bool heaped = !constant[j] && step_of_distinct(distinct[j], c.box_h / 2, step);
+            if (heaped)
+                c.step = step;
+            else if (!constant[j])
+                step_of_distinct(distinct[j], 0, c.step);  // reported only
+            switch (smoothing) {
+                case Smoothing::Never: c.discrete = true; break;
+                case Smoothing::Always: c.discrete = constant[j]; break;
+                case Smoothing::Auto:
+                    c.discrete = constant[j] || n_distinct[j] <= static_cast<size_t>(kDistinctDiscrete) || heaped;
+                    break;
+            }
+        }
+        return Status::Ok();
+    });
+}
+
+Status validate(const Synopsis& s) {
+    auto bad = [](const char* what) { return Status::Error(StatusCode::InvalidArgument, "%s", what); };
+    if (s.d < 1 || s.d > kMaxDim) return bad("d must be between 1 and 32");
+    if (s.n_rows < 1 || s.m < 1 || s.sample_size < 1 || s.skipped < 0) return bad("N, m and sample_size must be positive");
+    if (s.m != std::min(s.sample_size, s.n_rows)) return bad("m must equal min(sample_size, N)");
+    if (static_cast<uint8_t>(s.method) > 3) return bad("unknown bandwidth method");
+    if (static_cast<uint8_t>(s.smoothing) > 2) return bad("unknown smoothing");
+    if (s.sample == nullptr) return bad("missing sample");
+    for (int j = 0; j < s.d; ++j) {
+        const Column& c = s.cols[j];
+        if (!std::isfinite(c.mean) || !std::isfinite(c.sd) || !std::isfinite(c.min) || !std::isfinite(c.max) ||
+            !std::isfinite(c.step))
+            return bad("column statistics must be finite");
+        if (c.sd < 0 || c.min > c.max || c.step < 0) return bad("inconsistent column statistics");
+        if (!valid_positive(c.density_h) || !valid_positive(c.box_h)) return bad("bandwidths must be positive and finite");
+    }
+    for (int64_t i = 0; i < s.m; ++i)
+        for (int j = 0; j < s.d; ++j)
+            if (!std::isfinite(s.sample[i * s.d + j])) return bad("sample values must be finite");
+    // The statistics must be the sample's: min and max exactly, mean and sd
+    // to rounding.
+    for (int j = 0; j < s.d; ++j) {
+        const Column& c = s.cols[j];
+        double lo = s.sample[j], hi = lo, sum = 0;
+        for (int64_t i = 0; i < s.m; ++i) {
+            double v = s.sample[i * s.d + j];
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+            sum += v;
+        }
+        if (lo != c.min || hi != c.max) return bad("column min and max must be the sample's");
+        double mean = sum / s.m, scale = std::max({1.0, std::fabs(lo), std::fabs(hi)});
+        if (std::fabs(mean - c.mean) > 1e-9 * scale) return bad("column mean must be the sample's");
+        double ss = 0;
+        for (int64_t i = 0; i < s.m; ++i) ss += (s.sample[i * s.d + j] - mean) * (s.sample[i * s.d + j] - mean);
+        double sd = s.m > 1 ? std::sqrt(ss / (s.m - 1)) : 0;
+        if (std::fabs(sd - c.sd) > 1e-9 * std::max(sd, 1e-300) + 1e-12 * (hi - lo))
+            return bad("column sd must be the sample's");
+    }
+    return Status::Ok();
+}
+
+// ---- box evaluation ---------------------------------------------------------------------------
+
+bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b) {
+    for (int j = 0; j < s.d; ++j)
+        if (boxes.lo[b * s.d + j] > boxes.hi[b * s.d + j]) return true;
+    return false;
+}
+
+namespace {
+
+struct ColumnParams {
+    double h[kMaxDim];
+    unsigned char discrete[kMaxDim];
+};
+
+ColumnParams column_params(const Synopsis& s) {
+    ColumnParams p;
+    for (int j = 0; j < s.d; ++j) {
+        p.h[j] = s.cols[j].box_h;
+        p.discrete[j] = s.cols[j].discrete ? 1 : 0;
+    }
+    return p;
+}
+
+// Shifted sums of rows [begin, end) for one box; the shift is row 0's g.
+void accumulate(const Synopsis& s, const ColumnParams& p, const double* lo, const double* hi, int k, int64_t begin,
+                int64_t end, double c0, double s0, BoxSums& acc) {
+    for (int64_t i = begin; i < end; ++i) {
+        double c, g;
+        math::row_terms(s.sample + i * s.d, lo, hi, p.h, p.discrete, s.d, k, c, g);
+        double dc = c - c0, ds = g - s0;
+        acc.sc += dc;
+        acc.ss += ds;
+        acc.scc += dc * dc;
+        acc.sss += ds * ds;
+        acc.scs += dc * ds;
+    }
+}
+
+}  // namespace
+
+Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& exec, BoxSums* sums) {
+    // Small batches (one box of a 10^4 sample) run on the calling thread:
+    // starting threads would cost more than the work.
+    ExecContext ctx = exec;
+    if (boxes.q * s.m <= kCpuSingleThreadWork) ctx.cpu_threads = 1;
+    const ColumnParams p = column_params(s);
+    const int k = boxes.agg == Aggregate::Count ? -1 : boxes.column;
+    const int d = s.d;
+    auto shift = [&](int64_t b, BoxSums& out) {
+        math::row_terms(s.sample, boxes.lo + b * d, boxes.hi + b * d, p.h, p.discrete, d, k, out.c0, out.s0);
+    };
+    for (int64_t b = 0; b < boxes.q; ++b) sums[b] = BoxSums();
+    if (boxes.q >= 4 * ctx.cpu_threads || s.m <= kCpuRowsPerTask) {
+        // Many boxes: one task per box.
+        return parallel_for(ctx, static_cast<size_t>(boxes.q), [&](size_t b, size_t) {
+            if (box_empty(s, boxes, static_cast<int64_t>(b))) return Status::Ok();
+            BoxSums& out = sums[b];
+            shift(static_cast<int64_t>(b), out);
+            accumulate(s, p, boxes.lo + b * d, boxes.hi + b * d, k, 0, s.m, out.c0, out.s0, out);
+            return Status::Ok();
+        });
+    }
+    // Few boxes: tasks over (box, chunk of sample rows), summed in chunk order.
+    const int64_t chunks = (s.m + kCpuRowsPerTask - 1) / kCpuRowsPerTask;
+    std::vector<BoxSums> partial(static_cast<size_t>(boxes.q * chunks));
+    std::vector<unsigned char> empty(static_cast<size_t>(boxes.q));
+    for (int64_t b = 0; b < boxes.q; ++b) {
+        empty[b] = box_empty(s, boxes, b) ? 1 : 0;
+        if (!empty[b]) shift(b, sums[b]);
+    }
+    APPROX_TRY(parallel_for(ctx, static_cast<size_t>(boxes.q * chunks), [&](size_t task, size_t) {
+        int64_t b = static_cast<int64_t>(task) / chunks, c = static_cast<int64_t>(task) % chunks;
+        if (empty[b]) return Status::Ok();
+        int64_t begin = c * kCpuRowsPerTask, end = std::min(s.m, begin + kCpuRowsPerTask);
+        accumulate(s, p, boxes.lo + b * d, boxes.hi + b * d, k, begin, end, sums[b].c0, sums[b].s0, partial[task]);
+        return Status::Ok();
+    }));
+    for (int64_t b = 0; b < boxes.q; ++b)
+        for (int64_t c = 0; c < chunks; ++c) {
+            const BoxSums& t = partial[b * chunks + c];
+            sums[b].sc += t.sc;
+            sums[b].ss += t.ss;
+            sums[b].scc += t.scc;
+            sums[b].sss += t.sss;
+            sums[b].scs += t.scs;
+        }
+    return Status::Ok();
+}
+
+BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& t) {
+    BoxEstimate e;
+    const double m = static_cast<double>(s.m), N = static_cast<double>(s.n_rows);
+    const double fpc = s.m >= s.n_rows ? 0.0 : (N - m) / (N - 1);
+    const double mean_c = t.c0 + t.sc / m, mean_s = t.s0 + t.ss / m;
+    // Centred sums of squares from the shifted sums.
+    const double scc = std::max(0.0, t.scc - t.sc * t.sc / m);
+    const double sss = std::max(0.0, t.sss - t.ss * t.ss / m);
+    const double scs = t.scs - t.sc * t.ss / m;
+    const double dof = m > 1 ? m - 1 : 1;
+    switch (agg) {
+        case Aggregate::Count:
+            e.estimate = N * mean_c;
+            e.se = N * std::sqrt(fpc * scc / dof / m);
+            break;
+        case Aggregate::Sum:
+            e.estimate = N * mean_s;
+            e.se = N * std::sqrt(fpc * sss / dof / m);
+            break;
+        case Aggregate::Avg: {
+            if (!(mean_c > 0)) {
+                e.estimate = e.se = std::numeric_limits<double>::quiet_NaN();
+                break;
+            }
+            const double r = mean_s / mean_c;
+            // sum (s_i - R c_i)^2 = Sss - 2 R Scs + R^2 Scc (centred; mean residual is 0).
+            const double resid = std::max(0.0, sss - 2 * r * scs + r * r * scc);
+            e.estimate = r;
+            e.se = std::sqrt(fpc * resid / dof / m) / mean_c;
+            break;
+        }
+    }
+    return e;
+}
+
+Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxEstimate* out) {
+    if (boxes.q < 0 || (boxes.q > 0 && (boxes.lo == nullptr || boxes.hi == nullptr)))
+        return Status::Error(StatusCode::InvalidArgument, "bad box batch");
+    if (boxes.agg != Aggregate::Count && (boxes.column < 0 || boxes.column >= s.d))
+        return Status::Error(StatusCode::InvalidArgument, "column must be between 1 and %d, not %d", s.d,
+                             boxes.column + 1);
+    if (boxes.q == 0) return Status::Ok();
+    std::vector<BoxSums> sums;
+    APPROX_TRY(guarded([&] {
+        sums.resize(static_cast<size_t>(boxes.q));
+        return Status::Ok();
+    }));
+    if (ctx.stats) {
+        ctx.stats->rows = boxes.q * s.m;
+        ctx.stats->add("boxes", static_cast<double>(boxes.q));
+        ctx.stats->add("sample_rows", static_cast<double>(s.m));
+    }
+    APPROX_TRY(dispatch(ctx, boxes.q * s.m, [&] { return box_sums_cpu(s, boxes, ctx, sums.data()); },
+                        APPROX_GPU(box_sums_gpu(s, boxes, ctx, sums.data()))));
+    for (int64_t b = 0; b < boxes.q; ++b) {
+        if (box_empty(s, boxes, b)) {
+            out[b] = BoxEstimate();
+            out[b].empty = true;
+            if (boxes.agg == Aggregate::Avg) out[b].estimate = out[b].se = std::numeric_limits<double>::quiet_NaN();
+            continue;
+        }
+        out[b] = estimate_from_sums(s, boxes.agg, sums[b]);
+    }
+    return Status::Ok();
+}
+
+double normal_quantile(double p) {
+    // Acklam's rational approximation (relative error 1.15e-9), refined by one
+    // Halley step with erfc (about 1e-15).
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                               1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                               6.680131188771972e+01, -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                               -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+    static const double dd[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                                3.754408661907416e+00};
+    if (!(p > 0 && p < 1)) return std::numeric_limits<double>::quiet_NaN();
+    const double plow = 0.02425;
+    double x;
+    if (p < plow) {
+        double q = std::sqrt(-2 * std::log(p));
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+            ((((dd[0] * q + dd[1]) * q + dd[2]) * q + dd[3]) * q + 1);
+    } else if (p <= 1 - plow) {
+        double q = p - 0.5, r = q * q;
+        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+    } else {
+        double q = std::sqrt(-2 * std::log1p(-p));
+        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+            ((((dd[0] * q + dd[1]) * q + dd[2]) * q + dd[3]) * q + 1);
+    }
+    double e = 0.5 * std::erfc(-x * math::kInvSqrt2) - p;
+    double u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
+    return x - u / (1 + x * u / 2);
+}
+
+void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower,
+              double& upper) {
+    double z = normal_quantile(0.5 + confidence / 2);
+    lower = e.estimate - z * e.se;
+    upper = e.estimate + z * e.se;
+    if (agg == Aggregate::Count) {
+        lower = std::max(0.0, lower);
+        upper = std::min(static_cast<double>(s.n_rows), upper);
+    }
+}
+
+Status density(const Synopsis& s, const double* x, const ExecContext& ctx, double& out) {
+    return guarded([&]() -> Status {
+        double norm = 1;
+        for (int j = 0; j < s.d; ++j) norm *= s.cols[j].density_h;
+        double sum = 0;
+        for (int64_t i = 0; i < s.m; ++i) {
+            double prod = 1;
+            for (int j = 0; j < s.d && prod > 0; ++j)
+                prod *= math::normal_pdf((x[j] - s.sample[i * s.d + j]) / s.cols[j].density_h);
+            sum += prod;
+        }
+        out = sum / (static_cast<double>(s.m) * norm);
+        if (ctx.stats) ctx.stats->rows = s.m;
+        return Status::Ok();
+    });
+}
+
+}  // namespace approx::synopsis

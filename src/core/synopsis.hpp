@@ -1,0 +1,187 @@
+// KDE synopses: a uniform sample of a d-column relation plus per-column
+// Gaussian-kernel bandwidths, answering COUNT / SUM / AVG over boxes with
+// confidence intervals (plain C++ API; CPU engine in synopsis.cpp, GPU engine
+// in cuda/synopsis.cu, the per-row formulas shared in synopsis_math.hpp).
+//
+// Model (issue 5): N rows, a uniform sample of m = min(sample_size, N) rows
+// (reservoir sampling, Vitter's algorithm R), per-column statistics of the
+// sample, a density bandwidth and a box bandwidth per column, and a discrete
+// flag per column (exact membership, no smoothing). For a box B and sample row
+// i, P_ij is the kernel mass of column j inside [lo_j, hi_j] (the indicator for
+// a discrete column); every estimate is N * mean_i g_i with
+//   COUNT: g_i = prod_j P_ij
+//   SUM k: g_i = S_ik * prod_{j != k} P_ij,  S_ik = x_ik dPhi - h_k dphi
+//   AVG k: SUM / COUNT (ratio estimator).
+// Standard errors: N sd(g) / sqrt(m) * sqrt((N - m) / (N - 1)); AVG by the
+// delta method, sqrt(fpc * sum (s_i - R c_i)^2 / (m - 1) / m) / mean(c).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "exec.hpp"
+
+namespace approx::synopsis {
+
+constexpr int kMaxDim = 32;                 // d limit (LSCV's limit too)
+constexpr int kDistinctDiscrete = 64;       // <= this many distinct sample values: discrete
+constexpr int kFormatVersion = 1;           // version byte of the stored/binary form
+
+// How the box bandwidth is chosen (the density bandwidth follows from it).
+//   Cdf:    box = Polansky & Baker plug-in for the distribution function,
+//           density = Wand & Jones density plug-in;
+//   Plugin: both = density plug-in;
+//   Lscv:   both = h * sd_j with h from LSCV over H = h^2 diag(Sigma);
+//   Scott:  both = 1.06 sd_j m^(-1/5).
+enum class Bandwidth : uint8_t { Cdf = 0, Plugin = 1, Lscv = 2, Scott = 3 };
+// Auto: the discrete-column rule; Always: every non-constant column smoothed;
+// Never: every column exact (the plain sample estimator).
+enum class Smoothing : uint8_t { Auto = 0, Always = 1, Never = 2 };
+
+const char* bandwidth_name(Bandwidth b);
+const char* smoothing_name(Smoothing s);
+
+struct Column {
+    double mean = 0, sd = 0, min = 0, max = 0;  // of the sample (sd with m - 1)
+    double density_h = 0;                       // kde_density
+    double box_h = 0;                           // box integrals
+    double step = 0;                            // the step delta of a heaped column (0 = none found)
+    bool discrete = false;
+};
+
+// The synopsis model. Plain data: the sample is not owned (the glue keeps it
+// in palloc'd memory, the tests in vectors), so the struct is trivially
+// copyable and may live across an ereport.
+struct Synopsis {
+    int64_t n_rows = 0;       // N: rows with every column non-NULL
+    int64_t m = 0;            // sample rows, = min(sample_size, N)
+    int64_t sample_size = 0;  // requested sample size (the reservoir's capacity)
+    int64_t skipped = 0;      // rows skipped for a NULL
+    int d = 0;
+    Bandwidth method = Bandwidth::Cdf;
+    Smoothing smoothing = Smoothing::Auto;
+    const double* sample = nullptr;  // m x d, row-major
+    Column cols[kMaxDim];
+};
+
+// ---- random numbers and sampling ----------------------------------------------
+
+// xoshiro256** seeded through splitmix64: reproducible on every platform.
+struct Rng {
+    uint64_t s[4] = {0, 0, 0, 0};
+    void seed(uint64_t seed);
+    uint64_t next();
+    double uniform();                 // [0, 1), 53 random bits
+    uint64_t below(uint64_t bound);   // uniform integer in [0, bound), exact (Lemire); bound > 0
+};
+
+// Reservoir sampling, Vitter's algorithm R: row number `seen` (0-based) of the
+// stream goes to slot reservoir_slot(...) or nowhere (-1). A slot equal to
+// `size` appends. Always uniform, also after a merge.
+struct Reservoir {
+    int64_t capacity = 0;  // k (sample_size)
+    int64_t seen = 0;      // rows offered so far (N)
+    int64_t size = 0;      // rows held, = min(capacity, seen)
+    Rng rng;
+};
+void reservoir_init(Reservoir& r, int64_t capacity, uint64_t seed);
+// Where the next row goes; updates seen/size. -1: the row is not sampled.
+int64_t reservoir_slot(Reservoir& r);
+
+// Exact Hypergeometric(population, successes, draws) variate: the number of
+// successes among `draws` items taken without replacement, by sequential
+// exact integer draws (O(draws), no approximation).
+int64_t hypergeometric(Rng& rng, int64_t population, int64_t successes, int64_t draws);
+
+// Size of the merge of two reservoirs: min(k1, k2, N1 + N2) rows, capacity
+// min(k1, k2) (k = sample_size; a reservoir with N < k holds all N rows).
+int64_t merged_size(int64_t k1, int64_t n1, int64_t k2, int64_t n2);
+
+// Merges two uniform samples a (m1 rows of N1) and b (m2 of N2), d columns
+// each, into out (merged_size(...) rows, caller-allocated): K ~
+// Hypergeometric(N1 + N2, N1, m') rows drawn without replacement from a and
+// m' - K from b. The result is a uniform sample of the union.
+Status merge_samples(const double* a, int64_t m1, int64_t n1, int64_t k1, const double* b, int64_t m2, int64_t n2,
+                     int64_t k2, int d, Rng& rng, double* out, int64_t& m_out);
+
+// ---- building ----------------------------------------------------------------------
+
+// Fills s.cols (statistics, both bandwidths, discrete flags and steps) from
+// s.sample, s.m, s.d with the given method and smoothing. Bandwidths come from
+// the KDE engine (kde::plugin_bandwidth / lscv / bandwidth, which choose CPU or
+// GPU themselves). A column with fewer than two distinct sample values is
+// constant: discrete, both bandwidths 1e-9 * max(1, |value|).
+// Errors: d outside [1, kMaxDim] or m < 1 -> InvalidArgument; non-finite
+// sample values -> DataException; the KDE engine's errors.
+Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecContext& ctx);
+
+// The heaped-column test alone: true when the values are integer multiples
+// of one step delta >= min_step (within 1e-9 relative:
+// |x - delta round(x / delta)| <= 1e-9 max(|x|, delta)); step gets the
+// largest such delta (Euclid's algorithm on the distinct values, remainders
+// below 1e-9 max|x| taken as 0). values need not be sorted; n >= 1.
+bool find_step(const double* values, size_t n, double min_step, double& step);
+
+// Checks every invariant of a synopsis read from outside (text or binary
+// input): lengths, finite values, bandwidths > 0, m = min(sample_size, N),
+// sample values inside [min, max]. InvalidArgument names the first problem.
+Status validate(const Synopsis& s);
+
+// ---- box evaluation ---------------------------------------------------------------------
+
+enum class Aggregate : uint8_t { Count = 0, Sum = 1, Avg = 2 };
+
+// q boxes, each d lower and d upper bounds (row-major q x d); -inf / +inf =
+// unbounded; a box with lo_j > hi_j for some j is empty.
+struct BoxBatch {
+    int64_t q = 0;
+    const double* lo = nullptr;
+    const double* hi = nullptr;
+    Aggregate agg = Aggregate::Count;
+    int column = 0;  // 0-based, for Sum / Avg
+};
+
+struct BoxEstimate {
+    double estimate = 0;  // NaN for the AVG of an empty box (SQL NULL)
+    double se = 0;        // standard error (NaN where undefined)
+    bool empty = false;   // a bound pair lo > hi
+};
+
+// The per-box sums every engine produces: g_i shifted by the box's first
+// sample row (c0, s0) so that the variance needs no large cancellation.
+struct BoxSums {
+    double c0 = 0, s0 = 0;                    // shift: g of sample row 0
+    double sc = 0, ss = 0;                    // sum (c_i - c0), sum (s_i - s0)
+    double scc = 0, sss = 0, scs = 0;         // sums of squares / cross products of the shifted values
+};
+
+// Estimates and standard errors for every box (out has q entries). Runs on
+// the GPU (cuda/synopsis.cu) or the CPU (threads over boxes, or over sample
+// chunks for few boxes) under ctx. InvalidArgument for a bad column.
+Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxEstimate* out);
+
+// The engines alone (tests and benchmark; evaluate() dispatches): the sums of
+// every box (sums has q entries; an empty box's sums are left zero). The GPU
+// engine exists only in a CUDA build.
+Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
+Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
+
+// True when some lo_j > hi_j in box b.
+bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b);
+
+// Turns the sums of one box into its estimate (shared by both engines).
+BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& sums);
+
+// Confidence interval estimate -/+ z se, z = Phi^-1((1 + confidence) / 2);
+// COUNT intervals are clipped to [0, N]. confidence in (0, 1).
+void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower,
+              double& upper);
+
+// Phi^-1(p), p in (0, 1), to about 1e-15 (Acklam + one Halley step).
+double normal_quantile(double p);
+
+// Product-kernel density at x (d values) with the density bandwidths
+// (every column smoothed). CPU: O(m d) for one point.
+Status density(const Synopsis& s, const double* x, const ExecContext& ctx, double& out);
+
+}  // namespace approx::synopsis

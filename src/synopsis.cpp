@@ -1,0 +1,1371 @@
+// SQL glue of KDE synopses: the kde_synopsis type (text JSON and binary
+// forms), the aggregates kde_synopsis_agg / kde_merge_agg, kde_merge, the box
+// estimates approx_count / approx_sum / approx_avg (+ _ci, _many),
+// kde_density, kde_synopsis_info, and named synopses (approx_gpu.synopses).
+// Numerics live in the engine (src/core/synopsis.hpp).
+#include "runtime.h"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/parallel.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "common/shortest_dec.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "tcop/dest.h"
+#include "utils/acl.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/syscache.h"
+}
+
+#include <cmath>
+
+#include "core/synopsis.hpp"
+
+namespace syn = approx::synopsis;
+using syn::kMaxDim;
+
+namespace {
+
+constexpr int kNameMax = NAMEDATALEN - 1;
+constexpr int32 kDefaultSampleSize = 10000;
+const char* const kBandwidthNames[] = {"cdf", "plugin", "lscv", "scott"};
+const char* const kSmoothingNames[] = {"auto", "always", "never"};
+// Fixed part of the stored form: header fields and per-column fields.
+constexpr Size kHeaderBytes = 4 + 4 + 8 * 4;
+constexpr Size kColumnBytes = 7 * 8 + 1;
+
+// A synopsis value read into aligned memory (palloc'd, trivially destructible).
+struct SynValue {
+    syn::Synopsis s;
+    double* sample;
+    bool has_names;
+    char names[kMaxDim][NAMEDATALEN];
+};
+
+SynValue* new_value(MemoryContext mcxt) {
+    return static_cast<SynValue*>(MemoryContextAllocZero(mcxt, sizeof(SynValue)));
+}
+
+[[noreturn]] void raise_value(int code, const char* what, const char* problem) {
+    ereport(ERROR, (errcode(code), errmsg("invalid %s: %s", what, problem)));
+    pg_unreachable();
+}
+
+// Engine validation plus the glue's own (names).
+void validate_value(const SynValue* v, int code, const char* what) {
+    approx::Status st = syn::validate(v->s);
+    if (!st.ok()) raise_value(code, what, st.message);
+    if (v->has_names)
+        for (int j = 0; j < v->s.d; ++j) {
+            size_t len = strlen(v->names[j]);
+            if (len == 0 || len > static_cast<size_t>(kNameMax)) raise_value(code, what, "bad column name length");
+            if (!pg_verifymbstr(v->names[j], static_cast<int>(len), true))
+                raise_value(code, what, "column name is not valid in the database encoding");
+        }
+}
+
+// Upper bound of the stored size (names at their longest).
+Size stored_bytes(int d, int64 m, bool names) {
+    return kHeaderBytes + d * kColumnBytes + (names ? d * (1 + kNameMax) : 0) + static_cast<Size>(m) * d * 8;
+}
+
+Size value_bytes(const SynValue* v) {
+    Size names = 0;
+    if (v->has_names)
+        for (int j = 0; j < v->s.d; ++j) names += 1 + strlen(v->names[j]);
+    return VARHDRSZ + kHeaderBytes + v->s.d * kColumnBytes + names + static_cast<Size>(v->s.m) * v->s.d * 8;
+}
+
+// The stored (and binary send) form: version byte, explicit little-endian.
+bytea* value_to_bytes(const SynValue* v) {
+    const syn::Synopsis& s = v->s;
+    ByteWriter w;
+    byte_writer_init(&w);
+    put_u8(&w, syn::kFormatVersion);
+    put_u8(&w, static_cast<uint8>(s.method));
+    put_u8(&w, static_cast<uint8>(s.smoothing));
+    put_u8(&w, v->has_names ? 1 : 0);
+    put_i32(&w, s.d);
+    put_i64(&w, s.n_rows);
+    put_i64(&w, s.m);
+    put_i64(&w, s.sample_size);
+    put_i64(&w, s.skipped);
+    for (int j = 0; j < s.d; ++j) {
+        const syn::Column& c = s.cols[j];
+        put_f64(&w, c.mean);
+        put_f64(&w, c.sd);
+        put_f64(&w, c.min);
+        put_f64(&w, c.max);
+        put_f64(&w, c.density_h);
+        put_f64(&w, c.box_h);
+        put_f64(&w, c.step);
+        put_u8(&w, c.discrete ? 1 : 0);
+    }
+    if (v->has_names)
+        for (int j = 0; j < s.d; ++j) {
+            int len = static_cast<int>(strlen(v->names[j]));
+            put_u8(&w, static_cast<uint8>(len));
+            appendBinaryStringInfo(&w.buf, v->names[j], len);
+        }
+    put_f64s(&w, v->sample, s.m * s.d);
+    return byte_writer_finish(&w);
+}
+
+SynValue* value_from_bytes(const char* data, size_t len, int code, const char* what) {
+    ByteReader r;
+    byte_reader_init_raw(&r, data, len, what);
+    SynValue* v = new_value(CurrentMemoryContext);
+    syn::Synopsis& s = v->s;
+    if (get_u8(&r) != syn::kFormatVersion) raise_value(code, what, "unsupported version");
+    uint8 method = get_u8(&r), smoothing = get_u8(&r), flags = get_u8(&r);
+    if (method > 3) raise_value(code, what, "unknown bandwidth method");
+    if (smoothing > 2) raise_value(code, what, "unknown smoothing");
+    if (flags > 1) raise_value(code, what, "unknown flags");
+    s.method = static_cast<syn::Bandwidth>(method);
+    s.smoothing = static_cast<syn::Smoothing>(smoothing);
+    v->has_names = flags == 1;
+    s.d = get_i32(&r);
+    if (s.d < 1 || s.d > kMaxDim) raise_value(code, what, "d must be between 1 and 32");
+    s.n_rows = get_i64(&r);
+    s.m = get_i64(&r);
+    s.sample_size = get_i64(&r);
+    s.skipped = get_i64(&r);
+    if (s.m < 1 || s.m > static_cast<int64>((r.end - r.p) / (8 * s.d)))
+        raise_value(code, what, "sample length does not match the data");
+    for (int j = 0; j < s.d; ++j) {
+        syn::Column& c = s.cols[j];
+        c.mean = get_f64(&r);
+        c.sd = get_f64(&r);
+        c.min = get_f64(&r);
+        c.max = get_f64(&r);
+        c.density_h = get_f64(&r);
+        c.box_h = get_f64(&r);
+        c.step = get_f64(&r);
+        uint8 disc = get_u8(&r);
+        if (disc > 1) raise_value(code, what, "bad discrete flag");
+        c.discrete = disc == 1;
+    }
+    if (v->has_names)
+        for (int j = 0; j < s.d; ++j) {
+            int nlen = get_u8(&r);
+            if (nlen < 1 || nlen > kNameMax || r.end - r.p < nlen) raise_value(code, what, "bad column name");
+            memcpy(v->names[j], r.p, nlen);
+            v->names[j][nlen] = '\0';
+            if (strlen(v->names[j]) != static_cast<size_t>(nlen)) raise_value(code, what, "bad column name");
+            r.p += nlen;
+        }
+    if (s.m > static_cast<int64>((r.end - r.p) / (8 * s.d))) raise_value(code, what, "value is truncated");
+    v->sample = static_cast<double*>(palloc_extended(static_cast<Size>(s.m) * s.d * sizeof(double), MCXT_ALLOC_HUGE));
+    get_f64s(&r, v->sample, s.m * s.d);
+    byte_reader_expect_end(&r);
+    s.sample = v->sample;
+    validate_value(v, code, what);
+    return v;
+}
+
+SynValue* synopsis_arg(FunctionCallInfo fcinfo, int argno) {
+    bytea* b = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(argno));
+    return value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value");
+}
+
+// ---- text form: JSON -------------------------------------------------------------------
+
+void append_double(StringInfo out, double v) {
+    char buf[DOUBLE_SHORTEST_DECIMAL_LEN];
+    double_to_shortest_decimal_buf(v, buf);  // shortest exact round trip
+    appendStringInfoString(out, buf);
+}
+
+char* value_to_text(const SynValue* v) {
+    const syn::Synopsis& s = v->s;
+    StringInfoData out;
+    initStringInfo(&out);
+    appendStringInfo(&out,
+                     "{\"version\": %d, \"N\": " INT64_FORMAT ", \"m\": " INT64_FORMAT ", \"d\": %d, "
+                     "\"sample_size\": " INT64_FORMAT ", \"skipped\": " INT64_FORMAT
+                     ", \"bandwidth\": \"%s\", \"smoothing\": \"%s\", \"columns\": [",
+                     syn::kFormatVersion, s.n_rows, s.m, s.d, s.sample_size, s.skipped, syn::bandwidth_name(s.method),
+                     syn::smoothing_name(s.smoothing));
+    for (int j = 0; j < s.d; ++j) {
+        const syn::Column& c = s.cols[j];
+        appendStringInfoString(&out, j ? ", {\"name\": " : "{\"name\": ");
+        if (v->has_names)
+            escape_json(&out, v->names[j]);
+        else
+            appendStringInfoString(&out, "null");
+        const double fields[] = {c.mean, c.sd, c.min, c.max, c.density_h, c.box_h, c.step};
+        const char* keys[] = {"mean", "sd", "min", "max", "density_bandwidth", "box_bandwidth", "step"};
+        for (int f = 0; f < 7; ++f) {
+            appendStringInfo(&out, ", \"%s\": ", keys[f]);
+            append_double(&out, fields[f]);
+        }
+        appendStringInfo(&out, ", \"discrete\": %s}", c.discrete ? "true" : "false");
+    }
+    appendStringInfoString(&out, "], \"sample\": [");
+    for (int64 i = 0; i < s.m; ++i) {
+        appendStringInfoString(&out, i ? ", [" : "[");
+        for (int j = 0; j < s.d; ++j) {
+            if (j) appendStringInfoString(&out, ", ");
+            append_double(&out, v->sample[i * s.d + j]);
+        }
+        appendStringInfoChar(&out, ']');
+    }
+    appendStringInfoString(&out, "]}");
+    return out.data;
+}
+
+[[noreturn]] void bad_text(const char* problem) {
+    ereport(ERROR, (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+                    errmsg("invalid input syntax for type kde_synopsis: %s", problem)));
+    pg_unreachable();
+}
+
+JsonbValue* json_key(JsonbContainer* c, const char* key) {
+    JsonbValue* v = getKeyJsonValueFromContainer(c, key, static_cast<int>(strlen(key)), nullptr);
+    if (v == nullptr) bad_text(psprintf("missing key \"%s\"", key));
+    return v;
+}
+
+double json_double(const JsonbValue* v, const char* what) {
+    if (v->type != jbvNumeric) bad_text(psprintf("%s must be a number", what));
+    double x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, NumericGetDatum(v->val.numeric)));
+    if (!std::isfinite(x)) bad_text(psprintf("%s is out of range for float8", what));
+    return x;
+}
+
+int64 json_int(const JsonbValue* v, const char* what) {
+    double x = json_double(v, what);
+    if (x != std::floor(x) || std::fabs(x) > 9007199254740992.0) bad_text(psprintf("%s must be an integer", what));
+    return static_cast<int64>(x);
+}
+
+JsonbContainer* json_array(const JsonbValue* v, const char* what, uint32 size) {
+    if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data) ||
+        JsonContainerIsScalar(v->val.binary.data))
+        bad_text(psprintf("%s must be an array", what));
+    if (JsonContainerSize(v->val.binary.data) != size)
+        bad_text(psprintf("%s must have %u elements", what, size));
+    return v->val.binary.data;
+}
+
+int json_choice(const JsonbValue* v, const char* what, const char* const* names, int n) {
+    if (v->type != jbvString) bad_text(psprintf("%s must be a string", what));
+    for (int i = 0; i < n; ++i)
+        if (static_cast<int>(strlen(names[i])) == v->val.string.len &&
+            strncmp(names[i], v->val.string.val, v->val.string.len) == 0)
+            return i;
+    bad_text(psprintf("unknown %s", what));
+}
+
+bool json_bool(const JsonbValue* v, const char* what) {
+    if (v->type != jbvBool) bad_text(psprintf("%s must be true or false", what));
+    return v->val.boolean;
+}
+
+SynValue* value_from_text(const char* text) {
+    Jsonb* jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+    if (!JB_ROOT_IS_OBJECT(jb)) bad_text("not a JSON object");
+    JsonbContainer* root = &jb->root;
+    static const char* const keys[] = {"version", "N", "m", "d", "sample_size", "skipped", "bandwidth", "smoothing",
+                                       "columns", "sample"};
+    if (JsonContainerSize(root) != lengthof(keys)) bad_text("unexpected keys");
+    if (json_int(json_key(root, "version"), "version") != syn::kFormatVersion) bad_text("unsupported version");
+    SynValue* v = new_value(CurrentMemoryContext);
+    syn::Synopsis& s = v->s;
+    s.n_rows = json_int(json_key(root, "N"), "N");
+    s.m = json_int(json_key(root, "m"), "m");
+    int64 d = json_int(json_key(root, "d"), "d");
+    if (d < 1 || d > kMaxDim) bad_text("d must be between 1 and 32");
+    s.d = static_cast<int>(d);
+    s.sample_size = json_int(json_key(root, "sample_size"), "sample_size");
+    s.skipped = json_int(json_key(root, "skipped"), "skipped");
+    s.method = static_cast<syn::Bandwidth>(json_choice(json_key(root, "bandwidth"), "bandwidth", kBandwidthNames, 4));
+    s.smoothing = static_cast<syn::Smoothing>(json_choice(json_key(root, "smoothing"), "smoothing", kSmoothingNames, 3));
+    JsonbContainer* cols = json_array(json_key(root, "columns"), "columns", static_cast<uint32>(s.d));
+    int named = 0;
+    for (int j = 0; j < s.d; ++j) {
+        JsonbValue* cv = getIthJsonbValueFromContainer(cols, j);
+        if (cv->type != jbvBinary || !JsonContainerIsObject(cv->val.binary.data) ||
+            JsonContainerSize(cv->val.binary.data) != 9)
+            bad_text("each column must be an object with 9 keys");
+        JsonbContainer* c = cv->val.binary.data;
+        syn::Column& col = s.cols[j];
+        col.mean = json_double(json_key(c, "mean"), "mean");
+        col.sd = json_double(json_key(c, "sd"), "sd");
+        col.min = json_double(json_key(c, "min"), "min");
+        col.max = json_double(json_key(c, "max"), "max");
+        col.density_h = json_double(json_key(c, "density_bandwidth"), "density_bandwidth");
+        col.box_h = json_double(json_key(c, "box_bandwidth"), "box_bandwidth");
+        col.step = json_double(json_key(c, "step"), "step");
+        col.discrete = json_bool(json_key(c, "discrete"), "discrete");
+        JsonbValue* name = json_key(c, "name");
+        if (name->type == jbvString) {
+            if (name->val.string.len < 1 || name->val.string.len > kNameMax) bad_text("bad column name length");
+            memcpy(v->names[j], name->val.string.val, name->val.string.len);
+            v->names[j][name->val.string.len] = '\0';
+            if (strlen(v->names[j]) != static_cast<size_t>(name->val.string.len)) bad_text("bad column name");
+            ++named;
+        } else if (name->type != jbvNull) {
+            bad_text("name must be a string or null");
+        }
+    }
+    if (named != 0 && named != s.d) bad_text("either every column has a name or none has");
+    v->has_names = named == s.d;
+    if (s.m < 1 || s.m > (1 << 30)) bad_text("m out of range");
+    JsonbContainer* rows = json_array(json_key(root, "sample"), "sample", static_cast<uint32>(s.m));
+    v->sample = static_cast<double*>(palloc_extended(static_cast<Size>(s.m) * s.d * sizeof(double), MCXT_ALLOC_HUGE));
+    for (int64 i = 0; i < s.m; ++i) {
+        JsonbValue* rv = getIthJsonbValueFromContainer(rows, static_cast<uint32>(i));
+        JsonbContainer* row = json_array(rv, "each sample row", static_cast<uint32>(s.d));
+        for (int j = 0; j < s.d; ++j) v->sample[i * s.d + j] = json_double(getIthJsonbValueFromContainer(row, j), "sample value");
+    }
+    s.sample = v->sample;
+    validate_value(v, ERRCODE_INVALID_TEXT_REPRESENTATION, "input syntax for type kde_synopsis");
+    return v;
+}
+
+// ---- helpers for the functions -------------------------------------------------------------
+
+void check_size(int64 sample_size, int d, bool names, const char* fn) {
+    Size bytes = stored_bytes(d, sample_size, names);
+    if (sample_size > static_cast<int64>(MaxAllocSize / 8) || bytes + VARHDRSZ >= MaxAllocSize)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: a sample of " INT64_FORMAT " rows of %d columns would exceed the 1 GB limit of a value",
+                               fn, sample_size, d),
+                        errhint("Use a smaller sample_size.")));
+}
+
+// Finishes a sample into a synopsis value (bandwidths on the engine; the
+// only GPU work of the aggregates). sample is palloc'd, m x d.
+Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 skipped, double* sample, int method,
+                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn) {
+    SynValue* v = new_value(CurrentMemoryContext);
+    v->s.d = d;
+    v->s.n_rows = n_rows;
+    v->s.m = m;
+    v->s.sample_size = sample_size;
+    v->s.skipped = skipped;
+    v->s.sample = sample;
+    v->sample = sample;
+    v->has_names = has_names;
+    if (has_names) memcpy(v->names, names, sizeof(v->names));
+    approx::Status st = run_engine(fn, skipped, 0, [&](const approx::ExecContext& ctx) {
+        ctx.stats->rows = n_rows;
+        ctx.stats->add("sample_rows", static_cast<double>(m));
+        return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
+    });
+    raise_if_error(st, fn);
+    PG_RETURN_BYTEA_P(value_to_bytes(v));
+}
+
+int bandwidth_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
+    return choice_arg(fcinfo, argno, fn, "bandwidth", kBandwidthNames, lengthof(kBandwidthNames));
+}
+
+int smoothing_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
+    return choice_arg(fcinfo, argno, fn, "smoothing", kSmoothingNames, lengthof(kSmoothingNames));
+}
+
+int32 sample_size_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
+    int32 k = PG_GETARG_INT32(argno);
+    if (k < 2)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: sample_size must be at least 2, not %d", fn, k)));
+    return k;
+}
+
+uint64 sampling_seed(void) {
+    approx::ExecContext ctx = exec_context("kde_synopsis_agg");
+    uint64 seed = ctx.seed_or_random();
+    // Parallel workers sample different rows; give each its own stream.
+    if (ParallelWorkerNumber >= 0) seed ^= 0x9e3779b97f4a7c15ULL * static_cast<uint64>(ParallelWorkerNumber + 1);
+    return seed;
+}
+
+// ---- aggregate state: a reservoir plus the parameters ---------------------------------------
+
+struct SynAgg {
+    int32 d;            // 0 until the first row
+    int32 method;       // Bandwidth
+    int32 smoothing;    // Smoothing
+    bool params_set;
+    int64 skipped;
+    syn::Reservoir res;  // capacity = sample_size, seen = N, size = m
+    double* rows;        // res.size x d (room for rows_cap rows)
+    int64 rows_cap;
+    bool has_names;
+    char names[kMaxDim][NAMEDATALEN];
+};
+
+constexpr uint8 kStateVersion = 1;
+
+SynAgg* new_state(MemoryContext mcxt) {
+    SynAgg* st = static_cast<SynAgg*>(MemoryContextAllocZero(mcxt, sizeof(SynAgg)));
+    return st;
+}
+
+void ensure_rows(SynAgg* st, MemoryContext mcxt, int64 rows) {
+    if (rows <= st->rows_cap) return;
+    int64 cap = st->rows_cap > 0 ? st->rows_cap : 64;
+    while (cap < rows) cap *= 2;
+    if (cap > st->res.capacity && st->res.capacity > 0) cap = std::max<int64>(st->res.capacity, rows);
+    Size bytes = static_cast<Size>(cap) * st->d * sizeof(double);
+    st->rows = static_cast<double*>(st->rows == nullptr ? MemoryContextAllocHuge(mcxt, bytes)
+                                                        : repalloc_huge(st->rows, bytes));
+    st->rows_cap = cap;
+}
+
+void set_params(SynAgg* st, int64 sample_size, int method, int smoothing, const char* fn) {
+    if (st->params_set) {
+        if (st->res.capacity != sample_size)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: sample_size must be the same on every row of a group", fn)));
+        if (st->method != method)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: bandwidth must be the same on every row of a group", fn)));
+        if (st->smoothing != smoothing)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: smoothing must be the same on every row of a group", fn)));
+        return;
+    }
+    st->method = method;
+    st->smoothing = smoothing;
+    syn::reservoir_init(st->res, sample_size, sampling_seed());
+    st->params_set = true;
+}
+
+void set_dim(SynAgg* st, int d, int64 sample_size, const char* fn) {
+    if (st->d == d) return;
+    if (st->d != 0)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                        errmsg("%s: every x must have the same length (%d), got %d", fn, st->d, d)));
+    check_size(sample_size, d, true, fn);
+    st->d = d;
+}
+
+// Reads one row x (1-D float8 array, no per-row palloc). false: skip (NULL element).
+bool read_row(ArrayType* a, double* out, int& d, const char* fn) {
+    if (ARR_ELEMTYPE(a) != FLOAT8OID)
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH), errmsg("%s: x must be a float8 array", fn)));
+    if (ARR_NDIM(a) != 1)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                        errmsg("%s: x must be a one-dimensional array with 1 to %d elements", fn, kMaxDim)));
+    int n = ARR_DIMS(a)[0];
+    if (n < 1 || n > kMaxDim)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: x has %d elements; between 1 and %d are supported", fn, n, kMaxDim)));
+    d = n;
+    if (ARR_HASNULL(a)) return false;
+    const double* values = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
+    for (int j = 0; j < n; ++j) {
+        check_float_value(values[j], fn, "x", false);
+        out[j] = values[j];
+    }
+    return true;
+}
+
+void add_sample(SynAgg* st, MemoryContext mcxt, const double* row) {
+    int64 slot = syn::reservoir_slot(st->res);
+    if (slot < 0) return;
+    ensure_rows(st, mcxt, slot + 1);
+    memcpy(st->rows + slot * st->d, row, sizeof(double) * st->d);
+}
+
+// Merges a uniform sample (m rows of n, capacity k) into the state.
+void merge_into(SynAgg* st, MemoryContext mcxt, const double* rows, int64 m, int64 n, int64 k, const char* fn) {
+    if (n == 0) return;
+    if (st->res.seen == 0) {
+        st->res.capacity = std::min<int64>(st->res.capacity > 0 ? st->res.capacity : k, k);
+        st->res.seen = n;
+        st->res.size = m;
+        ensure_rows(st, mcxt, m);
+        memcpy(st->rows, rows, sizeof(double) * m * st->d);
+        return;
+    }
+    int64 target = syn::merged_size(st->res.capacity, st->res.seen, k, n);
+    double* out = static_cast<double*>(MemoryContextAllocHuge(mcxt, std::max<Size>(1, static_cast<Size>(target) * st->d * sizeof(double))));
+    int64 written = 0;
+    approx::Status status = syn::merge_samples(st->rows, st->res.size, st->res.seen, st->res.capacity, rows, m, n, k,
+                                               st->d, st->res.rng, out, written);
+    raise_if_error(status, fn);
+    if (st->rows) pfree(st->rows);
+    st->rows = out;
+    st->rows_cap = target;
+    st->res.capacity = std::min(st->res.capacity, k);
+    st->res.seen += n;
+    st->res.size = written;
+}
+
+void merge_names(SynAgg* st, bool has_names, const char (*names)[NAMEDATALEN], bool first, const char* fn) {
+    if (first) {
+        st->has_names = has_names;
+        if (has_names) memcpy(st->names, names, sizeof(st->names));
+        return;
+    }
+    if (!has_names || !st->has_names) {
+        st->has_names = false;
+        return;
+    }
+    for (int j = 0; j < st->d; ++j)
+        if (strcmp(st->names[j], names[j]) != 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column %d is \"%s\" in one synopsis and \"%s\" in another", fn, j + 1,
+                                   st->names[j], names[j])));
+}
+
+// Adds synopsis v into the state (kde_merge_agg, kde_merge).
+void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn) {
+    bool first = st->d == 0;
+    if (!first && st->d != v->s.d)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                        errmsg("%s: the synopses have %d and %d columns", fn, st->d, v->s.d)));
+    if (st->params_set && (st->method != static_cast<int>(v->s.method) || st->smoothing != static_cast<int>(v->s.smoothing)))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: the synopses were built with different bandwidth or smoothing settings", fn)));
+    if (!st->params_set) {
+        st->method = static_cast<int>(v->s.method);
+        st->smoothing = static_cast<int>(v->s.smoothing);
+        syn::reservoir_init(st->res, v->s.sample_size, sampling_seed());
+        st->res.seen = 0;
+        st->params_set = true;
+    }
+    st->d = v->s.d;
+    merge_names(st, v->has_names, v->names, first, fn);
+    st->skipped += v->s.skipped;
+    merge_into(st, mcxt, v->sample, v->s.m, v->s.n_rows, v->s.sample_size, fn);
+}
+
+Datum state_final(SynAgg* st, const char* fn) {
+    if (st == nullptr || st->res.seen == 0) return (Datum)0;
+    double* sample = static_cast<double*>(palloc_extended(static_cast<Size>(st->res.size) * st->d * sizeof(double), MCXT_ALLOC_HUGE));
+    memcpy(sample, st->rows, sizeof(double) * st->res.size * st->d);
+    return finish_synopsis(st->d, st->res.seen, st->res.size, st->res.capacity, st->skipped, sample, st->method,
+                           st->smoothing, st->has_names, st->names, fn);
+}
+
+// ---- boxes ---------------------------------------------------------------------------------------
+
+// Box bounds from a float8 array: NULL and +-Infinity = unbounded, NaN = error.
+// rows = -1: a 1-D array of d values (one box); otherwise a q x d 2-D array.
+double* bounds_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, int d, bool upper,
+                   bool many, int64& q) {
+    ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
+    if (ARR_ELEMTYPE(a) != FLOAT8OID)
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH), errmsg("%s: %s must be a float8 array", fn, arg)));
+    int ndim = ARR_NDIM(a);
+    int total = ArrayGetNItems(ndim, ARR_DIMS(a));
+    if (many) {
+        if (ndim == 0) {
+            q = 0;
+        } else if (ndim == 2 && ARR_DIMS(a)[1] == d) {
+            q = ARR_DIMS(a)[0];
+        } else if (ndim == 2) {
+            ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                            errmsg("%s: %s has %d columns; the synopsis has %d", fn, arg, ARR_DIMS(a)[1], d)));
+        } else {
+            ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                            errmsg("%s: %s must be a q x %d two-dimensional array (one box per row)", fn, arg, d)));
+        }
+    } else {
+        if (ndim != 1 || total != d)
+            ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                            errmsg("%s: %s must be a one-dimensional array of %d values (one per column), not %d", fn,
+                                   arg, d, total)));
+        q = 1;
+    }
+    double* out = static_cast<double*>(palloc_extended(sizeof(double) * std::max<int64>(1, q * d), MCXT_ALLOC_HUGE));
+    const double* values = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
+    bits8* nulls = ARR_NULLBITMAP(a);
+    for (int64 i = 0; i < q * d; ++i) {
+        if (nulls && !(nulls[i / 8] & (1 << (i % 8)))) {
+            out[i] = upper ? INFINITY : -INFINITY;
+            continue;
+        }
+        double v = *values++;
+        check_float_value(v, fn, arg, true);
+        out[i] = v;
+    }
+    return out;
+}
+
+int column_arg(FunctionCallInfo fcinfo, int argno, int d, const char* fn) {
+    int32 col = PG_GETARG_INT32(argno);
+    if (col < 1 || col > d)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: col must be between 1 and %d, not %d", fn, d, col)));
+    return col - 1;
+}
+
+// Runs the engine over q boxes; out is palloc'd.
+syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const double* hi, syn::Aggregate agg,
+                            int column, const char* fn) {
+    syn::BoxEstimate* out = static_cast<syn::BoxEstimate*>(
+        palloc_extended(sizeof(syn::BoxEstimate) * std::max<int64>(1, q), MCXT_ALLOC_HUGE));
+    syn::BoxBatch batch;
+    batch.q = q;
+    batch.lo = lo;
+    batch.hi = hi;
+    batch.agg = agg;
+    batch.column = column;
+    approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
+        return syn::evaluate(v->s, batch, ctx, out);
+    });
+    raise_if_error(st, fn);
+    return out;
+}
+
+Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e) {
+    if (std::isnan(e.estimate)) PG_RETURN_NULL();
+    PG_RETURN_FLOAT8(e.estimate);
+}
+
+Datum one_box(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
+    SynValue* v = synopsis_arg(fcinfo, 0);
+    int base = agg == syn::Aggregate::Count ? 1 : 2;
+    int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
+    int64 q;
+    double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, false, q);
+    double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, false, q);
+    syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
+    return estimate_datum(fcinfo, e[0]);
+}
+
+Datum one_box_ci(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
+    SynValue* v = synopsis_arg(fcinfo, 0);
+    int base = agg == syn::Aggregate::Count ? 1 : 2;
+    int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
+    int64 q;
+    double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, false, q);
+    double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, false, q);
+    double confidence = PG_GETARG_FLOAT8(base + 2);
+    if (!(confidence > 0 && confidence < 1))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: confidence must be between 0 and 1 (exclusive), not %g", fn, confidence)));
+    syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
+    TupleDesc desc;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s: result type must be approx_estimate", fn)));
+    desc = BlessTupleDesc(desc);
+    Datum values[3];
+    bool nulls[3] = {false, false, false};
+    if (std::isnan(e[0].estimate)) {
+        nulls[0] = nulls[1] = nulls[2] = true;
+    } else {
+        double lower, upper;
+        syn::interval(v->s, agg, e[0], confidence, lower, upper);
+        values[0] = Float8GetDatum(e[0].estimate);
+        values[1] = Float8GetDatum(lower);
+        values[2] = Float8GetDatum(upper);
+    }
+    return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+Datum many_boxes(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
+    SynValue* v = synopsis_arg(fcinfo, 0);
+    int base = agg == syn::Aggregate::Count ? 1 : 2;
+    int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
+    int64 q_lo, q_hi;
+    double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, true, q_lo);
+    double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, true, q_hi);
+    if (q_lo != q_hi)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                        errmsg("%s: lo has " INT64_FORMAT " boxes and hi " INT64_FORMAT, fn, q_lo, q_hi)));
+    if (q_lo == 0) PG_RETURN_ARRAYTYPE_P(construct_empty_array(FLOAT8OID));
+    syn::BoxEstimate* e = run_boxes(v, q_lo, lo, hi, agg, column, fn);
+    Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * q_lo));
+    bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * q_lo));
+    for (int64 i = 0; i < q_lo; ++i) {
+        nulls[i] = std::isnan(e[i].estimate);
+        values[i] = Float8GetDatum(nulls[i] ? 0 : e[i].estimate);
+    }
+    int dims[1] = {static_cast<int>(q_lo)};
+    int lbs[1] = {1};
+    PG_RETURN_ARRAYTYPE_P(construct_md_array(values, nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+// ---- named synopses -------------------------------------------------------------------------------
+
+// Reads the rows of a query straight into a reservoir (DestReceiver), the
+// query's columns becoming the dimensions by name.
+struct SampleReceiver {
+    DestReceiver pub;  // first: the executor sees a DestReceiver*
+    const char* fn;
+    SynAgg* st;
+    MemoryContext mcxt;
+    Oid types[kMaxDim];
+    double progress_s;
+    double last_progress;
+    int64 rows_read;
+};
+
+double float_of(Datum d, Oid t) {
+    switch (t) {
+        case FLOAT8OID: return DatumGetFloat8(d);
+        case FLOAT4OID: return DatumGetFloat4(d);
+        case INT8OID: return static_cast<double>(DatumGetInt64(d));
+        case INT4OID: return DatumGetInt32(d);
+        case INT2OID: return DatumGetInt16(d);
+        default: return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+    }
+}
+
+void sample_startup(DestReceiver* self, int, TupleDesc desc) {
+    SampleReceiver* r = reinterpret_cast<SampleReceiver*>(self);
+    if (desc->natts < 1 || desc->natts > kMaxDim)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: query must return between 1 and %d columns, not %d", r->fn, kMaxDim, desc->natts)));
+    SynAgg* st = r->st;
+    for (int j = 0; j < desc->natts; ++j) {
+        Form_pg_attribute att = TupleDescAttr(desc, j);
+        Oid t = att->atttypid;
+        if (t != FLOAT8OID && t != FLOAT4OID && t != INT2OID && t != INT4OID && t != INT8OID && t != NUMERICOID)
+            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                            errmsg("%s: column \"%s\" of query must be float8, float4, int2, int4, int8 or numeric, not %s",
+                                   r->fn, NameStr(att->attname), format_type_be(t))));
+        r->types[j] = t;
+        for (int i = 0; i < j; ++i)
+            if (strcmp(st->names[i], NameStr(att->attname)) == 0)
+                ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
+                                errmsg("%s: query returns two columns named \"%s\"", r->fn, NameStr(att->attname))));
+        strlcpy(st->names[j], NameStr(att->attname), NAMEDATALEN);
+    }
+    st->has_names = true;
+    set_dim(st, desc->natts, st->res.capacity, r->fn);
+}
+
+bool sample_slot(TupleTableSlot* slot, DestReceiver* self) {
+    SampleReceiver* r = reinterpret_cast<SampleReceiver*>(self);
+    SynAgg* st = r->st;
+    slot_getsomeattrs(slot, st->d);
+    double row[kMaxDim];
+    for (int j = 0; j < st->d; ++j) {
+        if (slot->tts_isnull[j]) {
+            ++st->skipped;
+            return true;
+        }
+        row[j] = float_of(slot->tts_values[j], r->types[j]);
+        if (!std::isfinite(row[j]))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column \"%s\" of query contains %s", r->fn, st->names[j],
+                                   std::isnan(row[j]) ? "NaN" : "an infinite value")));
+    }
+    add_sample(st, r->mcxt, row);
+    if (r->progress_s > 0 && (++r->rows_read & 4095) == 0) {
+        double now = glue_clock_ms();
+        if (now - r->last_progress >= r->progress_s * 1000) {
+            r->last_progress = now;
+            ereport(NOTICE, (errmsg("%s: " INT64_FORMAT " rows read, " INT64_FORMAT " sampled", r->fn, st->res.seen,
+                                    st->res.size)));
+        }
+    }
+    return true;
+}
+
+void sample_shutdown(DestReceiver*) {}
+void sample_destroy(DestReceiver*) {}
+
+double progress_interval_s(void) {
+    const char* s = GetConfigOption("approx_gpu.progress_interval", true, false);
+    return s ? strtod(s, nullptr) : 0;
+}
+
+// Runs query as `owner` in a security-restricted operation (as REFRESH
+// MATERIALIZED VIEW does) and builds the synopsis of its rows.
+Datum build_named(const char* query, Oid owner, int32 sample_size, int method, int smoothing, const char* fn) {
+    SynAgg* st = new_state(CurrentMemoryContext);
+    st->method = method;
+    st->smoothing = smoothing;
+    syn::reservoir_init(st->res, sample_size, exec_context(fn).seed_or_random());
+    st->params_set = true;
+
+    SampleReceiver* r = static_cast<SampleReceiver*>(palloc0(sizeof(SampleReceiver)));
+    r->pub.receiveSlot = sample_slot;
+    r->pub.rStartup = sample_startup;
+    r->pub.rShutdown = sample_shutdown;
+    r->pub.rDestroy = sample_destroy;
+    r->pub.mydest = DestNone;
+    r->fn = fn;
+    r->st = st;
+    r->mcxt = CurrentMemoryContext;
+    r->progress_s = progress_interval_s();
+    r->last_progress = glue_clock_ms();
+
+    Oid save_userid;
+    int save_sec;
+    GetUserIdAndSecContext(&save_userid, &save_sec);
+    SetUserIdAndSecContext(owner, save_sec | SECURITY_RESTRICTED_OPERATION);
+    int nest = NewGUCNestLevel();
+    double t0 = glue_clock_ms();
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: SPI_connect failed", fn)));
+    SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
+    if (plan == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
+                        errmsg("%s: cannot prepare query: %s", fn, SPI_result_code_string(SPI_result))));
+    if (!SPI_is_cursor_plan(plan))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: query must be a single query that returns rows (a SELECT)", fn)));
+    SPIExecuteOptions options;
+    memset(&options, 0, sizeof options);
+    options.read_only = true;
+    options.dest = &r->pub;
+    int rc = SPI_execute_plan_extended(plan, &options);
+    if (rc < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: query failed: %s", fn, SPI_result_code_string(rc))));
+    SPI_finish();
+    AtEOXact_GUC(false, nest);
+    SetUserIdAndSecContext(save_userid, save_sec);
+    double ms_read = glue_clock_ms() - t0;
+    if (r->progress_s > 0)
+        ereport(NOTICE, (errmsg("%s: " INT64_FORMAT " rows read, " INT64_FORMAT " skipped; computing bandwidths", fn,
+                                st->res.seen, st->skipped)));
+    if (st->res.seen == 0)
+        ereport(ERROR, (errcode(ERRCODE_NO_DATA_FOUND),
+                        errmsg("%s: query returned no rows without NULLs; a synopsis needs at least one", fn)));
+    Datum result = state_final(st, fn);
+    last_run_stats().ms_read = ms_read;
+    return result;
+}
+
+Oid synopses_relid(void) {
+    Oid nsp = get_namespace_oid("approx_gpu", false);
+    Oid relid = get_relname_relid("synopses", nsp);
+    if (!OidIsValid(relid))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table approx_gpu.synopses does not exist")));
+    return relid;
+}
+
+Oid synopses_owner(void) {
+    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(synopses_relid()));
+    if (!HeapTupleIsValid(tup)) elog(ERROR, "cache lookup failed for approx_gpu.synopses");
+    Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
+    ReleaseSysCache(tup);
+    return owner;
+}
+
+// Runs one fixed statement on approx_gpu.synopses as the table's owner with
+// search_path = pg_catalog, pg_temp (what a SECURITY DEFINER function with a
+// fixed search_path does; the caller itself cannot write the table).
+// Returns SPI_processed; the first row's columns (if any) go to values/nulls.
+int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const char* arg_nulls, Datum* values,
+                     bool* nulls, int ncols) {
+    Oid save_userid;
+    int save_sec;
+    GetUserIdAndSecContext(&save_userid, &save_sec);
+    Oid owner = synopses_owner();
+    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+    int nest = NewGUCNestLevel();
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                            false);
+    MemoryContext caller = CurrentMemoryContext;
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    int rc = SPI_execute_with_args(sql, nargs, types, args, arg_nulls, false, 0);
+    if (rc < 0) elog(ERROR, "statement on approx_gpu.synopses failed: %s", SPI_result_code_string(rc));
+    int64 processed = static_cast<int64>(SPI_processed);
+    if (processed > 0 && SPI_tuptable != nullptr && ncols > 0) {
+        HeapTuple tup = SPI_tuptable->vals[0];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        for (int c = 0; c < ncols; ++c) {
+            bool isnull;
+            Datum d = SPI_getbinval(tup, desc, c + 1, &isnull);
+            nulls[c] = isnull;
+            if (!isnull) {
+                Form_pg_attribute att = TupleDescAttr(desc, c);
+                MemoryContext old = MemoryContextSwitchTo(caller);
+                values[c] = datumCopy(d, att->attbyval, att->attlen);
+                MemoryContextSwitchTo(old);
+            }
+        }
+    }
+    SPI_finish();
+    AtEOXact_GUC(true, nest);
+    SetUserIdAndSecContext(save_userid, save_sec);
+    return processed;
+}
+
+Oid synopsis_type_oid(void) {
+    return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("kde_synopsis"),
+                           ObjectIdGetDatum(get_namespace_oid("approx_gpu", false)));
+}
+
+void check_name(text* name, const char* fn) {
+    int len = VARSIZE_ANY_EXHDR(name);
+    if (len < 1 || len > 200)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: name must have between 1 and 200 characters", fn)));
+}
+
+// The stored row of a named synopsis for refresh/drop: checks that the caller
+// has the owner's privileges. Locks the row.
+void owned_row(text* name, const char* fn, Oid& owner, text*& query) {
+    Oid types[1] = {TEXTOID};
+    Datum args[1] = {PointerGetDatum(name)};
+    Datum values[2];
+    bool nulls[2];
+    int64 n = as_table_owner("SELECT owner::oid, query FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+                             1, types, args, nullptr, values, nulls, 2);
+    if (n == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name))));
+    owner = DatumGetObjectId(values[0]);
+    query = DatumGetTextPP(values[1]);
+    if (!has_privs_of_role(GetUserId(), owner))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("%s: must be the owner of synopsis \"%s\"", fn, text_to_cstring(name))));
+}
+
+Datum info_jsonb(const SynValue* v);
+
+// A named synopsis as the caller sees it (row-level security applies).
+SynValue* named_value(text* name, const char* fn) {
+    MemoryContext caller = CurrentMemoryContext;
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    Oid types[1] = {TEXTOID};
+    Datum args[1] = {PointerGetDatum(name)};
+    int rc = SPI_execute_with_args(
+        "SELECT synopsis FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args, nullptr,
+        true, 1);
+    if (rc != SPI_OK_SELECT) elog(ERROR, "reading approx_gpu.synopses failed: %s", SPI_result_code_string(rc));
+    if (SPI_processed == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
+                        errhint("Named synopses are visible to their owner (and roles with the owner's privileges).")));
+    bool isnull;
+    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    MemoryContext old = MemoryContextSwitchTo(caller);
+    bytea* b = PG_DETOAST_DATUM_COPY(d);
+    MemoryContextSwitchTo(old);
+    SPI_finish();
+    return value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value");
+}
+
+int column_by_name(const SynValue* v, const char* name, int len, const char* fn) {
+    for (int j = 0; j < v->s.d; ++j)
+        if (static_cast<int>(strlen(v->names[j])) == len && strncmp(v->names[j], name, len) == 0) return j;
+    StringInfoData cols;
+    initStringInfo(&cols);
+    for (int j = 0; j < v->s.d; ++j) appendStringInfo(&cols, "%s%s", j ? ", " : "", v->names[j]);
+    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                    errmsg("%s: synopsis has no column \"%.*s\"", fn, len, name),
+                    errhint("Its columns are: %s.", cols.data)));
+    return -1;
+}
+
+double predicate_bound(const JsonbValue* v, bool upper, const char* key, const char* fn) {
+    if (v->type == jbvNull) return upper ? INFINITY : -INFINITY;
+    if (v->type != jbvNumeric)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: predicate bounds of \"%s\" must be numbers or null", fn, key)));
+    double x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, NumericGetDatum(v->val.numeric)));
+    if (std::isnan(x))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: predicate bound of \"%s\" is NaN", fn, key)));
+    return x;  // +-Infinity (a bound beyond float8) = unbounded
+}
+
+// predicate: {"col": [lo, hi], "col2": [null, hi], "col3": value} -> one box.
+void predicate_box(const SynValue* v, Jsonb* pred, double* lo, double* hi, const char* fn) {
+    for (int j = 0; j < v->s.d; ++j) lo[j] = -INFINITY, hi[j] = INFINITY;
+    if (!JB_ROOT_IS_OBJECT(pred))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: predicate must be a JSON object of column: [lo, hi]", fn)));
+    JsonbIterator* it = JsonbIteratorInit(&pred->root);
+    JsonbValue k, val;
+    JsonbIteratorToken tok;
+    while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE) {
+        if (tok != WJB_KEY) continue;
+        char* key = pnstrdup(k.val.string.val, k.val.string.len);
+        int j = column_by_name(v, k.val.string.val, k.val.string.len, fn);
+        tok = JsonbIteratorNext(&it, &val, true);
+        if (val.type == jbvNumeric) {
+            lo[j] = hi[j] = predicate_bound(&val, false, key, fn);
+            continue;
+        }
+        if (val.type != jbvBinary || !JsonContainerIsArray(val.val.binary.data) ||
+            JsonContainerSize(val.val.binary.data) != 2)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: predicate of \"%s\" must be [lo, hi] (null = unbounded) or a number", fn, key)));
+        lo[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 0), false, key, fn);
+        hi[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 1), true, key, fn);
+    }
+}
+
+Datum named_estimate(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
+    text* name = PG_GETARG_TEXT_PP(0);
+    SynValue* v = named_value(name, fn);
+    int column = 0;
+    int pred_arg = 1;
+    if (agg != syn::Aggregate::Count) {
+        text* col = PG_GETARG_TEXT_PP(1);
+        column = column_by_name(v, VARDATA_ANY(col), VARSIZE_ANY_EXHDR(col), fn);
+        pred_arg = 2;
+    }
+    double* lo = static_cast<double*>(palloc(sizeof(double) * v->s.d));
+    double* hi = static_cast<double*>(palloc(sizeof(double) * v->s.d));
+    predicate_box(v, PG_GETARG_JSONB_P(pred_arg), lo, hi, fn);
+    syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
+    return estimate_datum(fcinfo, e[0]);
+}
+
+Datum info_jsonb(const SynValue* v) {
+    const syn::Synopsis& s = v->s;
+    JsonbBuilder j;
+    j.begin_object();
+    j.add_int("N", s.n_rows);
+    j.add_int("m", s.m);
+    j.add_int("d", s.d);
+    j.add_int("sample_size", s.sample_size);
+    j.add_int("skipped", s.skipped);
+    j.add_string("bandwidth", syn::bandwidth_name(s.method));
+    j.add_string("smoothing", syn::smoothing_name(s.smoothing));
+    j.add_int("bytes", static_cast<int64>(value_bytes(v)));
+    j.begin_array("discrete_columns");
+    for (int c = 0; c < s.d; ++c)
+        if (s.cols[c].discrete) j.add_int(nullptr, c + 1);
+    j.end_array();
+    j.begin_array("columns");
+    for (int c = 0; c < s.d; ++c) {
+        const syn::Column& col = s.cols[c];
+        j.begin_object();
+        j.add_int("column", c + 1);
+        if (v->has_names)
+            j.add_string("name", v->names[c]);
+        else
+            j.add_null("name");
+        j.add_number("density_bandwidth", col.density_h);
+        j.add_number("box_bandwidth", col.box_h);
+        j.add_bool("discrete", col.discrete);
+        j.add_number("step", col.step);
+        j.add_number("mean", col.mean);
+        j.add_number("sd", col.sd);
+        j.add_number("min", col.min);
+        j.add_number("max", col.max);
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+    return JsonbPGetDatum(j.finish());
+}
+
+}  // namespace
+
+// ---- type I/O ------------------------------------------------------------------------------------
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_in) {
+    SynValue* v = value_from_text(PG_GETARG_CSTRING(0));
+    PG_RETURN_BYTEA_P(value_to_bytes(v));
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_out) {
+    PG_RETURN_CSTRING(value_to_text(synopsis_arg(fcinfo, 0)));
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_recv) {
+    StringInfo buf = reinterpret_cast<StringInfo>(PG_GETARG_POINTER(0));
+    SynValue* v = value_from_bytes(buf->data + buf->cursor, buf->len - buf->cursor, ERRCODE_INVALID_BINARY_REPRESENTATION,
+                                   "external binary kde_synopsis");
+    buf->cursor = buf->len;
+    PG_RETURN_BYTEA_P(value_to_bytes(v));
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_send) {
+    // The stored form is the binary form: version byte, explicit little-endian.
+    bytea* b = PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(0));
+    PG_RETURN_BYTEA_P(b);
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_from_bytea) {
+    bytea* b = PG_GETARG_BYTEA_PP(0);
+    SynValue* v = value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_INVALID_BINARY_REPRESENTATION,
+                                   "external binary kde_synopsis");
+    PG_RETURN_BYTEA_P(value_to_bytes(v));
+}
+
+// ---- aggregates ---------------------------------------------------------------------------------
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_sfunc) {
+    const char* fn = "kde_synopsis_agg";
+    MemoryContext mcxt = aggregate_context(fcinfo, fn);
+    SynAgg* st = PG_ARGISNULL(0) ? new_state(mcxt) : reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(0));
+    int nargs = PG_NARGS();
+    for (int a = 2; a < nargs; ++a)
+        if (PG_ARGISNULL(a))
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                            errmsg("%s: sample_size, bandwidth and smoothing must not be NULL", fn)));
+    int32 k = nargs > 2 ? sample_size_arg(fcinfo, 2, fn) : kDefaultSampleSize;
+    int method = nargs > 3 ? bandwidth_arg(fcinfo, 3, fn) : 0;
+    int smoothing = nargs > 4 ? smoothing_arg(fcinfo, 4, fn) : 0;
+    set_params(st, k, method, smoothing, fn);
+    if (PG_ARGISNULL(1)) {
+        ++st->skipped;
+        PG_RETURN_POINTER(st);
+    }
+    double row[kMaxDim];
+    int d = 0;
+    bool ok = read_row(PG_GETARG_ARRAYTYPE_P(1), row, d, fn);
+    set_dim(st, d, k, fn);
+    if (!ok) {
+        ++st->skipped;
+        PG_RETURN_POINTER(st);
+    }
+    add_sample(st, mcxt, row);
+    PG_RETURN_POINTER(st);
+}
+
+APPROX_FUNCTION(approx_gpu_kde_merge_sfunc) {
+    const char* fn = "kde_merge_agg";
+    MemoryContext mcxt = aggregate_context(fcinfo, fn);
+    SynAgg* st = PG_ARGISNULL(0) ? new_state(mcxt) : reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(0));
+    if (PG_ARGISNULL(1)) PG_RETURN_POINTER(st);
+    SynValue* v = synopsis_arg(fcinfo, 1);
+    absorb(st, mcxt, v, fn);
+    pfree(v->sample);
+    pfree(v);
+    PG_RETURN_POINTER(st);
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_combine) {
+    const char* fn = "kde synopsis combine";
+    MemoryContext mcxt = aggregate_context(fcinfo, fn);
+    if (PG_ARGISNULL(1)) {
+        if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+        PG_RETURN_POINTER(PG_GETARG_POINTER(0));
+    }
+    SynAgg* other = reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(1));
+    SynAgg* st = PG_ARGISNULL(0) ? new_state(mcxt) : reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(0));
+    if (!other->params_set) PG_RETURN_POINTER(st);
+    if (!st->params_set) {
+        st->method = other->method;
+        st->smoothing = other->smoothing;
+        st->res.rng = other->res.rng;
+        st->res.capacity = other->res.capacity;
+        st->params_set = true;
+    } else if (st->method != other->method || st->smoothing != other->smoothing) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("kde_synopsis_agg: bandwidth and smoothing must be the same on every row of a group")));
+    }
+    if (other->d != 0) {
+        if (st->d != 0 && st->d != other->d)
+            ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                            errmsg("kde_synopsis_agg: every x must have the same length (%d), got %d", st->d, other->d)));
+        bool first = st->d == 0;
+        st->d = other->d;
+        if (first || st->res.seen == 0)
+            merge_names(st, other->has_names, other->names, true, fn);
+        else if (other->res.seen > 0)
+            merge_names(st, other->has_names, other->names, false, fn);
+    }
+    st->skipped += other->skipped;
+    if (other->res.seen > 0)
+        merge_into(st, mcxt, other->rows, other->res.size, other->res.seen, other->res.capacity, fn);
+    PG_RETURN_POINTER(st);
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_serial) {
+    SynAgg* st = reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(0));
+    ByteWriter w;
+    byte_writer_init(&w);
+    put_u8(&w, kStateVersion);
+    put_i32(&w, st->d);
+    put_i32(&w, st->method);
+    put_i32(&w, st->smoothing);
+    put_u8(&w, st->params_set ? 1 : 0);
+    put_i64(&w, st->skipped);
+    put_i64(&w, st->res.capacity);
+    put_i64(&w, st->res.seen);
+    put_i64(&w, st->res.size);
+    for (uint64 word : st->res.rng.s) put_i64(&w, static_cast<int64>(word));
+    put_u8(&w, st->has_names ? 1 : 0);
+    if (st->has_names)
+        for (int j = 0; j < st->d; ++j) {
+            int len = static_cast<int>(strlen(st->names[j]));
+            put_u8(&w, static_cast<uint8>(len));
+            appendBinaryStringInfo(&w.buf, st->names[j], len);
+        }
+    put_f64s(&w, st->rows, st->res.size * st->d);
+    PG_RETURN_BYTEA_P(byte_writer_finish(&w));
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_deserial) {
+    MemoryContext mcxt = aggregate_context(fcinfo, "kde synopsis deserialize");
+    const char* what = "kde_synopsis_agg state";
+    ByteReader r;
+    byte_reader_init(&r, PG_GETARG_BYTEA_PP(0), what);
+    auto bad = [&]() {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid %s", what)));
+    };
+    if (get_u8(&r) != kStateVersion) bad();
+    SynAgg* st = new_state(mcxt);
+    st->d = get_i32(&r);
+    st->method = get_i32(&r);
+    st->smoothing = get_i32(&r);
+    uint8 ps = get_u8(&r);
+    st->params_set = ps == 1;
+    st->skipped = get_i64(&r);
+    st->res.capacity = get_i64(&r);
+    st->res.seen = get_i64(&r);
+    st->res.size = get_i64(&r);
+    for (uint64& word : st->res.rng.s) word = static_cast<uint64>(get_i64(&r));
+    uint8 hn = get_u8(&r);
+    st->has_names = hn == 1;
+    if (ps > 1 || hn > 1 || st->d < 0 || st->d > kMaxDim || st->method < 0 || st->method > 3 || st->smoothing < 0 ||
+        st->smoothing > 2 || st->skipped < 0 || st->res.capacity < 0 || st->res.seen < 0 || st->res.size < 0 ||
+        st->res.size != std::min(st->res.capacity, st->res.seen) || (st->res.size > 0 && st->d == 0))
+        bad();
+    if (st->has_names)
+        for (int j = 0; j < st->d; ++j) {
+            int len = get_u8(&r);
+            if (len < 1 || len > kNameMax || r.end - r.p < len) bad();
+            memcpy(st->names[j], r.p, len);
+            st->names[j][len] = '\0';
+            r.p += len;
+        }
+    if (st->d > 0 && st->res.size > (r.end - r.p) / (8 * st->d)) bad();
+    if (st->res.size > 0) {
+        ensure_rows(st, mcxt, st->res.size);
+        get_f64s(&r, st->rows, st->res.size * st->d);
+    }
+    byte_reader_expect_end(&r);
+    PG_RETURN_POINTER(st);
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_final) {
+    if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+    SynAgg* st = reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(0));
+    if (st->res.seen == 0) PG_RETURN_NULL();  // no rows: NULL, like avg()
+    return state_final(st, "kde_synopsis_agg");
+}
+
+APPROX_FUNCTION(approx_gpu_kde_merge_final) {
+    if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+    SynAgg* st = reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(0));
+    if (st->res.seen == 0) PG_RETURN_NULL();
+    return state_final(st, "kde_merge_agg");
+}
+
+// ---- functions on values --------------------------------------------------------------------------
+
+APPROX_FUNCTION(approx_gpu_kde_merge) {
+    const char* fn = "kde_merge";
+    SynValue* a = synopsis_arg(fcinfo, 0);
+    SynValue* b = synopsis_arg(fcinfo, 1);
+    SynAgg* st = new_state(CurrentMemoryContext);
+    absorb(st, CurrentMemoryContext, a, fn);
+    absorb(st, CurrentMemoryContext, b, fn);
+    return state_final(st, fn);
+}
+
+APPROX_FUNCTION(approx_gpu_approx_count) { return one_box(fcinfo, syn::Aggregate::Count, "approx_count"); }
+APPROX_FUNCTION(approx_gpu_approx_sum) { return one_box(fcinfo, syn::Aggregate::Sum, "approx_sum"); }
+APPROX_FUNCTION(approx_gpu_approx_avg) { return one_box(fcinfo, syn::Aggregate::Avg, "approx_avg"); }
+APPROX_FUNCTION(approx_gpu_approx_count_ci) { return one_box_ci(fcinfo, syn::Aggregate::Count, "approx_count_ci"); }
+APPROX_FUNCTION(approx_gpu_approx_sum_ci) { return one_box_ci(fcinfo, syn::Aggregate::Sum, "approx_sum_ci"); }
+APPROX_FUNCTION(approx_gpu_approx_avg_ci) { return one_box_ci(fcinfo, syn::Aggregate::Avg, "approx_avg_ci"); }
+APPROX_FUNCTION(approx_gpu_approx_count_many) { return many_boxes(fcinfo, syn::Aggregate::Count, "approx_count_many"); }
+APPROX_FUNCTION(approx_gpu_approx_sum_many) { return many_boxes(fcinfo, syn::Aggregate::Sum, "approx_sum_many"); }
+APPROX_FUNCTION(approx_gpu_approx_avg_many) { return many_boxes(fcinfo, syn::Aggregate::Avg, "approx_avg_many"); }
+
+APPROX_FUNCTION(approx_gpu_kde_density) {
+    const char* fn = "kde_density";
+    SynValue* v = synopsis_arg(fcinfo, 0);
+    FloatArray x = float_array_arg(fcinfo, 1, fn, "x", false);
+    if (x.skipped > 0) PG_RETURN_NULL();
+    if (x.n != v->s.d)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                        errmsg("%s: x has " INT64_FORMAT " values; the synopsis has %d columns", fn, x.n, v->s.d)));
+    double f = 0;
+    approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
+        return syn::density(v->s, x.data, ctx, f);
+    });
+    raise_if_error(st, fn);
+    PG_RETURN_FLOAT8(f);
+}
+
+APPROX_FUNCTION(approx_gpu_kde_synopsis_info) { return info_jsonb(synopsis_arg(fcinfo, 0)); }
+
+// ---- named synopses ---------------------------------------------------------------------------------
+
+APPROX_FUNCTION(approx_gpu_create_synopsis) {
+    const char* fn = "create_synopsis";
+    for (int a = 0; a < 5; ++a)
+        if (PG_ARGISNULL(a))
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: arguments must not be NULL", fn)));
+    text* name = PG_GETARG_TEXT_PP(0);
+    check_name(name, fn);
+    char* query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+    int32 k = sample_size_arg(fcinfo, 2, fn);
+    int method = bandwidth_arg(fcinfo, 3, fn);
+    int smoothing = smoothing_arg(fcinfo, 4, fn);
+    Oid owner = GetUserId();
+    // Refuse a taken name before the (long) build.
+    Oid types[4] = {TEXTOID, OIDOID, TEXTOID, InvalidOid};
+    Datum args[4] = {PointerGetDatum(name), 0, 0, 0};
+    if (as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args,
+                       nullptr, nullptr, nullptr, 0) > 0)
+        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+                        errmsg("%s: synopsis \"%s\" already exists", fn, text_to_cstring(name))));
+    Datum syn_datum = build_named(query, owner, k, method, smoothing, fn);
+    types[3] = synopsis_type_oid();
+    args[1] = ObjectIdGetDatum(owner);
+    args[2] = PointerGetDatum(PG_GETARG_TEXT_PP(1));
+    args[3] = syn_datum;
+    as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created) "
+                   "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.now())",
+                   4, types, args, nullptr, nullptr, nullptr, 0);
+    bytea* b = DatumGetByteaPP(syn_datum);
+    return info_jsonb(value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value"));
+}
+
+APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
+    const char* fn = "refresh_synopsis";
+    text* name = PG_GETARG_TEXT_PP(0);
+    Oid owner;
+    text* query;
+    owned_row(name, fn, owner, query);
+    // The old value's settings drive the rebuild.
+    Oid types[2] = {TEXTOID, 0};
+    Datum args[2] = {PointerGetDatum(name), 0};
+    Datum values[1];
+    bool nulls[1];
+    as_table_owner("SELECT synopsis FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args,
+                   nullptr, values, nulls, 1);
+    bytea* old_b = DatumGetByteaPP(values[0]);
+    SynValue* old = value_from_bytes(VARDATA_ANY(old_b), VARSIZE_ANY_EXHDR(old_b), ERRCODE_DATA_CORRUPTED,
+                                     "kde_synopsis value");
+    int64 k = old->s.sample_size;
+    Datum syn_datum = build_named(text_to_cstring(query), owner, static_cast<int32>(std::min<int64>(k, INT32_MAX)),
+                                  static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
+    types[0] = synopsis_type_oid();
+    types[1] = TEXTOID;
+    args[0] = syn_datum;
+    args[1] = PointerGetDatum(name);
+    as_table_owner("UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now() "
+                   "WHERE name OPERATOR(pg_catalog.=) $2",
+                   2, types, args, nullptr, nullptr, nullptr, 0);
+    bytea* b = DatumGetByteaPP(syn_datum);
+    return info_jsonb(value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value"));
+}
+
+APPROX_FUNCTION(approx_gpu_drop_synopsis) {
+    const char* fn = "drop_synopsis";
+    text* name = PG_GETARG_TEXT_PP(0);
+    Oid owner;
+    text* query;
+    owned_row(name, fn, owner, query);
+    Oid types[1] = {TEXTOID};
+    Datum args[1] = {PointerGetDatum(name)};
+    as_table_owner("DELETE FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args, nullptr,
+                   nullptr, nullptr, 0);
+    PG_RETURN_VOID();
+}
+
+APPROX_FUNCTION(approx_gpu_approx_count_named) { return named_estimate(fcinfo, syn::Aggregate::Count, "approx_count"); }
+APPROX_FUNCTION(approx_gpu_approx_sum_named) { return named_estimate(fcinfo, syn::Aggregate::Sum, "approx_sum"); }
+APPROX_FUNCTION(approx_gpu_approx_avg_named) { return named_estimate(fcinfo, syn::Aggregate::Avg, "approx_avg"); }
