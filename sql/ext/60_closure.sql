@@ -1,0 +1,18 @@
+
+-- ---- transitive closure (STAR machine; blocked bit-matrix closure) ----------
+
+CREATE FUNCTION transitive_closure(edges_query text) RETURNS TABLE(src bigint, dst bigint)
+    AS 'MODULE_PATHNAME', 'approx_gpu_transitive_closure' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
+    ROWS 10000;
+COMMENT ON FUNCTION transitive_closure(text) IS
+    'Pairs (src, dst) joined by a path of length >= 1 in the graph of the edges (src, dst) that edges_query returns (integer ids; NULL endpoints skipped)';
+
+CREATE FUNCTION reachability_count(edges_query text) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'approx_gpu_reachability_count' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION reachability_count(text) IS
+    'Number of pairs transitive_closure(edges_query) would return, counted without materialising them';
+
+CREATE FUNCTION reachable(edges_query text, source bigint) RETURNS SETOF bigint
+    AS 'MODULE_PATHNAME', 'approx_gpu_reachable' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION reachable(text, bigint) IS
+    'Vertices reachable from source by a path of length >= 1 in the graph of edges_query, ascending';
