@@ -17,6 +17,9 @@ export PATH="$PWD/.device:$PATH" PERL5LIB="$PWD/.device/perl${PERL5LIB:+:$PERL5L
 export PG_RUN_USER=pgrun
 chmod -R a+rX . 2>/dev/null
 
+# data sets prepared here (the device has no apt or R): closure's Debian graph
+mkdir -p build && [ -f .device/data/closure_debian_edges.csv ] && cp .device/data/closure_debian_edges.csv build/
+
 if [[ $STEPS == *unit* ]]; then
   echo "== unit tests (GPU present)"
   .device/bin/unit_tests --gtest_color=no ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} >"$OUT/unit.log" 2>&1
