@@ -625,7 +625,12 @@ TEST(KdeGpu, SumsMatchCpuPerH) {
                     ASSERT_TRUE(std::isfinite(g4[k]) && std::isfinite(g2[k]))
                         << names[mode] << " n=" << n << " d=" << d << " h[" << k << "]=" << hs[k] << ": s4 " << g4[k]
                         << " s2 " << g2[k];
-                    const double es = std::max(rel0(g4[k], c4[k]), rel0(g2[k], c2[k]));
+                    // fp32 flushes terms below 2^-126 to zero: a sum the reference puts
+                    // under 1e-30 only has to be that small on the fp32 paths too.
+                    auto rel_fp = [&](double g, double c) {
+                        return mode != 3 && std::fabs(c) < 1e-30 && std::fabs(g) < 1e-30 ? 0.0 : rel0(g, c);
+                    };
+                    const double es = std::max(rel_fp(g4[k], c4[k]), rel_fp(g2[k], c2[k]));
                     const double scale = A * c4[k] + B * c2[k] + C;
                     const double eg = std::fabs((A * g4[k] - B * g2[k]) - (A * c4[k] - B * c2[k])) / scale;
                     EXPECT_LT(es, tol_s) << names[mode] << " n=" << n << " d=" << d << " h[" << k << "]=" << hs[k]
