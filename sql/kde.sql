@@ -105,4 +105,6 @@ SELECT approx_gpu.kde_bandwidth(array(SELECT (i % 9973)::float8 / 7 FROM generat
 RESET statement_timeout;
 SELECT 1 AS still_alive;
 
+-- the result type
+SELECT pg_typeof(approx_gpu.kde_lscv(ARRAY[1, 2, 4, 8]::float8[])) = 'approx_gpu.lscv_result'::regtype AS is_lscv_result;
 DROP TABLE kde_data, kde_arr, kde_pts;
