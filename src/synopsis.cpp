@@ -171,9 +171,13 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
     return v;
 }
 
-SynValue* synopsis_arg(FunctionCallInfo fcinfo, int argno) {
-    bytea* b = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(argno));
+// A stored kde_synopsis (argument, table row or freshly built value).
+SynValue* stored_value(const bytea* b) {
     return value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value");
+}
+
+SynValue* synopsis_arg(FunctionCallInfo fcinfo, int argno) {
+    return stored_value(PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(argno)));
 }
 
 // ---- text form: JSON -------------------------------------------------------------------
@@ -944,7 +948,7 @@ SynValue* named_value(text* name, const char* fn) {
     bytea* b = PG_DETOAST_DATUM_COPY(d);
     MemoryContextSwitchTo(old);
     SPI_finish();
-    return value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value");
+    return stored_value(b);
 }
 
 int column_by_name(const SynValue* v, const char* name, int len, const char* fn) {
@@ -1319,8 +1323,7 @@ APPROX_FUNCTION(approx_gpu_create_synopsis) {
     as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created) "
                    "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.now())",
                    4, types, args, nullptr, nullptr, nullptr, 0);
-    bytea* b = DatumGetByteaPP(syn_datum);
-    return info_jsonb(value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value"));
+    return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
 
 APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
@@ -1336,9 +1339,7 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
     bool nulls[1];
     as_table_owner("SELECT synopsis FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args,
                    nullptr, values, nulls, 1);
-    bytea* old_b = DatumGetByteaPP(values[0]);
-    SynValue* old = value_from_bytes(VARDATA_ANY(old_b), VARSIZE_ANY_EXHDR(old_b), ERRCODE_DATA_CORRUPTED,
-                                     "kde_synopsis value");
+    SynValue* old = stored_value(DatumGetByteaPP(values[0]));
     int64 k = old->s.sample_size;
     Datum syn_datum = build_named(text_to_cstring(query), owner, static_cast<int32>(std::min<int64>(k, INT32_MAX)),
                                   static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
@@ -1349,8 +1350,7 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
     as_table_owner("UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now() "
                    "WHERE name OPERATOR(pg_catalog.=) $2",
                    2, types, args, nullptr, nullptr, nullptr, 0);
-    bytea* b = DatumGetByteaPP(syn_datum);
-    return info_jsonb(value_from_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), ERRCODE_DATA_CORRUPTED, "kde_synopsis value"));
+    return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
 
 APPROX_FUNCTION(approx_gpu_drop_synopsis) {
