@@ -30,32 +30,27 @@ constexpr int64_t kBoxTilesPerLaunch = 4096;
 constexpr int kTargetBlocks = 2048;
 constexpr int kMaxGridY = 65535;
 
-struct ColumnArgs {
-    double h[kMaxDim];
-    unsigned char discrete[kMaxDim];
-};
-
 int tile_rows_for(int d) {
     int rows = (4096 / d) / 32 * 32;  // 32 KB of sample per tile
     return rows < 32 ? 32 : rows;
 }
 
 size_t shared_bytes(int d, int tile_rows) {
-    return sizeof(double) * (static_cast<size_t>(tile_rows) * d + 2 * kBoxesPerBlock * d + d) + kMaxDim;
+    return sizeof(double) * (static_cast<size_t>(tile_rows) * d + 2 * kBoxesPerBlock * d) + sizeof(math::ColumnParams);
 }
 
 // grid.x: box tiles of this launch; grid.y: sample chunks.
 // partial[(field * q + box) * chunks + chunk]; shift[2 * box + {0, 1}] = g of row 0.
 __global__ void box_sums_kernel(const double* __restrict__ sample, int64_t m, int d, const double* __restrict__ lo,
-                                const double* __restrict__ hi, int64_t q, int k, ColumnArgs cols, int tile_rows,
+                                const double* __restrict__ hi, int64_t q, int k, math::ColumnParams cols, int tile_rows,
                                 int64_t chunk_rows, int chunks, double* __restrict__ partial,
                                 double* __restrict__ shift) {
     extern __shared__ double smem[];
     double* tile = smem;                                           // tile_rows x d
     double* box_lo = tile + static_cast<size_t>(tile_rows) * d;    // kBoxesPerBlock x d
     double* box_hi = box_lo + kBoxesPerBlock * d;                  // kBoxesPerBlock x d
-    double* h = box_hi + kBoxesPerBlock * d;                       // d
-    unsigned char* disc = reinterpret_cast<unsigned char*>(h + d);  // d
+    // the column constants, read by every row: shared, not the parameter bank
+    math::ColumnParams& cp = *reinterpret_cast<math::ColumnParams*>(box_hi + kBoxesPerBlock * d);
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t box0 = static_cast<int64_t>(blockIdx.x) * kBoxesPerBlock;
@@ -68,10 +63,7 @@ __global__ void box_sums_kernel(const double* __restrict__ sample, int64_t m, in
         box_lo[t] = b < q ? lo[b * d + j] : 0.0;
         box_hi[t] = b < q ? hi[b * d + j] : 0.0;
     }
-    for (int j = threadIdx.x; j < d; j += blockDim.x) {
-        h[j] = cols.h[j];
-        disc[j] = cols.discrete[j];
-    }
+    if (threadIdx.x == 0) cp = cols;
     __syncthreads();
 
     const double* my_lo = box_lo + warp * d;
@@ -83,7 +75,7 @@ __global__ void box_sums_kernel(const double* __restrict__ sample, int64_t m, in
 
     double c0 = 0, s0 = 0;
     if (active) {
-        math::row_terms(sample, my_lo, my_hi, h, disc, d, k, c0, s0);  // row 0: the shift
+        math::row_terms(sample, my_lo, my_hi, cp, d, k, c0, s0);  // row 0: the shift
         if (chunk == 0 && lane == 0) {
             shift[2 * box] = c0;
             shift[2 * box + 1] = s0;
@@ -105,7 +97,7 @@ __global__ void box_sums_kernel(const double* __restrict__ sample, int64_t m, in
         if (active) {
             for (int r = lane; r < rows; r += 32) {
                 double c, g;
-                math::row_terms(tile + static_cast<size_t>(r) * d, my_lo, my_hi, h, disc, d, k, c, g);
+                math::row_terms(tile + static_cast<size_t>(r) * d, my_lo, my_hi, cp, d, k, c, g);
                 double dc = c - c0, ds = g - s0;
                 acc[0] += dc;
                 acc[1] += ds;
@@ -137,11 +129,7 @@ Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext&
     cudaStream_t stream;
     APPROX_TRY(gpu::begin(ctx, stream));
 
-    ColumnArgs cols;
-    for (int j = 0; j < kMaxDim; ++j) {
-        cols.h[j] = j < d ? s.cols[j].box_h : 1.0;
-        cols.discrete[j] = j < d && s.cols[j].discrete ? 1 : 0;
-    }
+    const math::ColumnParams cols = column_params(s);
     const int tile_rows = tile_rows_for(d);
     const size_t smem = shared_bytes(d, tile_rows);
 

@@ -7,6 +7,10 @@ CREATE TABLE syn_data AS
   SELECT i, (i % 50)::float8 AS a, sin(i * 0.37) * 10 + i * 0.001 AS b, ((i * 7) % 13)::float8 AS c
   FROM generate_series(1, 5000) i;
 CREATE TABLE syn AS SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b, c], 1000, 'scott') AS s FROM syn_data;
+-- the build reports itself: N rows, the sample, the bandwidths' time
+SELECT (r->>'rows')::int AS rows, (r->>'sample_rows')::int AS sample_rows, r->>'function' AS function,
+       (r->>'ms_compute')::float8 >= 0 AS timed
+FROM approx_gpu.last_run() r;
 
 -- what a synopsis holds
 SELECT (i->>'N')::int AS n, (i->>'m')::int AS m, (i->>'d')::int AS d, (i->>'sample_size')::int AS sample_size,

@@ -362,7 +362,6 @@ Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 ski
     v->has_names = has_names;
     if (has_names) memcpy(v->names, names, sizeof(v->names));
     approx::Status st = run_engine(fn, skipped, 0, [&](const approx::ExecContext& ctx) {
-        ctx.stats->rows = n_rows;
         ctx.stats->add("sample_rows", static_cast<double>(m));
         return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
     });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -224,8 +225,20 @@ bool find_step(const double* values, size_t n, double min_step, double& step) {
     return step_of_distinct(distinct_sorted(values, n), min_step, step);
 }
 
-Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecContext& ctx) {
-    return guarded([&]() -> Status {
+Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecContext& outer) {
+    // The KDE engine runs once or twice per column and would overwrite the
+    // caller's statistics each time: it reports into a scratch record, and the
+    // build reports itself (N rows, total time, the bandwidths' device).
+    RunStats kde_stats;
+    ExecContext ctx = outer;
+    ctx.stats = &kde_stats;
+    Stopwatch sw;
+    double ms_transfer = 0;
+    auto account = [&]() {
+        ms_transfer += kde_stats.ms_transfer;
+        kde_stats.ms_transfer = kde_stats.ms_compute = 0;
+    };
+    Status result = guarded([&]() -> Status {
         if (s.d < 1 || s.d > kMaxDim)
             return Status::Error(StatusCode::InvalidArgument, "d must be between 1 and %d, not %d", kMaxDim, s.d);
         if (s.m < 1 || s.sample == nullptr) return Status::Error(StatusCode::InvalidArgument, "empty sample");
@@ -279,13 +292,16 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                     for (int t = 0; t < dd; ++t) x[i * dd + t] = columns[cols[t]][i];
                 kde::LscvResult r;
                 APPROX_TRY(kde::lscv(x.data(), m, dd, kLscvGrid, kde::Covariance::Diagonal, ctx, r));
+                account();
                 for (int j : cols) s.cols[j].density_h = s.cols[j].box_h = r.h * s.cols[j].sd;
             }
         } else {
             for (int j = 0; j < d; ++j)
-                if (!constant[j])
+                if (!constant[j]) {
                     APPROX_TRY(kde_column_bandwidths(columns[j].data(), m, method, ctx, s.cols[j].density_h,
                                                      s.cols[j].box_h));
+                    account();
+                }
         }
         for (int j = 0; j < d; ++j) {
             Column& c = s.cols[j];
@@ -308,6 +324,16 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
         }
         return Status::Ok();
     });
+    if (outer.stats) {
+        outer.stats->rows = s.n_rows;
+        outer.stats->device = kde_stats.device;
+        outer.stats->cpu_threads = kde_stats.cpu_threads;
+        outer.stats->ms_transfer = ms_transfer;
+        outer.stats->ms_compute = sw.ms() - ms_transfer;
+        if (kde_stats.notice[0] != '\0')
+            std::snprintf(outer.stats->notice, sizeof outer.stats->notice, "%s", kde_stats.notice);
+    }
+    return result;
 }
 
 Status validate(const Synopsis& s) {
@@ -354,6 +380,18 @@ Status validate(const Synopsis& s) {
 
 // ---- box evaluation ---------------------------------------------------------------------------
 
+math::ColumnParams column_params(const Synopsis& s) {
+    math::ColumnParams p;
+    for (int j = 0; j < kMaxDim; ++j) {
+        bool used = j < s.d;
+        p.h[j] = used ? s.cols[j].box_h : 1.0;
+        p.lower[j] = used ? s.cols[j].min : 0.0;
+        p.upper[j] = used ? s.cols[j].max : 0.0;
+        p.discrete[j] = used && s.cols[j].discrete ? 1 : 0;
+    }
+    return p;
+}
+
 bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b) {
     for (int j = 0; j < s.d; ++j)
         if (boxes.lo[b * s.d + j] > boxes.hi[b * s.d + j]) return true;
@@ -362,26 +400,15 @@ bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b) {
 
 namespace {
 
-struct ColumnParams {
-    double h[kMaxDim];
-    unsigned char discrete[kMaxDim];
-};
-
-ColumnParams column_params(const Synopsis& s) {
-    ColumnParams p;
-    for (int j = 0; j < s.d; ++j) {
-        p.h[j] = s.cols[j].box_h;
-        p.discrete[j] = s.cols[j].discrete ? 1 : 0;
-    }
-    return p;
-}
+static_assert(math::kMaxColumns == kMaxDim, "one column limit");
+using math::ColumnParams;
 
 // Shifted sums of rows [begin, end) for one box; the shift is row 0's g.
 void accumulate(const Synopsis& s, const ColumnParams& p, const double* lo, const double* hi, int k, int64_t begin,
                 int64_t end, double c0, double s0, BoxSums& acc) {
     for (int64_t i = begin; i < end; ++i) {
         double c, g;
-        math::row_terms(s.sample + i * s.d, lo, hi, p.h, p.discrete, s.d, k, c, g);
+        math::row_terms(s.sample + i * s.d, lo, hi, p, s.d, k, c, g);
         double dc = c - c0, ds = g - s0;
         acc.sc += dc;
         acc.ss += ds;
@@ -402,7 +429,7 @@ Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext&
     const int k = boxes.agg == Aggregate::Count ? -1 : boxes.column;
     const int d = s.d;
     auto shift = [&](int64_t b, BoxSums& out) {
-        math::row_terms(s.sample, boxes.lo + b * d, boxes.hi + b * d, p.h, p.discrete, d, k, out.c0, out.s0);
+        math::row_terms(s.sample, boxes.lo + b * d, boxes.hi + b * d, p, d, k, out.c0, out.s0);
     };
     for (int64_t b = 0; b < boxes.q; ++b) sums[b] = BoxSums();
     if (boxes.q >= 4 * ctx.cpu_threads || s.m <= kCpuRowsPerTask) {

@@ -8,7 +8,9 @@
 // sample, a density bandwidth and a box bandwidth per column, and a discrete
 // flag per column (exact membership, no smoothing). For a box B and sample row
 // i, P_ij is the kernel mass of column j inside [lo_j, hi_j] (the indicator for
-// a discrete column); every estimate is N * mean_i g_i with
+// a discrete column; mass beyond the sample's range [min_j, max_j] is
+// reflected back inside, see math::column_mass); every estimate is
+// N * mean_i g_i with
 //   COUNT: g_i = prod_j P_ij
 //   SUM k: g_i = S_ik * prod_{j != k} P_ij,  S_ik = x_ik dPhi - h_k dphi
 //   AVG k: SUM / COUNT (ratio estimator).
@@ -20,6 +22,7 @@
 #include <cstdint>
 
 #include "exec.hpp"
+#include "synopsis_math.hpp"
 
 namespace approx::synopsis {
 
@@ -165,6 +168,10 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx
 // engine exists only in a CUDA build.
 Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
 Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
+
+// The per-column constants both engines evaluate boxes with (box bandwidth,
+// the sample's range for the boundary reflection, discrete flag).
+math::ColumnParams column_params(const Synopsis& s);
 
 // True when some lo_j > hi_j in box b.
 bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b);

@@ -28,47 +28,80 @@ SYNOPSIS_HD double normal_mass(double a, double b) {
 // Standard normal density; 0 at +-infinity.
 SYNOPSIS_HD double normal_pdf(double t) { return kInvSqrt2Pi * exp(-0.5 * t * t); }
 
-// Kernel mass p of a sample value x inside [lo, hi] with bandwidth h (the
+// Per-column constants of box evaluation, the same on both engines: the box
+// bandwidth, the sample's range [lower, upper] (see column_mass) and the
+// discrete flag.
+constexpr int kMaxColumns = 32;
+struct ColumnParams {
+    double h[kMaxColumns];
+    double lower[kMaxColumns];
+    double upper[kMaxColumns];
+    unsigned char discrete[kMaxColumns];
+};
+
+// Adds the mass of the Gaussian kernel centred at y inside [lo, hi] to p and,
+// when want_first_moment, its first moment y dPhi - h dphi to s. Beyond `cut`
+// bandwidths the piece is dropped (at 40 it underflows to exactly 0).
+SYNOPSIS_HD void add_kernel_piece(double y, double lo, double hi, double h, double cut, bool want_first_moment,
+                                  double& p, double& s) {
+    double a = (lo - y) / h, b = (hi - y) / h;
+    if (a > cut || b < -cut) return;
+    double mass = normal_mass(a, b);
+    p += mass;
+    if (want_first_moment) s += y * mass - h * (normal_pdf(b) - normal_pdf(a));
+}
+
+// A reflected piece beyond 9 bandwidths holds under 1.2e-19 of a row: dropped.
+constexpr double kReflectedCut = 9.0;
+
+// Kernel mass p of a sample value x inside [lo, hi] for column j (the
 // indicator for a discrete column), and when want_first_moment the integral
-// s of t * K_h(t - x) over [lo, hi]: x * dPhi - h * dphi (x times the
-// indicator for a discrete column). lo <= hi; unbounded sides are +-inf.
-SYNOPSIS_HD void column_mass(double x, double lo, double hi, double h, bool discrete, bool want_first_moment,
+// s of t * K_h(t - x) over [lo, hi] (x times the indicator for a discrete
+// column). lo <= hi; unbounded sides are +-inf.
+// Boundary correction by reflection: the kernel mass that would fall outside
+// the sample's range [lower, upper] is folded back inside (kernels at the
+// mirror images 2 lower - x and 2 upper - x), so a column with a hard edge
+// (prices >= 0, ratings in [0.5, 5]) loses no mass there and a box reaching
+// past the sample's range counts every sample row on that side in full, as
+// the plain sample does. Far from the edges (> 9 h) nothing changes.
+SYNOPSIS_HD void column_mass(double x, double lo, double hi, const ColumnParams& cp, int j, bool want_first_moment,
                              double& p, double& s) {
-    if (discrete) {
+    if (cp.discrete[j]) {
         bool in = x >= lo && x <= hi;
         p = in ? 1.0 : 0.0;
         s = in ? x : 0.0;
         return;
     }
-    if (lo == -INFINITY && hi == INFINITY) {
+    p = 0.0;
+    s = 0.0;
+    const double lower = cp.lower[j], upper = cp.upper[j], h = cp.h[j];
+    if (lo <= lower && hi >= upper) {  // the whole range: every kernel's full mass
         p = 1.0;
         s = x;
         return;
     }
-    double a = (lo - x) / h, b = (hi - x) / h;
-    if (a > 40.0 || b < -40.0) {  // erfc(40 / sqrt 2) underflows: the mass is exactly 0
-        p = 0.0;
-        s = 0.0;
-        return;
-    }
-    p = normal_mass(a, b);
-    s = want_first_moment ? x * p - h * (normal_pdf(b) - normal_pdf(a)) : 0.0;
+    lo = lo > lower ? lo : lower;
+    hi = hi < upper ? hi : upper;
+    if (lo > hi) return;
+    add_kernel_piece(x, lo, hi, h, 40.0, want_first_moment, p, s);
+    add_kernel_piece(2.0 * lower - x, lo, hi, h, kReflectedCut, want_first_moment, p, s);
+    add_kernel_piece(2.0 * upper - x, lo, hi, h, kReflectedCut, want_first_moment, p, s);
 }
 
 // g of one sample row for one box: c = prod_j P_j and, for column k >= 0,
 // s = S_k * prod_{j != k} P_j (s = 0 when k < 0). Discrete columns go first
 // and a zero mass ends the row (then c = s = 0: S_k is 0 too when P_k is).
 // Same order on both engines.
-SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const double* h,
-                           const unsigned char* discrete, int d, int k, double& c, double& s) {
+SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const ColumnParams& cp, int d,
+                           int k, double& c, double& s) {
     double prod = 1.0, others = 1.0, sk = 0.0;
     c = 0.0;
     s = 0.0;
     for (int pass = 0; pass < 2; ++pass)
         for (int j = 0; j < d; ++j) {
-            if ((discrete[j] != 0) != (pass == 0)) continue;
+            if ((cp.discrete[j] != 0) != (pass == 0)) continue;
             double p, sj;
-            column_mass(row[j], lo[j], hi[j], h[j], discrete[j] != 0, j == k, p, sj);
+            column_mass(row[j], lo[j], hi[j], cp, j, j == k, p, sj);
             if (p == 0.0) return;
             prod *= p;
             if (j == k)
