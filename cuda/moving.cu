@@ -614,33 +614,15 @@ public:
 
     Device device() const override { return Device::Gpu; }
 
-    Status update(const int64_t* ids, const double* xs, const double* ys, size_t n, const ExecContext& ctx,
-                  int64_t& applied) override {
-        applied = 0;
-        return guarded([&] { return batch(false, ids, xs, ys, n, ctx, applied); });
-    }
-
-    Status remove(const int64_t* ids, size_t n, const ExecContext& ctx, int64_t& removed) override {
-        removed = 0;
-        return guarded([&] { return batch(true, ids, nullptr, nullptr, n, ctx, removed); });
-    }
-
-    Status range_count(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) override {
-        return guarded([&] {
-            BatchStats bs;
-            Stopwatch total;
-            std::snprintf(bs.op, sizeof bs.op, "range_count");
-            APPROX_TRY(count_queries(qs, nq, ctx, counts, bs));
-            bs.ms_total = total.ms();
-            last_query_ = bs;
-            record(ctx, bs, static_cast<int64_t>(nq));
-            return Status::Ok();
-        });
-    }
-
-    Status range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) override {
-        found = 0;
-        return guarded([&] { return do_range_ids(q, ctx, out, capacity, found); });
+    Status count_ranges(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) override {
+        BatchStats bs;
+        Stopwatch total;
+        std::snprintf(bs.op, sizeof bs.op, "range_count");
+        APPROX_TRY(count_queries(qs, nq, ctx, counts, bs));
+        bs.ms_total = total.ms();
+        last_query_ = bs;
+        record(ctx, bs, static_cast<int64_t>(nq));
+        return Status::Ok();
     }
 
     void info(Info& out) const override {
@@ -806,8 +788,8 @@ private:
                              i + 1, xs[i], ys[i], g_.xmin, g_.xmax, g_.ymin, g_.ymax);
     }
 
-    Status batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
-                 const ExecContext& ctx, int64_t& applied) {
+    Status apply_batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
+                       const ExecContext& ctx, int64_t& applied) override {
         Stopwatch total;
         transfer_ms_ = 0;
         BatchStats bs;
@@ -1102,7 +1084,7 @@ private:
         return Status::Ok();
     }
 
-    Status do_range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) {
+    Status list_range(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) override {
         Stopwatch total;
         BatchStats bs;
         int64_t n = 0;

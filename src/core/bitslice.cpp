@@ -310,87 +310,68 @@ Status make_machine(Device device, const ExecContext& ctx, std::unique_ptr<Machi
 
 namespace {
 
-Status check_square(const Table& t) {
-    if (t.rows != t.cols)
-        return Status::Error(StatusCode::InvalidArgument, "Warshall: the table must be square, not %lld x %lld",
-                             static_cast<long long>(t.rows), static_cast<long long>(t.cols));
-    return Status::Ok();
-}
-
-}  // namespace
-
-// Listing 1 (row-oriented): for each k, X = COL(k) marks the rows i with an
-// edge i -> k; each of them (STEP) takes ROW(i) OR ROW(k). ROW(k) does not
-// change during round k (only row k itself could, by ROW(k) OR ROW(k)).
-Status warshall_rows(Machine& m, const Table& t, const ExecContext& ctx) {
+// The frame the three listings share: a square table and, for each round k,
+// X = COL(k) (the rows i with an edge i -> k) and W = ROW(k) (the columns j
+// with an edge k -> j), then the listing's own round(X, W). The cancel
+// callback is polled every poll_every rounds (a power of two).
+template <class Round>
+Status warshall_rounds(Machine& m, const Table& t, const ExecContext& ctx, int64_t poll_every, Round&& round) {
     return guarded([&]() -> Status {
-        APPROX_TRY(check_square(t));
-        int64_t n = t.rows;
-        if (n == 0) return Status::Ok();
-        Slice x, w, v;
-        APPROX_TRY(m.new_slice(n, x));
-        APPROX_TRY(m.new_slice(n, w));
-        APPROX_TRY(m.new_slice(n, v));
-        for (int64_t k = 0; k < n; ++k) {
-            if (ctx.cancelled()) return cancelled_status();
-            APPROX_TRY(m.col(t, k, x));
-            APPROX_TRY(m.row(t, k, w));
-            for (;;) {
-                int64_t i;
-                APPROX_TRY(m.step(x, i));
-                if (i < 0) break;
-                APPROX_TRY(m.row(t, i, v));
-                APPROX_TRY(m.or_(v, w));
-                APPROX_TRY(m.set_row(t, i, v));
-            }
-        }
-        return m.sync();
-    });
-}
-
-// Listing 2 (column-oriented): for each k, W = ROW(k) marks the columns j with
-// an edge k -> j; each of them (STEP) takes COL(j) OR COL(k), a vertical
-// operation on whole slices.
-Status warshall_cols(Machine& m, const Table& t, const ExecContext& ctx) {
-    return guarded([&]() -> Status {
-        APPROX_TRY(check_square(t));
-        int64_t n = t.rows;
+        if (t.rows != t.cols)
+            return Status::Error(StatusCode::InvalidArgument, "Warshall: the table must be square, not %lld x %lld",
+                                 static_cast<long long>(t.rows), static_cast<long long>(t.cols));
+        const int64_t n = t.rows;
         if (n == 0) return Status::Ok();
         Slice x, w;
         APPROX_TRY(m.new_slice(n, x));
         APPROX_TRY(m.new_slice(n, w));
         for (int64_t k = 0; k < n; ++k) {
-            if (ctx.cancelled()) return cancelled_status();
+            if ((k & (poll_every - 1)) == 0 && ctx.cancelled()) return cancelled_status();
             APPROX_TRY(m.col(t, k, x));
             APPROX_TRY(m.row(t, k, w));
-            for (;;) {
-                int64_t j;
-                APPROX_TRY(m.step(w, j));
-                if (j < 0) break;
-                APPROX_TRY(m.or_(t.col(j), x));
-            }
+            APPROX_TRY(round(x, w));
         }
         return m.sync();
+    });
+}
+
+}  // namespace
+
+// Listing 1 (row-oriented): each row i of X (STEP) takes ROW(i) OR ROW(k).
+// ROW(k) does not change during round k (only row k itself could, by ROW(k)
+// OR ROW(k)).
+Status warshall_rows(Machine& m, const Table& t, const ExecContext& ctx) {
+    Slice v;
+    return warshall_rounds(m, t, ctx, 1, [&](Slice& x, Slice& w) -> Status {
+        if (v.n == 0) APPROX_TRY(m.new_slice(t.rows, v));
+        for (;;) {
+            int64_t i;
+            APPROX_TRY(m.step(x, i));
+            if (i < 0) return Status::Ok();
+            APPROX_TRY(m.row(t, i, v));
+            APPROX_TRY(m.or_(v, w));
+            APPROX_TRY(m.set_row(t, i, v));
+        }
+    });
+}
+
+// Listing 2 (column-oriented): each column j of W (STEP) takes COL(j) OR
+// COL(k), a vertical operation on whole slices.
+Status warshall_cols(Machine& m, const Table& t, const ExecContext& ctx) {
+    return warshall_rounds(m, t, ctx, 1, [&](Slice& x, Slice& w) -> Status {
+        for (;;) {
+            int64_t j;
+            APPROX_TRY(m.step(w, j));
+            if (j < 0) return Status::Ok();
+            APPROX_TRY(m.or_(t.col(j), x));
+        }
     });
 }
 
 // Listing 4 (adapted): all columns of round k at once.
 Status warshall_adapt(Machine& m, const Table& t, const ExecContext& ctx) {
-    return guarded([&]() -> Status {
-        APPROX_TRY(check_square(t));
-        int64_t n = t.rows;
-        if (n == 0) return Status::Ok();
-        Slice x, w;
-        APPROX_TRY(m.new_slice(n, x));
-        APPROX_TRY(m.new_slice(n, w));
-        for (int64_t k = 0; k < n; ++k) {
-            if ((k & 63) == 0 && ctx.cancelled()) return cancelled_status();
-            APPROX_TRY(m.col(t, k, x));
-            APPROX_TRY(m.row(t, k, w));
-            APPROX_TRY(m.or_cols_where(t, w, x));
-        }
-        return m.sync();
-    });
+    return warshall_rounds(m, t, ctx, 64,
+                           [&](Slice& x, Slice& w) { return m.or_cols_where(t, w, x); });
 }
 
 }  // namespace approx::bitslice

@@ -233,26 +233,6 @@ public:
 
     Device device() const override { return Device::Cpu; }
 
-    Status update(const int64_t* ids, const double* xs, const double* ys, size_t n, const ExecContext& ctx,
-                  int64_t& applied) override {
-        applied = 0;
-        return guarded([&] { return batch(false, ids, xs, ys, n, ctx, applied); });
-    }
-
-    Status remove(const int64_t* ids, size_t n, const ExecContext& ctx, int64_t& removed) override {
-        removed = 0;
-        return guarded([&] { return batch(true, ids, nullptr, nullptr, n, ctx, removed); });
-    }
-
-    Status range_count(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) override {
-        return guarded([&] { return do_range_count(qs, nq, ctx, counts); });
-    }
-
-    Status range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) override {
-        found = 0;
-        return guarded([&] { return do_range_ids(q, ctx, out, capacity, found); });
-    }
-
     void info(Info& out) const override {
         out = Info();
         out.device = Device::Cpu;
@@ -339,8 +319,8 @@ private:
     // Category of a distinct entry.
     enum : uint8_t { kNone = 0, kNew = 1, kInPlace = 2, kCross = 3, kDelete = 4 };
 
-    Status batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
-                 const ExecContext& ctx, int64_t& applied) {
+    Status apply_batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
+                       const ExecContext& ctx, int64_t& applied) override {
         Stopwatch total;
         BatchStats bs;
         std::snprintf(bs.op, sizeof bs.op, "%s", is_delete ? "delete" : "update");
@@ -656,7 +636,7 @@ private:
                 h_.val[static_cast<size_t>(ehs_[j])] = pack(c, static_cast<uint32_t>(p));
         }
         // Freed buckets go above the current top (other workers are still
-        // taking buckets from below it); batch() moves them down afterwards.
+        // taking buckets from below it); apply_batch() moves them down afterwards.
         for (int32_t f = 0; f < t.before - t.after; ++f)
             free_[static_cast<size_t>(free_top_ + t.free_off + f)] = d[static_cast<size_t>(t.after + f)];
         if (t.after < t.before) d.resize(static_cast<size_t>(t.after));
@@ -698,7 +678,7 @@ private:
         return hits;
     }
 
-    Status do_range_count(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) {
+    Status count_ranges(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) override {
         Stopwatch total;
         BatchStats bs;
         std::snprintf(bs.op, sizeof bs.op, "range_count");
@@ -756,7 +736,7 @@ private:
         return Status::Ok();
     }
 
-    Status do_range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) {
+    Status list_range(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) override {
         Stopwatch total;
         BatchStats bs;
         std::snprintf(bs.op, sizeof bs.op, "range");

@@ -202,22 +202,42 @@ public:
     // the batch a later entry for the same id wins. Every point must be finite
     // and inside the extent, else OutOfRange / InvalidArgument and nothing
     // changes. applied = distinct ids written.
-    virtual Status update(const int64_t* ids, const double* xs, const double* ys, size_t n, const ExecContext& ctx,
-                          int64_t& applied) = 0;
+    Status update(const int64_t* ids, const double* xs, const double* ys, size_t n, const ExecContext& ctx,
+                  int64_t& applied) noexcept {
+        applied = 0;
+        return guarded([&] { return apply_batch(false, ids, xs, ys, n, ctx, applied); });
+    }
 
     // Removes the ids that exist (duplicates and unknown ids are ignored).
-    virtual Status remove(const int64_t* ids, size_t n, const ExecContext& ctx, int64_t& removed) = 0;
+    Status remove(const int64_t* ids, size_t n, const ExecContext& ctx, int64_t& removed) noexcept {
+        removed = 0;
+        return guarded([&] { return apply_batch(true, ids, nullptr, nullptr, n, ctx, removed); });
+    }
 
     // counts[i] = objects inside the closed rectangle qs[i] (clipped to the
     // extent; an inverted rectangle is empty). Bounds may be +-infinity, not NaN.
-    virtual Status range_count(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) = 0;
+    Status range_count(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) noexcept {
+        return guarded([&] { return count_ranges(qs, nq, ctx, counts); });
+    }
 
     // The ids inside q in ascending order. found = how many there are; out is
     // filled only when found <= capacity (call with capacity 0 to count).
-    virtual Status range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity,
-                             size_t& found) = 0;
+    Status range_ids(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) noexcept {
+        found = 0;
+        return guarded([&] { return list_range(q, ctx, out, capacity, found); });
+    }
 
     virtual void info(Info& out) const = 0;
+
+protected:
+    // What each engine implements; the public calls above zero the outputs
+    // and turn exceptions into a Status (one no-throw boundary for both).
+    // is_delete: remove the ids (xs, ys are null), else insert or move them.
+    virtual Status apply_batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
+                               const ExecContext& ctx, int64_t& applied) = 0;
+    virtual Status count_ranges(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) = 0;
+    virtual Status list_range(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity,
+                              size_t& found) = 0;
 };
 
 // Checks a grid: finite extent with xmin < xmax, ymin < ymax, a positive cell
