@@ -318,7 +318,8 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                 case Smoothing::Never: c.discrete = true; break;
                 case Smoothing::Always: c.discrete = constant[j]; break;
                 case Smoothing::Auto:
-                    c.discrete = constant[j] || n_distinct[j] <= static_cast<size_t>(kDistinctDiscrete) || heaped;
+                    c.discrete = constant[j] || n_distinct[j] <= static_cast<size_t>(kDistinctDiscrete) || heaped ||
+                                 n_distinct[j] * kMeanRepeatsDiscrete <= m;
                     break;
             }
         }

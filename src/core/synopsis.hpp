@@ -28,6 +28,11 @@ namespace approx::synopsis {
 
 constexpr int kMaxDim = 32;                 // d limit (LSCV's limit too)
 constexpr int kDistinctDiscrete = 64;       // <= this many distinct sample values: discrete
+// A column whose sample values repeat, on average, this many times or more
+// (<= m / kMeanRepeats distinct values) is a set of atoms (ids, years,
+// counts), not a continuum: smoothing would split every atom a box edge sits
+// on. Such columns are discrete too.
+constexpr int kMeanRepeatsDiscrete = 4;
 constexpr int kFormatVersion = 1;           // version byte of the stored/binary form
 
 // How the box bandwidth is chosen (the density bandwidth follows from it).

@@ -14,6 +14,11 @@
 -- pg_temp.synopsis_accuracy(kde, plain, agg_col) -> one row: median relative
 --   errors (percent) of COUNT, SUM and AVG for both estimators and the
 --   coverage of the KDE synopsis' 95% intervals.
+-- pg_temp.synopsis_accuracy_pooled(tab, cols, agg_col, m, seeds) -> the same
+--   row, every number averaged over several samples: for each sampling seed
+--   (approx_gpu.random_seed) a KDE synopsis (defaults) and a plain one of m
+--   rows of tab, evaluated on the boxes of pg_temp.acc_boxes. One sample's
+--   boxes share its luck, so a single seed says little about a small difference.
 
 CREATE FUNCTION pg_temp.synopsis_boxes(tab text, cols text[], agg_col int, n_boxes int, min_sel float8,
                                        max_sel float8, min_width float8, max_width float8, p_constrain float8,
@@ -101,4 +106,31 @@ BEGIN
          LATERAL approx_gpu.approx_count_ci(kde, b.lo, b.hi) c,
          LATERAL approx_gpu.approx_sum_ci(kde, agg_col, b.lo, b.hi) sm,
          LATERAL approx_gpu.approx_avg_ci(kde, agg_col, b.lo, b.hi) av;
+END $$;
+
+CREATE FUNCTION pg_temp.synopsis_accuracy_pooled(tab text, cols text[], agg_col int, m int, seeds int[],
+    OUT boxes int, OUT kde_count float8, OUT plain_count float8, OUT kde_sum float8, OUT plain_sum float8,
+    OUT kde_avg float8, OUT plain_avg float8, OUT cover_count float8, OUT cover_sum float8, OUT cover_avg float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+  arr text := (SELECT string_agg(format('%I', c), ', ') FROM unnest(cols) c);
+  old_seed text := current_setting('approx_gpu.random_seed');
+  seed int; kde approx_gpu.kde_synopsis; plain approx_gpu.kde_synopsis; r record;
+  n int := cardinality(seeds);
+BEGIN
+  kde_count := 0; plain_count := 0; kde_sum := 0; plain_sum := 0; kde_avg := 0; plain_avg := 0;
+  cover_count := 0; cover_sum := 0; cover_avg := 0;
+  FOREACH seed IN ARRAY seeds LOOP
+    PERFORM set_config('approx_gpu.random_seed', seed::text, true);
+    EXECUTE format('SELECT approx_gpu.kde_synopsis_agg(ARRAY[%s], %s), approx_gpu.kde_synopsis_agg(ARRAY[%s], %s, ''scott'', ''never'') FROM %s',
+                   arr, m, arr, m, tab) INTO kde, plain;
+    SELECT * INTO r FROM pg_temp.synopsis_accuracy(kde, plain, agg_col);
+    boxes := r.boxes;
+    kde_count := kde_count + r.kde_count / n; plain_count := plain_count + r.plain_count / n;
+    kde_sum := kde_sum + r.kde_sum / n; plain_sum := plain_sum + r.plain_sum / n;
+    kde_avg := kde_avg + r.kde_avg / n; plain_avg := plain_avg + r.plain_avg / n;
+    cover_count := cover_count + r.cover_count / n; cover_sum := cover_sum + r.cover_sum / n;
+    cover_avg := cover_avg + r.cover_avg / n;
+  END LOOP;
+  PERFORM set_config('approx_gpu.random_seed', old_seed, true);
 END $$;

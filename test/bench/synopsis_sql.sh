@@ -10,16 +10,22 @@
 #      200 boxes, selectivity >= 1%) and a Gaussian mixture (N = 10^6,
 #      m = 10^4, 200 boxes, selectivity 0.1-3%), over 8 sampling seeds (the
 #      boxes of one sample share its luck: coverage is reported per seed too)
-# SIZE=N overrides the 10^7 rows (e.g. SIZE=1000000 for a quick run here).
+# SIZE=N overrides the 10^7 rows (e.g. SIZE=1000000 for a quick run here);
+# PARTS=accuracy skips 1 and 2 (the mixture then needs SIZE >= 10^6 rows made
+# earlier or now); SETS=diamonds,movielens,mixture picks data sets; SEEDS="1 2".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZE=${SIZE:-10000000}
 SEEDS=${SEEDS:-1 2 3 4 5 6 7 8}
+PARTS=${PARTS:-e2e,accuracy}
+SETS=${SETS:-diamonds,movielens,mixture}
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 psql -c 'CREATE EXTENSION IF NOT EXISTS approx_gpu' >/dev/null
 psql -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name LIKE 'bench_%'" >/dev/null
 
 echo "device: $(psql -At -c "SELECT coalesce(approx_gpu.device_info()->'devices'->0->>'name', 'no GPU')")"
+need_rows() { [[ $PARTS == *e2e* || ",$SETS," == *",mixture,"* ]]; }
+if need_rows; then
 echo "-- generating $SIZE rows (3-column Gaussian mixture + an integer price)"
 psql <<SQL
 DROP TABLE IF EXISTS bench_syn;
@@ -36,7 +42,9 @@ CREATE TABLE bench_syn AS
           FROM generate_series(1, $SIZE)) g) s;
 ANALYZE bench_syn;
 SQL
+fi
 
+if [[ $PARTS == *e2e* ]]; then
 echo "-- 1. build (create/refresh_synopsis, $SIZE rows, 4 columns, m = 10^4, cdf) and"
 echo "-- 2. named approx_count vs exact count(*) ... WHERE over 20 predicates (server-side clock_timestamp)"
 psql -At <<SQL
@@ -65,17 +73,19 @@ UNION ALL SELECT 'exact count(*) ... WHERE (median of 20)', round(percentile_con
 UNION ALL SELECT 'ratio exact / approx (median of the 20 ratios)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY exact / approx)::numeric, 0) FROM query_ms;
 SQL
 echo
+fi
 echo "-- 3. accuracy: median relative error (%) KDE vs plain sample, and KDE 95% CI coverage; seeds: $SEEDS"
 psql -c "CREATE TABLE IF NOT EXISTS bench_dia (carat float8, depth float8, \"table\" float8, price float8)" \
      -c "CREATE TABLE IF NOT EXISTS bench_ml (year float8, rating float8, ts float8, userid float8)" \
      -c "TRUNCATE bench_dia, bench_ml"
 psql -c "\\copy bench_dia FROM PROGRAM 'test/bench/synopsis_data.sh diamonds' WITH (FORMAT csv)"
 psql -c "\\copy bench_ml FROM PROGRAM 'test/bench/synopsis_data.sh movielens' WITH (FORMAT csv)"
-psql -c "DROP TABLE IF EXISTS bench_mix; CREATE TABLE bench_mix AS SELECT x1, x2, x3 FROM bench_syn LIMIT 1000000; CREATE INDEX ON bench_mix (x1, x2, x3); ANALYZE bench_mix"
+need_rows && psql -c "DROP TABLE IF EXISTS bench_mix; CREATE TABLE bench_mix AS SELECT x1, x2, x3 FROM bench_syn LIMIT 1000000; CREATE INDEX ON bench_mix (x1, x2, x3); ANALYZE bench_mix"
 for set in "bench_dia|carat,depth,table,price|4|0.01|1|0.2|0.9|0.6|10000|diamonds (price)" \
            "bench_ml|year,rating,ts,userid|2|0.01|1|0.2|0.9|0.6|10000|movielens (rating)" \
            "bench_mix|x1,x2,x3|3|0.001|0.03|0.05|0.4|1.0|10000|mixture 10^6 (x3)"; do
   IFS='|' read -r tab cols agg minsel maxsel minw maxw pc m label <<<"$set"
+  [[ ",$SETS," == *",${label%% *},"* ]] || continue
   n=$(psql -At -c "SELECT count(*) FROM $tab")
   if [ "$n" -lt 50000 ]; then echo "$label: no data (R packages not installed and no .device/data)"; continue; fi
   arr=$(echo "$cols" | awk -F, '{ for (i = 1; i <= NF; i++) printf "%s\"%s\"", (i > 1 ? ", " : ""), $i }')
@@ -105,4 +115,4 @@ FROM bench_acc GROUP BY label ORDER BY label"
 echo "(median errors and coverage averaged over the seeds; coverage = share of boxes whose 95% interval"
 echo " holds the exact answer; plain_cover_count: the plain sample's own intervals, for comparison)"
 psql -c "DROP TABLE IF EXISTS bench_acc, bench_dia, bench_ml, bench_mix" \
-     -c "SELECT approx_gpu.drop_synopsis('bench_10m')" >/dev/null
+     -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name = 'bench_10m'" >/dev/null

@@ -15,10 +15,11 @@ SELECT plan(26);
 
 CREATE FUNCTION pg_temp.pct(x float8) RETURNS text LANGUAGE sql AS $$ SELECT round(x::numeric, 2)::text || '%' $$;
 
--- Coverage note: one synopsis' intervals over many boxes share one sample, so
--- their misses are correlated; the coverage of a single sample varies a lot
--- (plain estimator on diamonds, 12 seeds: 0.68 to 1.0, mean 0.93). CI checks
--- one fixed seed per data set; the benchmark pools several.
+-- One synopsis' answers over many boxes share one sample, so its errors and
+-- interval misses are correlated: a single sample's median error moves by
+-- +-0.3 points and its coverage from 0.68 to 1.0 (plain estimator, diamonds).
+-- The real data sets are therefore judged on three fixed sampling seeds,
+-- averaged (the benchmark uses eight).
 SELECT current_setting('approx_gpu.device') AS device_setting \gset
 SET LOCAL max_parallel_workers_per_gather = 0;  -- the same row order, so the same sample for both synopses
 SET LOCAL approx_gpu.random_seed = 1;
@@ -31,37 +32,33 @@ CREATE TEMP TABLE ml (year float8, rating float8, ts float8, userid float8);
 SELECT (SELECT count(*) FROM dia) >= 50000 AS have_dia, (SELECT count(*) FROM ml) >= 50000 AS have_ml \gset
 
 \if :have_dia
-CREATE TEMP TABLE dia_syn AS
-  SELECT kde_synopsis_agg(ARRAY[carat, depth, "table", price], 10000) AS kde,
-         kde_synopsis_agg(ARRAY[carat, depth, "table", price], 10000, 'scott', 'never') AS plain FROM dia;
 SELECT pg_temp.synopsis_boxes('dia', ARRAY['carat', 'depth', 'table', 'price'], 4, 200, 0.01, 1, 0.2, 0.9, 0.6, 0.11) AS n_boxes \gset
-CREATE TEMP TABLE dia_acc AS SELECT * FROM pg_temp.synopsis_accuracy((SELECT kde FROM dia_syn), (SELECT plain FROM dia_syn), 4);
+CREATE TEMP TABLE dia_acc AS
+  SELECT * FROM pg_temp.synopsis_accuracy_pooled('dia', ARRAY['carat', 'depth', 'table', 'price'], 4, 10000, ARRAY[1, 2, 3]);
 SELECT ok(boxes = 200 AND kde_count <= plain_count + 0.3 AND kde_count <= 3,
-          'diamonds COUNT: median error ' || pg_temp.pct(kde_count) || ' (plain ' || pg_temp.pct(plain_count) || ')') FROM dia_acc;
+          'diamonds COUNT (3 samples): median error ' || pg_temp.pct(kde_count) || ' (plain ' || pg_temp.pct(plain_count) || ')') FROM dia_acc;
 SELECT ok(kde_sum <= plain_sum + 0.3 AND kde_sum <= 3,
           'diamonds SUM(price): median error ' || pg_temp.pct(kde_sum) || ' (plain ' || pg_temp.pct(plain_sum) || ')') FROM dia_acc;
 SELECT ok(kde_avg <= plain_avg + 0.3 AND kde_avg <= 3,
           'diamonds AVG(price): median error ' || pg_temp.pct(kde_avg) || ' (plain ' || pg_temp.pct(plain_avg) || ')') FROM dia_acc;
 SELECT ok(least(cover_count, cover_sum, cover_avg) >= 0.85,
-          format('diamonds 95%% intervals cover COUNT %s, SUM %s, AVG %s of the boxes', cover_count, cover_sum, cover_avg)) FROM dia_acc;
+          format('diamonds 95%% intervals cover (mean of 3 samples) COUNT %s, SUM %s, AVG %s of the boxes', cover_count, cover_sum, cover_avg)) FROM dia_acc;
 \else
 SELECT skip('R data sets not installed (r-cran-ggplot2): diamonds accuracy not checked', 4);
 \endif
 
 \if :have_ml
-CREATE TEMP TABLE ml_syn AS
-  SELECT kde_synopsis_agg(ARRAY[year, rating, ts, userid], 10000) AS kde,
-         kde_synopsis_agg(ARRAY[year, rating, ts, userid], 10000, 'scott', 'never') AS plain FROM ml;
 SELECT pg_temp.synopsis_boxes('ml', ARRAY['year', 'rating', 'ts', 'userid'], 2, 200, 0.01, 1, 0.2, 0.9, 0.6, 0.12) AS n_boxes \gset
-CREATE TEMP TABLE ml_acc AS SELECT * FROM pg_temp.synopsis_accuracy((SELECT kde FROM ml_syn), (SELECT plain FROM ml_syn), 2);
+CREATE TEMP TABLE ml_acc AS
+  SELECT * FROM pg_temp.synopsis_accuracy_pooled('ml', ARRAY['year', 'rating', 'ts', 'userid'], 2, 10000, ARRAY[1, 2, 3]);
 SELECT ok(boxes = 200 AND kde_count <= plain_count + 0.3 AND kde_count <= 3,
-          'movielens COUNT: median error ' || pg_temp.pct(kde_count) || ' (plain ' || pg_temp.pct(plain_count) || ')') FROM ml_acc;
+          'movielens COUNT (3 samples): median error ' || pg_temp.pct(kde_count) || ' (plain ' || pg_temp.pct(plain_count) || ')') FROM ml_acc;
 SELECT ok(kde_sum <= plain_sum + 0.3 AND kde_sum <= 3,
           'movielens SUM(rating): median error ' || pg_temp.pct(kde_sum) || ' (plain ' || pg_temp.pct(plain_sum) || ')') FROM ml_acc;
 SELECT ok(kde_avg <= plain_avg + 0.3 AND kde_avg <= 3,
           'movielens AVG(rating): median error ' || pg_temp.pct(kde_avg) || ' (plain ' || pg_temp.pct(plain_avg) || ')') FROM ml_acc;
 SELECT ok(least(cover_count, cover_sum, cover_avg) >= 0.85,
-          format('movielens 95%% intervals cover COUNT %s, SUM %s, AVG %s of the boxes', cover_count, cover_sum, cover_avg)) FROM ml_acc;
+          format('movielens 95%% intervals cover (mean of 3 samples) COUNT %s, SUM %s, AVG %s of the boxes', cover_count, cover_sum, cover_avg)) FROM ml_acc;
 \else
 SELECT skip('R data sets not installed (r-cran-dslabs): movielens accuracy not checked', 4);
 \endif

@@ -290,6 +290,26 @@ TEST(SynopsisBuild, DiscreteColumnsAndBandwidths) {
     EXPECT_EQ(always.s.cols[0].box_h, hs);
 }
 
+TEST(SynopsisBuild, RepeatedValuesAreAtoms) {
+    // Integer ids from 500 values in 4000 rows (each repeated 8 times on
+    // average): step 1 is far below h / 2 and there are more than 64 distinct
+    // values, but the column is a set of atoms, so it is discrete. Integers
+    // from 10^5 values (almost all distinct) stay smoothed.
+    ExecContext ctx = cpu_ctx();
+    std::mt19937_64 g(5);
+    std::vector<double> rows(4000 * 2);
+    for (size_t i = 0; i < 4000; ++i) {
+        rows[i * 2] = static_cast<double>(g() % 500);
+        rows[i * 2 + 1] = static_cast<double>(g() % 100000);
+    }
+    Built b = build(rows, 2, 4000, Bandwidth::Cdf, Smoothing::Auto, ctx);
+    EXPECT_TRUE(b.s.cols[0].discrete);
+    EXPECT_LT(b.s.cols[0].step * 2, b.s.cols[0].box_h);  // not by the step rule
+    EXPECT_FALSE(b.s.cols[1].discrete);
+    Built always = build(rows, 2, 4000, Bandwidth::Cdf, Smoothing::Always, ctx);
+    EXPECT_FALSE(always.s.cols[0].discrete);
+}
+
 TEST(SynopsisBuild, ConstantColumnsAndTinySamples) {
     ExecContext ctx = cpu_ctx();
     Built one = build({5.0, -2.0}, 2, 1, Bandwidth::Cdf, Smoothing::Always, ctx);
