@@ -24,7 +24,10 @@ HOST=$(hostname)
 CORES=$(nproc)
 psql -qX -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB" >/dev/null
 trap 'psql -qX -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true' EXIT
-HAVE_POSTGIS=$(psql -qXAt -d "$DB" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'postgis'")
+# PostGIS counts as there only when it loads (a bundle may carry control files
+# without their libraries).
+HAVE_POSTGIS=0
+psql -qX -d "$DB" -c "BEGIN; CREATE EXTENSION postgis; ROLLBACK" >/dev/null 2>&1 && HAVE_POSTGIS=1
 
 psql -qXAt -v ON_ERROR_STOP=1 -d "$DB" <<SQL
 SET client_min_messages = warning;

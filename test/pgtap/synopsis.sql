@@ -42,7 +42,7 @@ SELECT ok(kde_sum <= plain_sum + 0.3 AND kde_sum <= 3,
 SELECT ok(kde_avg <= plain_avg + 0.3 AND kde_avg <= 3,
           'diamonds AVG(price): median error ' || pg_temp.pct(kde_avg) || ' (plain ' || pg_temp.pct(plain_avg) || ')') FROM dia_acc;
 SELECT ok(least(cover_count, cover_sum, cover_avg) >= 0.85,
-          format('diamonds 95%% intervals cover (mean of 3 samples) COUNT %s, SUM %s, AVG %s of the boxes', cover_count, cover_sum, cover_avg)) FROM dia_acc;
+          format('diamonds 95%% intervals cover (mean of 3 samples) COUNT %s, SUM %s, AVG %s of the boxes', round(cover_count::numeric, 3), round(cover_sum::numeric, 3), round(cover_avg::numeric, 3))) FROM dia_acc;
 \else
 SELECT skip('R data sets not installed (r-cran-ggplot2): diamonds accuracy not checked', 4);
 \endif
@@ -58,7 +58,7 @@ SELECT ok(kde_sum <= plain_sum + 0.3 AND kde_sum <= 3,
 SELECT ok(kde_avg <= plain_avg + 0.3 AND kde_avg <= 3,
           'movielens AVG(rating): median error ' || pg_temp.pct(kde_avg) || ' (plain ' || pg_temp.pct(plain_avg) || ')') FROM ml_acc;
 SELECT ok(least(cover_count, cover_sum, cover_avg) >= 0.85,
-          format('movielens 95%% intervals cover (mean of 3 samples) COUNT %s, SUM %s, AVG %s of the boxes', cover_count, cover_sum, cover_avg)) FROM ml_acc;
+          format('movielens 95%% intervals cover (mean of 3 samples) COUNT %s, SUM %s, AVG %s of the boxes', round(cover_count::numeric, 3), round(cover_sum::numeric, 3), round(cover_avg::numeric, 3))) FROM ml_acc;
 \else
 SELECT skip('R data sets not installed (r-cran-dslabs): movielens accuracy not checked', 4);
 \endif
