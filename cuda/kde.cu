@@ -76,7 +76,10 @@ __device__ __forceinline__ float exp2_neg_split(float y, float hi, float lo) {
     p = fmaf(p, f, 6.9314718055994531e-01f);
     p = fmaf(p, f, 1.0f);
     // p in [0.7, 1.5]: subtracting k <= 125 from its exponent stays normal
-    return __int_as_float(__float_as_int(p) - (__float_as_int(kf) << 23));
+    // (unsigned, wrapping: one IMAD, bits(p) + bits(kf) * -2^23)
+    const unsigned bits = static_cast<unsigned>(__float_as_int(p)) +
+                          static_cast<unsigned>(__float_as_int(kf)) * 0xFF800000u;
+    return __int_as_float(static_cast<int>(bits));
 }
 
 // Tile pairs (I, J), I <= J < nt, numbered row by row: row I starts at
@@ -139,8 +142,8 @@ __global__ void __launch_bounds__(kBlock) psi_kernel(const float* __restrict__ u
         long long I, J;
         decode_tile(b, nt, I, J);
         const long long row0 = I * T, col0 = J * T;
-        // Sorted data: when the smallest difference in the tile underflows
-        // exp in fp32, every term is 0; skip the tile (block-uniform).
+        // Sorted data: skip a tile whose smallest difference is beyond the
+        // cut (block-uniform).
         if (J > I && u[col0] - u[min(row0 + T, n) - 1] > cut) continue;
         const int cols = static_cast<int>(min(static_cast<long long>(T), n - col0));
         __syncthreads();  // the previous tile's readers are done
@@ -483,9 +486,9 @@ long long chunk_tiles_for(double pairs_per_tile, long long grid) {
     return std::max(grid, static_cast<long long>(c));
 }
 
-// Persistent grid size: resident blocks per SM times SMs.
+// Resident blocks per SM times SMs.
 template <class Kernel>
-Status resident_blocks(Kernel kernel, long long& blocks) {
+Status query_resident_blocks(Kernel kernel, long long& blocks) {
     static int sms = 0;  // device 0 is the only one used (gpu::begin)
     if (sms == 0) {
         int dev = 0;
@@ -495,6 +498,15 @@ Status resident_blocks(Kernel kernel, long long& blocks) {
     int per_sm = 0;
     APPROX_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, 0));
     blocks = static_cast<long long>(std::max(1, per_sm)) * std::max(1, sms);
+    return Status::Ok();
+}
+
+// Persistent grid size, cached per kernel.
+template <auto Kernel>
+Status resident_blocks(long long& blocks) {
+    static long long cached = 0;  // engines run on one thread (the backend's)
+    if (cached == 0) APPROX_TRY(query_resident_blocks(Kernel, cached));
+    blocks = cached;
     return Status::Ok();
 }
 
@@ -591,13 +603,14 @@ private:
         const float khi = static_cast<float>(kLog2e / 2);
         const float klo = static_cast<float>(kLog2e / 2 - static_cast<double>(khi));
         long long grid;
-        APPROX_TRY(resident_blocks(psi_kernel<R, RPT>, grid));
+        APPROX_TRY((resident_blocks<psi_kernel<R, RPT>>(grid)));
         const long long nt = (n + T - 1) / T, tiles = tile_pairs(nt);
         grid = std::min(grid, tiles);
         APPROX_TRY(ensure(ctx_, partial_, grid));
         APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * grid, stream_));
-        // 2^-(t^2 log2(e)/2) is 0 in fp32 beyond 2^-130
-        const float cut = static_cast<float>(std::sqrt(130.0 / (kLog2e / 2)));
+        // Tiles whose every |t| > 10.5 are skipped: such a term is below
+        // |He_6(110)| e^-55 < 2e-18 (n^2 of them stay below 1e-13 of the sum).
+        const float cut = 10.5f;
         const float* u = u_.get();
         double* partial = partial_.get();
         APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(double(T) * T, grid),
@@ -707,7 +720,7 @@ private:
         const float2 c0 = split_coef(h[0]), c1 = NH > 1 ? split_coef(h[NH - 1]) : make_float2(0.0f, 0.0f);
         const float4 coef = make_float4(c0.x, c0.y, c1.x, c1.y);
         long long grid;
-        APPROX_TRY(resident_blocks(lscv_pass_kernel<DP, NH, PRECISE>, grid));
+        APPROX_TRY((resident_blocks<lscv_pass_kernel<DP, NH, PRECISE>>(grid)));
         const long long nt = (n + kBlock - 1) / kBlock, tiles = tile_pairs(nt);
         grid = std::min(grid, tiles);
         APPROX_TRY(ensure(ctx_, partial_, 2 * NH * grid));
@@ -735,7 +748,7 @@ private:
         const long long n = n_;
         const double c = 1.0 / (4.0 * h * h);
         long long grid;
-        APPROX_TRY(resident_blocks(lscv_precise_kernel<DP>, grid));
+        APPROX_TRY((resident_blocks<lscv_precise_kernel<DP>>(grid)));
         const long long nt = (n + kBlock - 1) / kBlock, tiles = tile_pairs(nt);
         grid = std::min(grid, tiles);
         APPROX_TRY(ensure(ctx_, partial_, 2 * grid));
@@ -767,7 +780,7 @@ private:
         APPROX_CUDA(cudaMemcpyAsync(coef_.get(), cf.data(), sizeof(float2) * cf.size(), cudaMemcpyHostToDevice,
                                     stream_));
         long long blocks_max;
-        APPROX_TRY(resident_blocks(lscv_grid_kernel<DP>, blocks_max));
+        APPROX_TRY((resident_blocks<lscv_grid_kernel<DP>>(blocks_max)));
         const long long nt = (n + kGridTile - 1) / kGridTile, tiles = tile_pairs(nt);
         blocks_max = std::min(blocks_max, tiles);
         const long long P = blocks_max * kWarps;
