@@ -26,6 +26,11 @@ SELECT left(s::text, 100) AS text_form FROM syn;
 SELECT s::text::approx_gpu.kde_synopsis::text = s::text AS text_round_trip,
        s::bytea::approx_gpu.kde_synopsis::bytea = s::bytea AS binary_round_trip,
        get_byte(s::bytea, 0) AS version_byte, length(s::bytea) AS binary_bytes FROM syn;
+-- the casts' functions by name, and the row type of the _ci functions
+SELECT approx_gpu.kde_synopsis_to_bytea(s) = s::bytea AS to_bytea_is_the_cast,
+       approx_gpu.kde_synopsis_from_bytea(approx_gpu.kde_synopsis_to_bytea(s))::text = s::text AS from_bytea_round_trip,
+       pg_typeof(approx_gpu.approx_count_ci(s, ARRAY[10, NULL, NULL]::float8[], ARRAY[30, 0, NULL]::float8[])) AS ci_type
+FROM syn;
 
 -- estimates against the exact answers (box a in [10, 30], b <= 0, c unbounded)
 SELECT abs(approx_gpu.approx_count(s, ARRAY[10, NULL, NULL]::float8[], ARRAY[30, 0, NULL]::float8[])
@@ -155,6 +160,11 @@ SELECT pg_temp.err($$SELECT approx_gpu.approx_sum_many(s, 9, ARRAY[[1, 2, 3]]::f
 SELECT pg_temp.err($$SELECT approx_gpu.kde_density(s, ARRAY[1, 2]::float8[]) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(s, (SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 100, 'scott') FROM syn_data)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(s, (SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b, c], 100, 'cdf') FROM syn_data)) FROM syn$$);
+-- malformed binary forms through the bytea cast's function: another version, truncated, trailing bytes
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(set_byte(s::bytea, 0, 2)) FROM syn$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(substr(s::bytea, 1, 100)) FROM syn$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(s::bytea || '\x00'::bytea) FROM syn$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(''::bytea)$$);
 -- errors: malformed values (text and binary input)
 SELECT pg_temp.err($$SELECT 'not json'::approx_gpu.kde_synopsis$$);
 SELECT pg_temp.err($$SELECT '{}'::approx_gpu.kde_synopsis$$);
