@@ -565,11 +565,7 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
         APPROX_CUDA(cudaMemcpyAsync(h_build.get(), out_build.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
         APPROX_CUDA(cudaMemcpyAsync(h_probe.get(), out_probe.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
         APPROX_TRY(lap.stop(stream, transfer));
-        Stopwatch sw;
-        bool go_on = sink(user, h_keys.get(), h_build.get(), h_probe.get(), len);
-        info.ms_emit += sw.ms();
-        ++info.chunks;
-        if (!go_on) return Status::Error(StatusCode::Cancelled, "the join's output was stopped by its consumer");
+        APPROX_TRY(emit_chunk(sink, user, h_keys.get(), h_build.get(), h_probe.get(), len, info));
     }
     return Status::Ok();
 }

@@ -440,6 +440,20 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Copies the n (id, score) inputs to the device on stream s (allocating
+// d_ids, d_scores) and waits; ms = the copy's time.
+Status upload_inputs(const ExecContext& ctx, cudaStream_t s, const int64_t* ids, const double* scores, size_t n,
+                     DeviceBuffer<int64_t>& d_ids, DeviceBuffer<double>& d_scores, double& ms) {
+    APPROX_TRY(d_scores.alloc(ctx, n));
+    APPROX_TRY(d_ids.alloc(ctx, n));
+    auto t0 = std::chrono::steady_clock::now();
+    APPROX_CUDA(cudaMemcpyAsync(d_scores.get(), scores, n * sizeof(double), cudaMemcpyHostToDevice, s));
+    APPROX_CUDA(cudaMemcpyAsync(d_ids.get(), ids, n * sizeof(int64_t), cudaMemcpyHostToDevice, s));
+    APPROX_CUDA(cudaStreamSynchronize(s));
+    ms = ms_since(t0);
+    return Status::Ok();
+}
+
 }  // namespace
 
 Status select_gpu(const int64_t* ids, const double* scores, size_t n, size_t k, Order order, const ExecContext& ctx,
@@ -451,13 +465,9 @@ Status select_gpu(const int64_t* ids, const double* scores, size_t n, size_t k, 
     APPROX_TRY(gpu::begin(ctx, s));
     DeviceBuffer<double> d_scores;
     DeviceBuffer<int64_t> d_ids;
-    APPROX_TRY(d_scores.alloc(ctx, n));
-    APPROX_TRY(d_ids.alloc(ctx, n));
-    auto t0 = std::chrono::steady_clock::now();
-    APPROX_CUDA(cudaMemcpyAsync(d_scores.get(), scores, n * sizeof(double), cudaMemcpyHostToDevice, s));
-    APPROX_CUDA(cudaMemcpyAsync(d_ids.get(), ids, n * sizeof(int64_t), cudaMemcpyHostToDevice, s));
-    APPROX_CUDA(cudaStreamSynchronize(s));
-    gpu::add_transfer_ms(ctx, ms_since(t0));
+    double ms_upload;
+    APPROX_TRY(upload_inputs(ctx, s, ids, scores, n, d_ids, d_scores, ms_upload));
+    gpu::add_transfer_ms(ctx, ms_upload);
     if (ctx.cancelled()) return cancelled_status();
 
     SelectWork w;
@@ -910,13 +920,8 @@ Status gpu_select_bench(const int64_t* ids, const double* scores, size_t n, cons
         APPROX_TRY(gpu::begin(ctx, s));
         DeviceBuffer<double> d_scores;
         DeviceBuffer<int64_t> d_ids;
-        APPROX_TRY(d_scores.alloc(ctx, n));
-        APPROX_TRY(d_ids.alloc(ctx, n));
-        auto t0 = std::chrono::steady_clock::now();
-        APPROX_CUDA(cudaMemcpyAsync(d_scores.get(), scores, n * sizeof(double), cudaMemcpyHostToDevice, s));
-        APPROX_CUDA(cudaMemcpyAsync(d_ids.get(), ids, n * sizeof(int64_t), cudaMemcpyHostToDevice, s));
-        APPROX_CUDA(cudaStreamSynchronize(s));
-        double ms_upload = ms_since(t0);
+        double ms_upload;
+        APPROX_TRY(upload_inputs(ctx, s, ids, scores, n, d_ids, d_scores, ms_upload));
 
         cudaEvent_t e0, e1;
         APPROX_CUDA(cudaEventCreate(&e0));

@@ -34,6 +34,16 @@ uint32_t bucket_count(size_t n, const BuildOptions& o) {
     return b == 0 ? 1u : static_cast<uint32_t>(b);
 }
 
+Status emit_chunk(JoinSink sink, void* user, const int64_t* keys, const int64_t* build_values,
+                  const int64_t* probe_values, size_t len, JoinInfo& info) {
+    Stopwatch sw;
+    bool go_on = sink(user, keys, build_values, probe_values, len);
+    info.ms_emit += sw.ms();
+    ++info.chunks;
+    if (!go_on) return Status::Error(StatusCode::Cancelled, "the join's output was stopped by its consumer");
+    return Status::Ok();
+}
+
 void describe_table(TableInfo& info, size_t n, uint32_t buckets) {
     info.keys = static_cast<int64_t>(n);
     info.buckets = buckets;
@@ -387,11 +397,7 @@ Status emit_chunks(const ExecContext& ctx, const std::vector<int64_t>& out_off, 
             }
             return Status::Ok();
         }));
-        Stopwatch sw;
-        bool go_on = sink(user, out_keys.data(), out_build.data(), out_probe.data(), len);
-        info.ms_emit += sw.ms();
-        ++info.chunks;
-        if (!go_on) return Status::Error(StatusCode::Cancelled, "the join's output was stopped by its consumer");
+        APPROX_TRY(emit_chunk(sink, user, out_keys.data(), out_build.data(), out_probe.data(), len, info));
     }
     return Status::Ok();
 }

@@ -138,6 +138,12 @@ Status gpu_join(const JoinSide& build, const JoinSide& probe, JoinSink sink, voi
                 JoinInfo& info, const JoinOptions& o);
 #endif
 
+// Hands one chunk of output rows to the sink (both engines): its time goes
+// to info.ms_emit, the chunk is counted, and a sink that asks to stop ends
+// the join with Cancelled.
+Status emit_chunk(JoinSink sink, void* user, const int64_t* keys, const int64_t* build_values,
+                  const int64_t* probe_values, size_t len, JoinInfo& info);
+
 // Fills the size fields of info for n keys in `buckets` buckets.
 void describe_table(TableInfo& info, size_t n, uint32_t buckets);
 
