@@ -10,7 +10,11 @@
 EXTENSION   = approx_gpu
 EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" approx_gpu.control)
 MODULE_big  = approx_gpu
+# The newest full script is built from the feature fragments; every released
+# version's script and every upgrade script is committed and installed
+# (pgvector's pattern), so older databases can ALTER EXTENSION ... UPDATE.
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 PGFILEDESC  = "approx_gpu - approximate and GPU-accelerated analytics"
 
 # Extension script: one fragment per feature, concatenated in name order.
