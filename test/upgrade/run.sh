@@ -10,19 +10,19 @@ PSQL=${PSQL:-psql}
 newest=$(sed -n "s/^default_version = '\(.*\)'/\1/p" approx_gpu.control)
 work=${1:-$(mktemp -d)}
 rc=0
-$PSQL -qX -d postgres -c "DROP DATABASE IF EXISTS upgrade_fresh" -c "CREATE DATABASE upgrade_fresh" >/dev/null
+$PSQL -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS upgrade_fresh" -c "CREATE DATABASE upgrade_fresh" >/dev/null
 $PSQL -qX -d upgrade_fresh -c "CREATE EXTENSION approx_gpu" >/dev/null
 $PSQL -qX -d upgrade_fresh -f test/upgrade/describe.sql > "$work/fresh.txt"
 for script in sql/approx_gpu--*.sql; do
   v=${script#sql/approx_gpu--}; v=${v%.sql}
   case "$v" in *--*|"$newest") continue ;; esac
   db=upgrade_from_${v//./_}
-  $PSQL -qX -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+  $PSQL -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
   # A synopsis stored under the old version (fixed seed), and its answer then.
   $PSQL -qX -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<SQL || { echo "not ok upgrade $v (setup)"; rc=1; continue; }
 CREATE EXTENSION approx_gpu VERSION '$v';
 SET approx_gpu.random_seed = 7;
-CREATE TABLE kept AS SELECT approx_gpu.kde_synopsis_agg(ARRAY[g::float8 % 97, g::float8 % 13], 500) AS s
+CREATE TABLE kept AS SELECT approx_gpu.kde_synopsis_agg(ARRAY[(g % 97)::float8, (g % 13)::float8], 500) AS s
   FROM generate_series(1, 5000) g;
 CREATE TABLE kept_answer AS SELECT approx_gpu.approx_count(s, ARRAY[10, 2]::float8[], ARRAY[50, 8]::float8[]) AS c FROM kept;
 SQL
