@@ -28,7 +28,7 @@ SET search_path = approx_gpu, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)
-\set hand_tests 46
+\set hand_tests 49
 BEGIN;
 
 -- ---- sentinel: the postmaster's start time and this backend -------------------------
@@ -367,6 +367,19 @@ SELECT is(pg_temp.state($$SELECT hash_join_count('SELECT a, b FROM generate_seri
           '57014', 'hash_join_count: statement_timeout cancels a build query of 10^10 rows');
 RESET statement_timeout;
 SELECT is(pg_temp.state('SELECT 1'), 'ok', 'the session works after the cancel');
+
+-- an ERROR while the engine hands rows to the tuplestore (spilling past
+-- temp_file_limit): caught in the sink, rethrown after the engine is gone
+SET LOCAL work_mem = '64kB';
+SET LOCAL temp_file_limit = '200kB';
+SELECT is(pg_temp.state($$SELECT count(*) FROM hash_join('SELECT 1, g FROM generate_series(1, 1000) g', 'SELECT 1, g FROM generate_series(1, 1000) g')$$),
+          '53400', 'hash_join: the result spills past temp_file_limit inside the engine''s sink -> 53400');
+SELECT is(pg_temp.state($$SELECT count(*) FROM transitive_closure('SELECT g, g + 1 FROM generate_series(1, 2000) g')$$),
+          '53400', 'transitive_closure: the result spills past temp_file_limit while pairs are pulled -> 53400');
+RESET temp_file_limit;
+RESET work_mem;
+SELECT is(hash_join_count('SELECT 1, g FROM generate_series(1, 1000) g', 'SELECT 1, g FROM generate_series(1, 1000) g'), 1000000::bigint,
+          'the next join after the rethrown error works');
 
 -- transitive_closure / reachability_count / reachable
 SELECT is(pg_temp.state($$SELECT count(*) FROM transitive_closure('SELECT s, d + pg_temp.run(''DROP TABLE he'') FROM he')$$),
