@@ -28,7 +28,7 @@ SET search_path = approx_gpu, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)
-\set hand_tests 49
+\set hand_tests 54
 BEGIN;
 
 -- ---- sentinel: the postmaster's start time and this backend -------------------------
@@ -449,6 +449,22 @@ SELECT is(pg_temp.state($$SELECT topk(id, score, (id % 2)::int + 1) FROM hostile
 SELECT is(pg_temp.state($$SELECT kde_lscv_agg(ARRAY[score, score * 2, score * 3], 100000) FROM hostile_rows WHERE id <= 50$$),
           '22000', 'kde_lscv_agg of collinear points (singular covariance), grid 100000 -> an error of class 22');
 SELECT skip('kde_merge_agg of synopses whose N sum past 2^63: overflow (today ERROR 53200 after a huge allocation request); fixed on branch fix/named (merge overflow); enable after merge');
+
+-- settings at their limits
+SET LOCAL approx_gpu.device = 'gpu';
+SELECT ok(pg_temp.state($$SELECT reachability_count('SELECT s, d FROM he')$$) IN ('ok', '55000'),
+          'device = gpu: a result on a GPU machine, 55000 without a GPU');
+SET LOCAL approx_gpu.device = 'auto';
+SET LOCAL approx_gpu.gpu_min_rows = 0;
+SET LOCAL approx_gpu.gpu_memory_limit = '1kB';
+SELECT is(hash_join_count('SELECT k, v FROM hb', 'SELECT k, v FROM hp'), (SELECT count(*) FROM hb JOIN hp USING (k)),
+          'device = auto with a 1 kB GPU memory limit: the CPU answers');
+SET LOCAL approx_gpu.device = 'cpu';
+SET LOCAL approx_gpu.cpu_threads = 64;
+SELECT is(reachability_count('SELECT g, g % 500 + 1 FROM generate_series(1, 3000) g'), 3000::bigint * 500,
+          'cpu_threads = 64 on a small machine');
+SELECT is(pg_temp.state($$SET approx_gpu.no_such_setting = 1$$), '42602', 'a misspelt approx_gpu setting -> 42602 (reserved prefix)');
+SELECT is(pg_temp.state($$SET approx_gpu.cpu_threads = 65$$), '22023', 'cpu_threads past its cap -> 22023');
 
 -- synopsis text forms that are malformed in ways the generated cases miss
 SELECT is(ARRAY(SELECT pg_temp.state(format('SELECT %L::kde_synopsis', t)) FROM unnest(ARRAY[
