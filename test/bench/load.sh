@@ -83,7 +83,7 @@ PSQL() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 "$PG_BIN/createdb" approx_load || exit 1
 
 say "data (approx_gpu.device = $DEVICE)"
-PSQL <<'SQL' || exit 1
+PSQL <<'SQL' >/dev/null || exit 1
 SET client_min_messages = warning;
 CREATE EXTENSION approx_gpu;
 SELECT setseed(0.42);
