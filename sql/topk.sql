@@ -60,28 +60,27 @@ SELECT grp, pg_temp.same(approx_gpu.topk(id, score, 100), 'tk', 100, 'DESC', 'gr
 FROM tk GROUP BY grp ORDER BY grp;
 -- states that pruned before they are combined (issue #11 row 2): 400000 rows
 -- whose scores fall in scan order, so the participant that reads the first
--- blocks holds the whole answer and its threshold (its k-th pair) is in it
+-- block holds the whole answer and its threshold (its k-th pair) is in it.
+-- Each query is plain SQL (a PL/pgSQL helper such as pg_temp.same is
+-- PARALLEL UNSAFE and would make the whole statement serial) and its own plan
+-- is checked to be a Partial Aggregate under Gather.
 CREATE TABLE tko AS SELECT g::bigint AS id, (400000 - g)::float8 AS v FROM generate_series(1, 400000) g;
 ANALYZE tko;
-SELECT pg_temp.plan('SELECT approx_gpu.topk(id, v, 5) FROM tko') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
-SELECT cardinality(approx_gpu.topk(id, v, 5)) AS n,
-       pg_temp.same(approx_gpu.topk(id, v, 5), '(SELECT id, v AS score FROM tko) s', 5, 'DESC') AS topk_pruned,
-       pg_temp.same(approx_gpu.bottomk(id, v, 5), '(SELECT id, v AS score FROM tko) s', 5, 'ASC') AS bottomk_pruned
-FROM tko;
+\set q 'SELECT cardinality(approx_gpu.topk(id, v, 5)) AS n, approx_gpu.topk(id, v, 5) = ARRAY[(1, 399999), (2, 399998), (3, 399997), (4, 399996), (5, 399995)]::approx_gpu.scored[] AS topk_pruned, approx_gpu.bottomk(id, v, 5) = ARRAY[(400000, 0), (399999, 1), (399998, 2), (399997, 3), (399996, 4)]::approx_gpu.scored[] AS bottomk_pruned FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
 -- every score tied: the threshold pairs tie with the answer
-SELECT approx_gpu.topk(id, 1.0::float8, 3) = ARRAY[(1, 1.0), (2, 1.0), (3, 1.0)]::approx_gpu.scored[] AS ties_parallel,
-       approx_gpu.bottomk(-id, 2.0::float8, 2) = ARRAY[(-400000, 2.0), (-399999, 2.0)]::approx_gpu.scored[]
-         AS bottom_ties_parallel
-FROM tko;
+\set q 'SELECT approx_gpu.topk(id, 1.0::float8, 3) = ARRAY[(1, 1.0), (2, 1.0), (3, 1.0)]::approx_gpu.scored[] AS ties, approx_gpu.bottomk(-id, 2.0::float8, 2) = ARRAY[(-400000, 2.0), (-399999, 2.0)]::approx_gpu.scored[] AS bottom_ties FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
 -- every pair the same (id and score): k copies of it
-SELECT approx_gpu.topk(1::bigint, 1.0::float8, 3) = ARRAY[(1, 1.0), (1, 1.0), (1, 1.0)]::approx_gpu.scored[]
-         AS duplicates_parallel FROM tko;
--- duplicate ids and tied scores, k at and above the prune floor's quarter
-SELECT k, pg_temp.same(approx_gpu.topk(id / 3, floor(v / 7), k), '(SELECT id / 3 AS id, floor(v / 7) AS score FROM tko) s',
-                       k, 'DESC') AS topk_dups,
-       pg_temp.same(approx_gpu.bottomk(id % 1000, floor(v / 1000), k),
-                    '(SELECT id % 1000 AS id, floor(v / 1000) AS score FROM tko) s', k, 'ASC') AS bottomk_dups
-FROM tko, (VALUES (1), (7), (16384), (20000)) w(k) GROUP BY k ORDER BY k;
+\set q 'SELECT approx_gpu.topk(1::bigint, 1.0::float8, 3) = ARRAY[(1, 1.0), (1, 1.0), (1, 1.0)]::approx_gpu.scored[] AS duplicates, approx_gpu.bottomk(7::bigint, v, 2) = ARRAY[(7, 0), (7, 1)]::approx_gpu.scored[] AS same_id FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
+-- duplicate ids and tied scores; k = 20000 prunes at 80000 pairs
+\set q 'SELECT approx_gpu.topk(id / 3, floor(v / 7), 7) = (SELECT array_agg(ROW(i, s)::approx_gpu.scored ORDER BY s DESC, i) FROM (SELECT id / 3 AS i, floor(v / 7) AS s FROM tko ORDER BY 2 DESC, 1 LIMIT 7) w) AS topk_dups, approx_gpu.bottomk(id % 1000, floor(v / 1000), 20000) = (SELECT array_agg(ROW(i, s)::approx_gpu.scored ORDER BY s, i) FROM (SELECT id % 1000 AS i, floor(v / 1000) AS s FROM tko ORDER BY 2, 1 LIMIT 20000) w) AS bottomk_dups FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
