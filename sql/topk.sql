@@ -207,6 +207,24 @@ SELECT pg_temp.nra_ok('"select"', ARRAY['r', 'order', 'a"b', 'min', 'x) FROM pg_
          AS odd_names
 FROM (VALUES (1, 1), (5, 4), (60, 7)) v(k, b);
 SELECT pg_temp.nra_ok('"select"', ARRAY['Id', 'ID'], 4, 2, 'Id') AS id_and_its_neighbour;
+-- objects earlier in search_path than pg_catalog (an aggregate min, an
+-- operator =, a type float8) change nothing: our queries qualify them
+CREATE TABLE nra_want AS SELECT id, score FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'b'], 10, 7);
+CREATE SCHEMA regress_shadow;
+CREATE FUNCTION regress_shadow.never(int, bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false';
+CREATE OPERATOR regress_shadow.= (LEFTARG = int, RIGHTARG = bigint, FUNCTION = regress_shadow.never);
+CREATE FUNCTION regress_shadow.low(float8, float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS 'SELECT -1e300::float8';
+CREATE AGGREGATE regress_shadow.min(float8) (SFUNC = regress_shadow.low, STYPE = float8);
+CREATE DOMAIN regress_shadow.float8 AS int;
+SET search_path = regress_shadow, pg_catalog, public;
+SELECT (SELECT string_agg(id || ':' || score, ',' ORDER BY o)
+        FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'b'], 10, 7) WITH ORDINALITY t(id, score, o))
+     = (SELECT string_agg(id || ':' || score, ',' ORDER BY score DESC, id) FROM nra_want) AS shadowed_names_ignored;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA regress_shadow CASCADE;
+RESET client_min_messages;
+DROP TABLE nra_want;
 
 -- sums of finite scores that pass the float8 range are errors (issue #11 row 9),
 -- as they are in PostgreSQL
