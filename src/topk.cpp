@@ -19,6 +19,8 @@ extern "C" {
 
 #include <algorithm>
 #include <cmath>
+#include <new>
+#include <type_traits>
 
 #include "core/topk.hpp"
 
@@ -334,7 +336,7 @@ bool has_unique_index(Relation rel, AttrNumber attnum) {
 // Everything one topk_nra call reads and produces; palloc'd, so nothing with a
 // destructor is alive when an ERROR leaves nra_run().
 struct NraCall {
-    const char* fn;
+    const char* fn;  // (value-initialised with new (...) NraCall(): every field zero)
     int m;
     int32 k;
     int32 batch;
@@ -356,6 +358,7 @@ struct NraCall {
     int64 random_accesses;
     double ms_read;
 };
+static_assert(std::is_trivially_destructible<NraCall>::value, "an ERROR may leave nra_run() with it alive");
 
 // The caller's call, not our internal query: an ERROR raised inside one of the
 // internal queries (a privilege, a lock, a cast) is raised again as an ERROR
@@ -689,7 +692,7 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
     cb->arg = holder;
     MemoryContextRegisterResetCallback(work, cb);
 
-    NraCall* c = static_cast<NraCall*>(MemoryContextAllocZero(work, sizeof(NraCall)));
+    NraCall* c = new (MemoryContextAllocZero(work, sizeof(NraCall))) NraCall();  // trivially destructible
     c->fn = fn;
     c->m = m;
     c->k = k;
