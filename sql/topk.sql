@@ -58,6 +58,29 @@ SELECT pg_temp.same(approx_gpu.topk(id, score, 10), 'tk', 10, 'DESC') AS paralle
        pg_temp.same(approx_gpu.bottomk(id, score, 30000), 'tk', 30000, 'ASC') AS parallel_bottomk FROM tk;
 SELECT grp, pg_temp.same(approx_gpu.topk(id, score, 100), 'tk', 100, 'DESC', 'grp = ' || grp) AS parallel_grouped
 FROM tk GROUP BY grp ORDER BY grp;
+-- states that pruned before they are combined (issue #11 row 2): 400000 rows
+-- whose scores fall in scan order, so the participant that reads the first
+-- block holds the whole answer and its threshold (its k-th pair) is in it.
+-- Each query is plain SQL (a PL/pgSQL helper such as pg_temp.same is
+-- PARALLEL UNSAFE and would make the whole statement serial) and its own plan
+-- is checked to be a Partial Aggregate under Gather.
+CREATE TABLE tko AS SELECT g::bigint AS id, (400000 - g)::float8 AS v FROM generate_series(1, 400000) g;
+ANALYZE tko;
+\set q 'SELECT cardinality(approx_gpu.topk(id, v, 5)) AS n, approx_gpu.topk(id, v, 5) = ARRAY[(1, 399999), (2, 399998), (3, 399997), (4, 399996), (5, 399995)]::approx_gpu.scored[] AS topk_pruned, approx_gpu.bottomk(id, v, 5) = ARRAY[(400000, 0), (399999, 1), (399998, 2), (399997, 3), (399996, 4)]::approx_gpu.scored[] AS bottomk_pruned FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
+-- every score tied: the threshold pairs tie with the answer
+\set q 'SELECT approx_gpu.topk(id, 1.0::float8, 3) = ARRAY[(1, 1.0), (2, 1.0), (3, 1.0)]::approx_gpu.scored[] AS ties, approx_gpu.bottomk(-id, 2.0::float8, 2) = ARRAY[(-400000, 2.0), (-399999, 2.0)]::approx_gpu.scored[] AS bottom_ties FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
+-- every pair the same (id and score): k copies of it
+\set q 'SELECT approx_gpu.topk(1::bigint, 1.0::float8, 3) = ARRAY[(1, 1.0), (1, 1.0), (1, 1.0)]::approx_gpu.scored[] AS duplicates, approx_gpu.bottomk(7::bigint, v, 2) = ARRAY[(7, 0), (7, 1)]::approx_gpu.scored[] AS same_id FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
+-- duplicate ids and tied scores; k = 20000 prunes at 80000 pairs
+\set q 'SELECT approx_gpu.topk(id / 3, floor(v / 7), 7) = (SELECT array_agg(ROW(i, s)::approx_gpu.scored ORDER BY s DESC, i) FROM (SELECT id / 3 AS i, floor(v / 7) AS s FROM tko ORDER BY 2 DESC, 1 LIMIT 7) w) AS topk_dups, approx_gpu.bottomk(id % 1000, floor(v / 1000), 20000) = (SELECT array_agg(ROW(i, s)::approx_gpu.scored ORDER BY s, i) FROM (SELECT id % 1000 AS i, floor(v / 1000) AS s FROM tko ORDER BY 2, 1 LIMIT 20000) w) AS bottomk_dups FROM tko'
+SELECT pg_temp.plan(:'q') ~ 'Gather.*Partial Aggregate' AS parallel_plan;
+:q;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
@@ -84,19 +107,19 @@ SELECT pg_temp.err($$SELECT approx_gpu.bottomk(id::bigint, 'NaN'::float8, 5) FRO
 -- true when topk_nra returns exactly (in its order)
 --   ORDER BY coalesce(c1, min(c1)) + coalesce(c2, min(c2)) + ... DESC, id LIMIT k
 -- (rows with a NULL id are no objects)
-CREATE FUNCTION pg_temp.nra_ok(tbl text, cols text[], k int, batch int DEFAULT 1024) RETURNS boolean
-LANGUAGE plpgsql AS $$
+CREATE FUNCTION pg_temp.nra_ok(tbl text, cols text[], k int, batch int DEFAULT 1024, idcol text DEFAULT 'id')
+RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE expr text; want approx_gpu.scored[]; got approx_gpu.scored[];
 BEGIN
-  SELECT string_agg(format('coalesce(%I::float8, (SELECT min(%I)::float8 FROM %s WHERE id IS NOT NULL))', c, c, tbl),
-                    ' + ' ORDER BY o)
+  SELECT string_agg(format('coalesce(%I::float8, (SELECT min(%I)::float8 FROM %s WHERE %I IS NOT NULL))',
+                           c, c, tbl, idcol), ' + ' ORDER BY o)
     INTO expr FROM unnest(cols) WITH ORDINALITY u(c, o);
-  EXECUTE format('SELECT array_agg(ROW(id, s)::approx_gpu.scored ORDER BY s DESC, id) FROM '
-                 '(SELECT id, %s AS s FROM %s WHERE id IS NOT NULL ORDER BY s DESC, id LIMIT %s) q',
-                 expr, tbl, k) INTO want;
+  EXECUTE format('SELECT array_agg(ROW(i, s)::approx_gpu.scored ORDER BY s DESC, i) FROM '
+                 '(SELECT %I AS i, %s AS s FROM %s WHERE %I IS NOT NULL ORDER BY s DESC, i LIMIT %s) q',
+                 idcol, expr, tbl, idcol, k) INTO want;
   EXECUTE format('SELECT array_agg(ROW(id, score)::approx_gpu.scored ORDER BY o) FROM '
-                 'approx_gpu.topk_nra(%L, ''id'', %L, %s, %s) WITH ORDINALITY AS t(id, score, o)',
-                 tbl, cols, k, batch) INTO got;
+                 'approx_gpu.topk_nra(%L, %L, %L, %s, %s) WITH ORDINALITY AS t(id, score, o)',
+                 tbl, idcol, cols, k, batch) INTO got;
   RETURN got IS NOT DISTINCT FROM want;
 END $$;
 CREATE FUNCTION pg_temp.stat(key text) RETURNS bigint LANGUAGE sql AS
@@ -166,6 +189,66 @@ CREATE TABLE "Mixed Case" ("Object Id" bigint UNIQUE, "Score A" int, "b""q" real
 INSERT INTO "Mixed Case" SELECT i, i % 7, (i % 5)::real FROM generate_series(1, 50) i;
 SELECT array_agg(id ORDER BY o) AS ids, array_agg(score ORDER BY o) AS scores
 FROM approx_gpu.topk_nra('"Mixed Case"', 'Object Id', ARRAY['Score A', 'b"q'], 4, 3) WITH ORDINALITY t(id, score, o);
+-- the id column as a score column (issue #11 row 13a): the score is the id
+-- value; our internal queries qualify every column, so no name is ambiguous
+CREATE TABLE n1 (id int PRIMARY KEY, a float8);
+INSERT INTO n1 SELECT i, (i * 37) % 11 FROM generate_series(1, 40) i;
+SELECT array_agg(id ORDER BY o) AS ids, array_agg(score ORDER BY o) AS scores
+FROM approx_gpu.topk_nra('n1', 'id', ARRAY['id'], 3) WITH ORDINALITY t(id, score, o);
+SELECT pg_temp.nra_ok('n1', ARRAY['id'], 3) AS id_as_score, pg_temp.nra_ok('n1', ARRAY['a', 'id'], 5, 2) AS id_and_a,
+       pg_temp.nra_ok('n1', ARRAY['id', 'a', 'id'], 7, 3) AS id_twice;
+-- reserved words, mixed case, quotes, the internal alias r, function names,
+-- and a name that would end the query if it were pasted in unquoted
+CREATE TABLE "select" ("Id" bigint PRIMARY KEY, r float8, "order" int, "a""b" real, min float8,
+                       "x) FROM pg_class; --" float8, "ID" float8);
+INSERT INTO "select" SELECT i, (i * 7) % 13, (i * 5) % 17, (i % 3)::real, -i, (i * 11) % 19, 100 - i
+  FROM generate_series(1, 60) i;
+SELECT pg_temp.nra_ok('"select"', ARRAY['r', 'order', 'a"b', 'min', 'x) FROM pg_class; --', 'ID'], k, b, 'Id')
+         AS odd_names
+FROM (VALUES (1, 1), (5, 4), (60, 7)) v(k, b);
+SELECT pg_temp.nra_ok('"select"', ARRAY['Id', 'ID'], 4, 2, 'Id') AS id_and_its_neighbour;
+-- objects earlier in search_path than pg_catalog (an aggregate min, an
+-- operator =, a type float8) change nothing: our queries qualify them
+CREATE TABLE nra_want AS SELECT id, score FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'b'], 10, 7);
+CREATE SCHEMA regress_shadow;
+CREATE FUNCTION regress_shadow.never(int, bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false';
+CREATE OPERATOR regress_shadow.= (LEFTARG = int, RIGHTARG = bigint, FUNCTION = regress_shadow.never);
+CREATE FUNCTION regress_shadow.low(float8, float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS 'SELECT -1e300::float8';
+CREATE AGGREGATE regress_shadow.min(float8) (SFUNC = regress_shadow.low, STYPE = float8);
+CREATE DOMAIN regress_shadow.float8 AS int;
+SET search_path = regress_shadow, pg_catalog, public;
+SELECT (SELECT string_agg(id || ':' || score, ',' ORDER BY o)
+        FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'b'], 10, 7) WITH ORDINALITY t(id, score, o))
+     = (SELECT string_agg(id || ':' || score, ',' ORDER BY score DESC, id) FROM nra_want) AS shadowed_names_ignored;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA regress_shadow CASCADE;
+RESET client_min_messages;
+DROP TABLE nra_want;
+
+-- sums of finite scores that pass the float8 range are errors (issue #11 row 9),
+-- as they are in PostgreSQL
+CREATE TABLE n2 (id int PRIMARY KEY, a float8, b float8);
+INSERT INTO n2 VALUES (1, 1, 1), (2, 1e308, 1e308), (3, 0, 0);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('n2', 'id', ARRAY['a', 'b'], 2)$$);
+SELECT pg_temp.err($$SELECT a + b FROM n2 ORDER BY 1 DESC LIMIT 2$$) AS postgres;
+-- ... also when the object is not among the winners (it sums to -Infinity)
+CREATE TABLE n3 (id int PRIMARY KEY, a float8, b float8);
+INSERT INTO n3 SELECT i, i, i FROM generate_series(1, 100) i;
+INSERT INTO n3 VALUES (1000, -1e308, -1e308);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('n3', 'id', ARRAY['a', 'b'], 3, 10)$$);
+-- ... and a missing score counts as the column's minimum
+UPDATE n3 SET b = NULL WHERE id = 1000;
+INSERT INTO n3 VALUES (1001, 0, -1e308);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('n3', 'id', ARRAY['a', 'b'], 3, 10)$$);
+-- bounds may pass the range where no object's sum does: the exact answer
+CREATE TABLE n4 (id int PRIMARY KEY, a float8, b float8);
+INSERT INTO n4 VALUES (1, 1e308, 0), (2, 0, 1e308), (3, -1e308, 0), (4, 0, -1e308), (5, 1e308, -1e308),
+  (6, -1e308, 1e308), (7, 1, 2);
+SELECT k, pg_temp.nra_ok('n4', ARRAY['a', 'b'], k, 1) AS exact_near_overflow
+FROM generate_series(1, 7) k WHERE k IN (1, 2, 3, 7) ORDER BY k;
+SELECT array_agg(id ORDER BY o) AS ids, array_agg(score ORDER BY o) AS scores
+FROM approx_gpu.topk_nra('n4', 'id', ARRAY['a', 'b'], 3, 1) WITH ORDINALITY t(id, score, o);
 CREATE TABLE nra_empty (id int PRIMARY KEY, a float8);
 SELECT count(*) AS empty FROM approx_gpu.topk_nra('nra_empty', 'id', ARRAY['a'], 5);
 SELECT count(*) AS strict FROM approx_gpu.topk_nra('nra_u', 'id', NULL, 5);
@@ -202,6 +285,13 @@ GRANT USAGE ON SCHEMA approx_gpu TO regress_topk_reader;
 SET ROLE regress_topk_reader;
 SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a'], 5)$$);
 RESET ROLE;
+-- ... on every column it reads (the error speaks of the call, not of our query)
+GRANT SELECT (id, a) ON nra_u TO regress_topk_reader;
+SET ROLE regress_topk_reader;
+SELECT count(*) AS granted_columns FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a'], 5);
+SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'b'], 5)$$);
+RESET ROLE;
+REVOKE SELECT (id, a) ON nra_u FROM regress_topk_reader;
 REVOKE USAGE ON SCHEMA approx_gpu FROM regress_topk_reader;
 DROP ROLE regress_topk_reader;
 
@@ -215,5 +305,5 @@ SELECT count(*) FROM approx_gpu.topk_nra('nra_slow', 'id', ARRAY['a', 'b'], 10, 
 RESET statement_timeout;
 SELECT 1 AS still_alive;
 
-DROP TABLE tk, tk_nulls, nra_u, nra_corr, nra_anti, nra_zipf, nra_nulls, nra_small, "Mixed Case", nra_empty,
+DROP TABLE tk, tko, tk_nulls, nra_u, nra_corr, nra_anti, nra_zipf, nra_nulls, nra_small, "Mixed Case", n1, "select", n2, n3, n4, nra_empty,
   nra_nokey, nra_text, nra_bad, nra_slow;

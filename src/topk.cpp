@@ -19,6 +19,8 @@ extern "C" {
 
 #include <algorithm>
 #include <cmath>
+#include <new>
+#include <type_traits>
 
 #include "core/topk.hpp"
 
@@ -68,9 +70,8 @@ struct TopkState {
 };
 
 static constexpr uint8 kTopkStateVersion = 1;
-static constexpr int64 kPruneFloor = 65536;
 
-static int64 prune_limit(const TopkState* s) { return std::max<int64>(4 * static_cast<int64>(s->k), kPruneFloor); }
+static int64 prune_limit(const TopkState* s) { return static_cast<int64>(topk::prune_limit(static_cast<size_t>(s->k))); }
 
 static TopkState* new_topk_state(MemoryContext mcxt, Order order) {
     TopkState* s = static_cast<TopkState*>(MemoryContextAllocZero(mcxt, sizeof(TopkState)));
@@ -98,14 +99,20 @@ static void maybe_prune(TopkState* s, const char* fn) {
     s->n = static_cast<int64>(kept);
 }
 
-static void append_pair(TopkState* s, MemoryContext mcxt, int64 id, double score) {
-    if (s->n == s->capacity) {
+// Room for `more` further pairs.
+static void reserve_pairs(TopkState* s, MemoryContext mcxt, int64 more) {
+    if (s->n + more > s->capacity) {
         int64 cap = s->capacity > 0 ? s->capacity * 2 : 16;
+        if (cap < s->n + more) cap = s->n + more;
         Size ib = static_cast<Size>(cap) * sizeof(int64), sb = static_cast<Size>(cap) * sizeof(double);
         s->ids = static_cast<int64*>(s->ids ? repalloc_huge(s->ids, ib) : MemoryContextAllocHuge(mcxt, ib));
         s->scores = static_cast<double*>(s->scores ? repalloc_huge(s->scores, sb) : MemoryContextAllocHuge(mcxt, sb));
         s->capacity = cap;
     }
+}
+
+static void append_pair(TopkState* s, MemoryContext mcxt, int64 id, double score) {
+    reserve_pairs(s, mcxt, 1);
     s->ids[s->n] = id;
     s->scores[s->n] = score;
     ++s->n;
@@ -148,14 +155,14 @@ APPROX_FUNCTION(approx_gpu_topk_combine) {
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot combine topk and bottomk states", fn)));
     if (other->has_k) set_k(s, other->k, fn);
     s->skipped += other->skipped;
-    // The better threshold stays valid: its k pairs are in the merged buffer.
-    if (other->thr.valid && (!s->thr.valid || other->thr.key < s->thr.key ||
-                             (other->thr.key == s->thr.key && other->thr.id < s->thr.id)))
-        s->thr = other->thr;
-    for (int64 i = 0; i < other->n; ++i) {
-        if (!topk::beats(other->scores[i], other->ids[i], order, s->thr)) continue;
-        append_pair(s, mcxt, other->ids[i], other->scores[i]);
-    }
+    // The better threshold; other's pairs that reach it are appended (see topk::combine).
+    reserve_pairs(s, mcxt, other->n);
+    size_t appended = 0;
+    approx::Status st = topk::combine(s->thr, other->thr, reinterpret_cast<const int64_t*>(other->ids), other->scores,
+                                      static_cast<size_t>(other->n), order,
+                                      reinterpret_cast<int64_t*>(s->ids + s->n), s->scores + s->n, appended);
+    if (!st.ok()) raise_if_error(st, fn);
+    s->n += static_cast<int64>(appended);
     maybe_prune(s, fn);
     PG_RETURN_POINTER(s);
 }
@@ -198,8 +205,9 @@ APPROX_FUNCTION(approx_gpu_topk_deserial) {
     uint64 thr_key = static_cast<uint64>(get_i64(&r));
     uint64 thr_id = static_cast<uint64>(get_i64(&r));
     int64 n = get_i64(&r);
+    // A valid threshold means the state holds at least k pairs at or before it.
     if (order > 1 || has_k > 1 || (has_k && k <= 0) || skipped < 0 || thr_valid > 1 || n < 0 ||
-        n > (r.end - r.p) / 16)
+        n > (r.end - r.p) / 16 || (thr_valid && (!has_k || n < k)))
         ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid topk aggregate state")));
     TopkState* s = new_topk_state(mcxt, static_cast<Order>(order));
     s->has_k = has_k != 0;
@@ -325,6 +333,291 @@ bool has_unique_index(Relation rel, AttrNumber attnum) {
     return found;
 }
 
+// Everything one topk_nra call reads and produces; palloc'd, so nothing with a
+// destructor is alive when an ERROR leaves nra_run().
+struct NraCall {
+    const char* fn;  // (value-initialised with new (...) NraCall(): every field zero)
+    int m;
+    int32 k;
+    int32 batch;
+    int64 rows_hint;
+    const char** col;   // the score columns as given
+    const char** qcol;  // r."column" (qualified with the relation's alias, quoted)
+    const char* qid;    // r."id column"
+    const char* qrel;   // "schema"."relation"
+    MemoryContext work;
+    NraHolder* holder;
+    // results
+    bool empty;  // no objects
+    size_t n_out;
+    int64_t* out_ids;
+    double* out_totals;
+    topk::NraInfo info;
+    bool need_unlisted;
+    int64 unlisted;
+    int64 random_accesses;
+    double ms_read;
+};
+static_assert(std::is_trivially_destructible<NraCall>::value, "an ERROR may leave nra_run() with it alive");
+
+// The caller's call, not our internal query: an ERROR raised inside one of the
+// internal queries (a privilege, a lock, a cast) is raised again as an ERROR
+// of the function, with the same SQLSTATE, without the internal query text.
+// Cancellation, shutdown and our own errors pass unchanged.
+void nra_rethrow(const char* fn, MemoryContext mcxt) {
+    MemoryContextSwitchTo(mcxt);
+    ErrorData* e = CopyErrorData();
+    const size_t fl = strlen(fn);
+    bool own = e->message != nullptr && strncmp(e->message, fn, fl) == 0 && e->message[fl] == ':';
+    int cls = ERRCODE_TO_CATEGORY(e->sqlerrcode);
+    if (own || cls == ERRCODE_TO_CATEGORY(ERRCODE_QUERY_CANCELED) ||  // 57: cancel, shutdown
+        cls == ERRCODE_TO_CATEGORY(ERRCODE_OUT_OF_MEMORY) ||          // 53: resources
+        e->elevel > ERROR) {
+        FlushErrorState();
+        ReThrowError(e);
+    }
+    FlushErrorState();
+    ereport(ERROR, (errcode(e->sqlerrcode), errmsg("%s: %s", fn, e->message ? e->message : "internal error"),
+                    e->detail ? errdetail_internal("%s", e->detail) : 0, e->hint ? errhint("%s", e->hint) : 0));
+}
+
+// Values of one fetched row, a NULL score counting as the column's minimum; a
+// NaN or infinite score is the same ERROR as in a list.
+void row_scores(const NraCall* c, HeapTuple tup, TupleDesc desc, int first_att, const double* mins, double* out) {
+    for (int j = 0; j < c->m; ++j) {
+        bool isnull;
+        Datum d = SPI_getbinval(tup, desc, first_att + j, &isnull);
+        double v = isnull ? mins[j] : DatumGetFloat8(d);
+        if (std::isnan(v) || std::isinf(v))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column \"%s\" contains %s", c->fn, c->col[j], std::isnan(v) ? "NaN" : "an infinite value"),
+                            errdetail("Scores are summed; they must be finite.")));
+        out[j] = v;
+    }
+}
+
+// When the sum of the columns' minimums overflows to -Infinity, an object
+// NRA never reads may have a total that overflows (every total lies at or
+// above that sum, and only there can one overflow unseen): PostgreSQL's
+// ORDER BY a + b raises 22003 for such a row, so read every object once and
+// do the same. Data whose minimums sum to a finite value never pays this.
+void nra_check_all_sums(NraCall* c, const double* mins) {
+    StringInfoData q;
+    initStringInfo(&q);
+    appendStringInfo(&q, "SELECT %s::pg_catalog.int8", c->qid);
+    for (int j = 0; j < c->m; ++j) appendStringInfo(&q, ", %s::pg_catalog.float8", c->qcol[j]);
+    appendStringInfo(&q, " FROM %s AS r WHERE %s IS NOT NULL", c->qrel, c->qid);
+    SPIPlanPtr plan = SPI_prepare_cursor(q.data, 0, nullptr, CURSOR_OPT_NO_SCROLL);
+    if (plan == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("%s: cannot read %s: %s", c->fn, c->qrel, SPI_result_code_string(SPI_result))));
+    Portal portal = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
+    const int64 chunk = 4096;
+    int64_t* ids = static_cast<int64_t*>(MemoryContextAllocHuge(c->work, sizeof(int64_t) * chunk));
+    double* values = static_cast<double*>(MemoryContextAllocHuge(c->work, sizeof(double) * chunk * c->m));
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        SPI_cursor_fetch(portal, true, chunk);
+        const int64 got = static_cast<int64>(SPI_processed);
+        for (int64 i = 0; i < got; ++i) {
+            HeapTuple tup = SPI_tuptable->vals[i];
+            bool isnull;
+            ids[i] = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+            row_scores(c, tup, SPI_tuptable->tupdesc, 2, mins, values + i * c->m);
+        }
+        SPI_freetuptable(SPI_tuptable);
+        approx::Status st = topk::check_sums(ids, values, static_cast<size_t>(got), c->m);
+        if (!st.ok()) raise_if_error(st, c->fn);
+        if (got < chunk) break;
+    }
+    SPI_cursor_close(portal);
+    pfree(ids);
+    pfree(values);
+}
+
+// Reads the lists, runs NRA and ranks the winners (between SPI_connect and
+// SPI_finish; every internal query names the relation r and qualifies every
+// column, function, type and operator, so no column name can make it
+// ambiguous or change what it does).
+void nra_run(NraCall* c) {
+    const char* fn = c->fn;
+    const int m = c->m;
+    const int32 k = c->k;
+    const int32 batch = c->batch;
+    MemoryContext work = c->work;
+    int64* list_ids = static_cast<int64*>(MemoryContextAllocHuge(work, sizeof(int64) * static_cast<Size>(batch) * m));
+    double* list_scores =
+        static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * static_cast<Size>(batch) * m));
+    double* mins = static_cast<double*>(MemoryContextAlloc(work, sizeof(double) * m));
+    Portal* portals = static_cast<Portal*>(MemoryContextAllocZero(work, sizeof(Portal) * m));
+    bool* exhausted = static_cast<bool*>(MemoryContextAllocZero(work, sizeof(bool) * m));
+    topk::NraList* lists = static_cast<topk::NraList*>(MemoryContextAllocZero(work, sizeof(topk::NraList) * m));
+
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: SPI_connect failed", fn)));
+
+    // The missing-score bound of every list: the column's minimum.
+    StringInfoData q;
+    initStringInfo(&q);
+    appendStringInfoString(&q, "SELECT ");
+    for (int j = 0; j < m; ++j) appendStringInfo(&q, "%spg_catalog.min(%s)::pg_catalog.float8", j ? ", " : "", c->qcol[j]);
+    appendStringInfo(&q, " FROM %s AS r WHERE %s IS NOT NULL", c->qrel, c->qid);
+    if (SPI_execute(q.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read the columns' minimums", fn)));
+    int missing_min = -1;
+    for (int j = 0; j < m; ++j) {
+        bool isnull;
+        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, j + 1, &isnull);
+        if (isnull) {
+            if (missing_min < 0) missing_min = j;
+            mins[j] = 0;
+            continue;
+        }
+        mins[j] = DatumGetFloat8(d);
+        if (std::isnan(mins[j]) || std::isinf(mins[j]))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column \"%s\" contains %s", fn, c->col[j],
+                                   std::isnan(mins[j]) ? "NaN" : "an infinite value"),
+                            errdetail("Scores are summed; they must be finite.")));
+    }
+    if (missing_min >= 0) {
+        resetStringInfo(&q);
+        appendStringInfo(&q, "SELECT 1 FROM %s AS r WHERE %s IS NOT NULL LIMIT 1", c->qrel, c->qid);
+        if (SPI_execute(q.data, true, 1) != SPI_OK_SELECT)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read %s", fn, c->qrel)));
+        if (SPI_processed > 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: score column \"%s\" has no non-NULL value", fn, c->col[missing_min]),
+                            errdetail("A missing score counts as the column's minimum, which does not exist.")));
+        SPI_finish();  // no objects: an empty answer
+        c->empty = true;
+        return;
+    }
+    if (std::isinf(topk::nra_sum(mins, m))) nra_check_all_sums(c, mins);
+
+    // One cursor per list, in descending order (a B-tree index on the column,
+    // scanned backward, gives the order without sorting).
+    for (int j = 0; j < m; ++j) {
+        resetStringInfo(&q);
+        appendStringInfo(&q,
+                         "SELECT %s::pg_catalog.int8, %s::pg_catalog.float8 FROM %s AS r "
+                         "WHERE %s IS NOT NULL AND %s IS NOT NULL ORDER BY %s DESC",
+                         c->qid, c->qcol[j], c->qrel, c->qcol[j], c->qid, c->qcol[j]);
+        SPIPlanPtr plan = SPI_prepare_cursor(q.data, 0, nullptr, CURSOR_OPT_FAST_PLAN | CURSOR_OPT_NO_SCROLL);
+        if (plan == nullptr)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                            errmsg("%s: cannot prepare the cursor of column \"%s\": %s", fn, c->col[j],
+                                   SPI_result_code_string(SPI_result))));
+        portals[j] = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
+    }
+
+    approx::ExecContext ctx = exec_context(fn);
+    topk::NraConfig cfg;
+    cfg.m = m;
+    cfg.k = k;
+    cfg.min_score = mins;
+    cfg.rows_hint = c->rows_hint;
+    approx::Status st = topk::nra_create(cfg, ctx, c->holder->nra);
+    if (!st.ok()) raise_if_error(st, fn);
+
+    ListReceiver* recv = static_cast<ListReceiver*>(MemoryContextAllocZero(work, sizeof(ListReceiver)));
+    recv->pub.receiveSlot = list_receive;
+    recv->pub.rStartup = list_startup;
+    recv->pub.rShutdown = list_shutdown;
+    recv->pub.rDestroy = list_destroy;
+    recv->pub.mydest = DestNone;
+    topk::NraProgress progress;
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        double t0 = glue_clock_ms();
+        for (int j = 0; j < m; ++j) {
+            recv->column = c->col[j];
+            recv->ids = list_ids + static_cast<int64>(j) * batch;
+            recv->scores = list_scores + static_cast<int64>(j) * batch;
+            recv->n = 0;
+            recv->cap = batch;
+            if (!exhausted[j]) {
+                PortalRunFetch(portals[j], FETCH_FORWARD, batch, &recv->pub);
+                if (recv->n < batch) exhausted[j] = true;
+            }
+            lists[j].ids = reinterpret_cast<const int64_t*>(recv->ids);
+            lists[j].scores = recv->scores;
+            lists[j].n = static_cast<size_t>(recv->n);
+            lists[j].exhausted = exhausted[j];
+        }
+        c->ms_read += glue_clock_ms() - t0;
+        st = topk::nra_round(c->holder->nra, lists, ctx, progress);
+        if (!st.ok()) raise_if_error(st, fn);
+        if (progress.done || progress.need_unlisted) break;
+    }
+    for (int j = 0; j < m; ++j) SPI_cursor_close(portals[j]);
+    c->need_unlisted = progress.need_unlisted;
+
+    // Every list exhausted and fewer than k objects above the minimum total:
+    // objects in no list (all scores missing) tie at that total; the k with
+    // the smallest ids are enough.
+    if (progress.need_unlisted) {
+        resetStringInfo(&q);
+        appendStringInfo(&q, "SELECT %s::pg_catalog.int8 FROM %s AS r WHERE %s IS NOT NULL", c->qid, c->qrel, c->qid);
+        for (int j = 0; j < m; ++j) appendStringInfo(&q, " AND %s IS NULL", c->qcol[j]);
+        appendStringInfo(&q, " ORDER BY %s LIMIT %d", c->qid, k);
+        double t0 = glue_clock_ms();
+        if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read the objects without scores", fn)));
+        c->unlisted = static_cast<int64>(SPI_processed);
+        int64_t* ids = static_cast<int64_t*>(
+            MemoryContextAllocHuge(work, sizeof(int64_t) * static_cast<Size>(c->unlisted > 0 ? c->unlisted : 1)));
+        for (int64 i = 0; i < c->unlisted; ++i) {
+            bool isnull;
+            ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+        }
+        c->ms_read += glue_clock_ms() - t0;
+        st = topk::nra_add_unlisted(c->holder->nra, ids, static_cast<size_t>(c->unlisted), ctx);
+        if (!st.ok()) raise_if_error(st, fn);
+    }
+
+    // The winners (known only by their bounds) and their scores: the only random access.
+    // (Allocations from here on that must outlive SPI_finish() go to `work`:
+    // after SPI_connect() the current context is SPI's, freed by SPI_finish().)
+    int64_t* winners = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * static_cast<Size>(k)));
+    size_t n_win = 0;
+    st = topk::nra_winners(c->holder->nra, ctx, winners, static_cast<size_t>(k), n_win);
+    if (!st.ok()) raise_if_error(st, fn);
+    c->info = topk::nra_info(c->holder->nra);
+    c->random_accesses = static_cast<int64>(n_win);
+
+    resetStringInfo(&q);
+    appendStringInfo(&q, "SELECT %s::pg_catalog.int8", c->qid);
+    for (int j = 0; j < m; ++j) appendStringInfo(&q, ", %s::pg_catalog.float8", c->qcol[j]);
+    appendStringInfo(&q, " FROM %s AS r WHERE %s OPERATOR(pg_catalog.=) ANY ($1)", c->qrel, c->qid);
+    Datum winners_datum[1] = {PointerGetDatum(construct_array(reinterpret_cast<Datum*>(winners), static_cast<int>(n_win),
+                                                              INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
+    Oid arg_types[1] = {INT8ARRAYOID};
+    double t_fetch = glue_clock_ms();
+    if (SPI_execute_with_args(q.data, 1, arg_types, winners_datum, nullptr, true, 0) != SPI_OK_SELECT)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot fetch the winners' scores", fn)));
+    if (SPI_processed != n_win)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("%s: found %llu of the %zu winners", fn, static_cast<unsigned long long>(SPI_processed),
+                               n_win)));
+    const Size n_alloc = n_win > 0 ? n_win : 1;
+    int64_t* win_ids = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * n_alloc));
+    double* values = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc * m));
+    for (size_t i = 0; i < n_win; ++i) {
+        HeapTuple tup = SPI_tuptable->vals[i];
+        bool isnull;
+        win_ids[i] = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+        row_scores(c, tup, SPI_tuptable->tupdesc, 2, mins, values + i * m);  // a missing score counts as the minimum
+    }
+    c->ms_read += glue_clock_ms() - t_fetch;
+    c->out_ids = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * n_alloc));
+    c->out_totals = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc));
+    c->n_out = 0;
+    st = topk::rank_by_sum(win_ids, values, n_win, m, static_cast<size_t>(k), ctx, c->out_ids, c->out_totals, c->n_out);
+    if (!st.ok()) raise_if_error(st, fn);
+    SPI_finish();
+}
+
 }  // namespace
 
 APPROX_FUNCTION(approx_gpu_topk_nra) {
@@ -377,7 +670,7 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
                             errmsg("%s: score column \"%s\" must be double precision, real, smallint, integer or "
                                    "bigint, not %s",
                                    fn, col[j], format_type_be(t))));
-        qcol[j] = quote_identifier(col[j]);
+        qcol[j] = psprintf("r.%s", quote_identifier(col[j]));
     }
     if (!has_unique_index(rel, id_att))
         ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
@@ -386,210 +679,63 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
                                 quote_identifier(id_column))));
     int64 rows_hint = rel->rd_rel->reltuples > 0 ? static_cast<int64>(rel->rd_rel->reltuples) : 0;
     relation_close(rel, NoLock);
-    const char* qid = quote_identifier(id_column);
 
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     InitMaterializedSRF(fcinfo, 0);
 
     // Everything the engine holds is freed with this context (on ERROR too).
+    MemoryContext caller = CurrentMemoryContext;
     MemoryContext work = AllocSetContextCreate(CurrentMemoryContext, "topk_nra", ALLOCSET_DEFAULT_SIZES);
     NraHolder* holder = static_cast<NraHolder*>(MemoryContextAllocZero(work, sizeof(NraHolder)));
     MemoryContextCallback* cb = static_cast<MemoryContextCallback*>(MemoryContextAllocZero(work, sizeof(MemoryContextCallback)));
     cb->func = nra_cleanup;
     cb->arg = holder;
     MemoryContextRegisterResetCallback(work, cb);
-    MemoryContext caller = MemoryContextSwitchTo(work);
 
-    int64* list_ids = static_cast<int64*>(MemoryContextAllocHuge(work, sizeof(int64) * static_cast<Size>(batch) * m));
-    double* list_scores =
-        static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * static_cast<Size>(batch) * m));
-    double* mins = static_cast<double*>(palloc(sizeof(double) * m));
-    Portal* portals = static_cast<Portal*>(palloc0(sizeof(Portal) * m));
-    bool* exhausted = static_cast<bool*>(palloc0(sizeof(bool) * m));
-    topk::NraList* lists = static_cast<topk::NraList*>(palloc0(sizeof(topk::NraList) * m));
-    double ms_read = 0;
-
-    if (SPI_connect() != SPI_OK_CONNECT)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: SPI_connect failed", fn)));
-
-    // The missing-score bound of every list: the column's minimum.
-    StringInfoData q;
-    initStringInfo(&q);
-    appendStringInfoString(&q, "SELECT ");
-    for (int j = 0; j < m; ++j) appendStringInfo(&q, "%smin(%s)::float8", j ? ", " : "", qcol[j]);
-    appendStringInfo(&q, " FROM %s WHERE %s IS NOT NULL", qrel, qid);
-    if (SPI_execute(q.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read the columns' minimums", fn)));
-    int missing_min = -1;
-    for (int j = 0; j < m; ++j) {
-        bool isnull;
-        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, j + 1, &isnull);
-        if (isnull) {
-            if (missing_min < 0) missing_min = j;
-            mins[j] = 0;
-            continue;
-        }
-        mins[j] = DatumGetFloat8(d);
-        if (std::isnan(mins[j]) || std::isinf(mins[j]))
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("%s: column \"%s\" contains %s", fn, col[j],
-                                   std::isnan(mins[j]) ? "NaN" : "an infinite value"),
-                            errdetail("Scores are summed; they must be finite.")));
+    NraCall* c = new (MemoryContextAllocZero(work, sizeof(NraCall))) NraCall();  // trivially destructible
+    c->fn = fn;
+    c->m = m;
+    c->k = k;
+    c->batch = batch;
+    c->rows_hint = rows_hint;
+    c->col = col;
+    c->qcol = qcol;
+    c->qid = psprintf("r.%s", quote_identifier(id_column));
+    c->qrel = qrel;
+    c->work = work;
+    c->holder = holder;
+    MemoryContextSwitchTo(work);
+    PG_TRY();
+    {
+        nra_run(c);
     }
-    if (missing_min >= 0) {
-        resetStringInfo(&q);
-        appendStringInfo(&q, "SELECT 1 FROM %s WHERE %s IS NOT NULL LIMIT 1", qrel, qid);
-        if (SPI_execute(q.data, true, 1) != SPI_OK_SELECT)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read %s", fn, qrel)));
-        if (SPI_processed > 0)
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("%s: score column \"%s\" has no non-NULL value", fn, col[missing_min]),
-                            errdetail("A missing score counts as the column's minimum, which does not exist.")));
-        SPI_finish();  // no objects: an empty answer
-        MemoryContextSwitchTo(caller);
-        MemoryContextDelete(work);
-        return static_cast<Datum>(0);
+    PG_CATCH();
+    {
+        nra_rethrow(fn, caller);
     }
-
-    // One cursor per list, in descending order (a B-tree index on the column,
-    // scanned backward, gives the order without sorting).
-    for (int j = 0; j < m; ++j) {
-        resetStringInfo(&q);
-        appendStringInfo(&q, "SELECT %s::int8, %s::float8 FROM %s WHERE %s IS NOT NULL AND %s IS NOT NULL ORDER BY %s DESC",
-                         qid, qcol[j], qrel, qcol[j], qid, qcol[j]);
-        SPIPlanPtr plan = SPI_prepare_cursor(q.data, 0, nullptr, CURSOR_OPT_FAST_PLAN | CURSOR_OPT_NO_SCROLL);
-        if (plan == nullptr)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                            errmsg("%s: cannot prepare the cursor of column \"%s\": %s", fn, col[j],
-                                   SPI_result_code_string(SPI_result))));
-        portals[j] = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
-    }
-
-    approx::ExecContext ctx = exec_context(fn);
-    topk::NraConfig cfg;
-    cfg.m = m;
-    cfg.k = k;
-    cfg.min_score = mins;
-    cfg.rows_hint = rows_hint;
-    approx::Status st = topk::nra_create(cfg, ctx, holder->nra);
-    if (!st.ok()) raise_if_error(st, fn);
-
-    ListReceiver* recv = static_cast<ListReceiver*>(palloc0(sizeof(ListReceiver)));
-    recv->pub.receiveSlot = list_receive;
-    recv->pub.rStartup = list_startup;
-    recv->pub.rShutdown = list_shutdown;
-    recv->pub.rDestroy = list_destroy;
-    recv->pub.mydest = DestNone;
-    topk::NraProgress progress;
-    for (;;) {
-        CHECK_FOR_INTERRUPTS();
-        double t0 = glue_clock_ms();
-        for (int j = 0; j < m; ++j) {
-            recv->column = col[j];
-            recv->ids = list_ids + static_cast<int64>(j) * batch;
-            recv->scores = list_scores + static_cast<int64>(j) * batch;
-            recv->n = 0;
-            recv->cap = batch;
-            if (!exhausted[j]) {
-                PortalRunFetch(portals[j], FETCH_FORWARD, batch, &recv->pub);
-                if (recv->n < batch) exhausted[j] = true;
-            }
-            lists[j].ids = reinterpret_cast<const int64_t*>(recv->ids);
-            lists[j].scores = recv->scores;
-            lists[j].n = static_cast<size_t>(recv->n);
-            lists[j].exhausted = exhausted[j];
-        }
-        ms_read += glue_clock_ms() - t0;
-        st = topk::nra_round(holder->nra, lists, ctx, progress);
-        if (!st.ok()) raise_if_error(st, fn);
-        if (progress.done || progress.need_unlisted) break;
-    }
-    for (int j = 0; j < m; ++j) SPI_cursor_close(portals[j]);
-
-    // Every list exhausted and fewer than k objects above the minimum total:
-    // objects in no list (all scores missing) tie at that total; the k with
-    // the smallest ids are enough.
-    int64 unlisted = 0;
-    if (progress.need_unlisted) {
-        resetStringInfo(&q);
-        appendStringInfo(&q, "SELECT %s::int8 FROM %s WHERE %s IS NOT NULL", qid, qrel, qid);
-        for (int j = 0; j < m; ++j) appendStringInfo(&q, " AND %s IS NULL", qcol[j]);
-        appendStringInfo(&q, " ORDER BY %s LIMIT %d", qid, k);
-        double t0 = glue_clock_ms();
-        if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read the objects without scores", fn)));
-        unlisted = static_cast<int64>(SPI_processed);
-        int64_t* ids =
-            static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * static_cast<Size>(unlisted > 0 ? unlisted : 1)));
-        for (int64 i = 0; i < unlisted; ++i) {
-            bool isnull;
-            ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-        }
-        ms_read += glue_clock_ms() - t0;
-        st = topk::nra_add_unlisted(holder->nra, ids, static_cast<size_t>(unlisted), ctx);
-        if (!st.ok()) raise_if_error(st, fn);
-    }
-
-    // The winners (known only by their bounds) and their scores: the only random access.
-    // (Allocations from here on that must outlive SPI_finish() go to `work`:
-    // after SPI_connect() the current context is SPI's, freed by SPI_finish().)
-    int64_t* winners = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * static_cast<Size>(k)));
-    size_t n_win = 0;
-    st = topk::nra_winners(holder->nra, ctx, winners, static_cast<size_t>(k), n_win);
-    if (!st.ok()) raise_if_error(st, fn);
-    topk::NraInfo info = topk::nra_info(holder->nra);
-
-    resetStringInfo(&q);
-    appendStringInfo(&q, "SELECT %s::int8", qid);
-    for (int j = 0; j < m; ++j) appendStringInfo(&q, ", %s::float8", qcol[j]);
-    appendStringInfo(&q, " FROM %s WHERE %s = ANY($1)", qrel, qid);
-    Datum winners_datum[1] = {PointerGetDatum(construct_array(reinterpret_cast<Datum*>(winners), static_cast<int>(n_win),
-                                                              INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
-    Oid arg_types[1] = {INT8ARRAYOID};
-    double t_fetch = glue_clock_ms();
-    if (SPI_execute_with_args(q.data, 1, arg_types, winners_datum, nullptr, true, 0) != SPI_OK_SELECT)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot fetch the winners' scores", fn)));
-    if (SPI_processed != n_win)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                        errmsg("%s: found %llu of the %zu winners", fn, static_cast<unsigned long long>(SPI_processed),
-                               n_win)));
-    const Size n_alloc = n_win > 0 ? n_win : 1;
-    int64_t* win_ids = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * n_alloc));
-    double* values = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc * m));
-    for (size_t i = 0; i < n_win; ++i) {
-        HeapTuple tup = SPI_tuptable->vals[i];
-        bool isnull;
-        win_ids[i] = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-        for (int j = 0; j < m; ++j) {
-            Datum d = SPI_getbinval(tup, SPI_tuptable->tupdesc, j + 2, &isnull);
-            values[i * m + j] = isnull ? mins[j] : DatumGetFloat8(d);  // a missing score counts as the minimum
-        }
-    }
-    ms_read += glue_clock_ms() - t_fetch;
-    int64_t* out_ids = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * n_alloc));
-    double* out_totals = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc));
-    size_t n_out = 0;
-    st = topk::rank_by_sum(win_ids, values, n_win, m, static_cast<size_t>(k), ctx, out_ids, out_totals, n_out);
-    if (!st.ok()) raise_if_error(st, fn);
-    SPI_finish();
+    PG_END_TRY();
 
     // Results and statistics (the engine is freed with its context).
     MemoryContextSwitchTo(caller);
-    for (size_t i = 0; i < n_out; ++i) {
-        Datum values2[2] = {Int64GetDatum(out_ids[i]), Float8GetDatum(out_totals[i])};
+    if (c->empty) {
+        MemoryContextDelete(work);
+        return static_cast<Datum>(0);
+    }
+    for (size_t i = 0; i < c->n_out; ++i) {
+        Datum values2[2] = {Int64GetDatum(c->out_ids[i]), Float8GetDatum(c->out_totals[i])};
         bool nulls2[2] = {false, false};
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values2, nulls2);
     }
     approx::RunStats& stats = last_run_stats();
-    stats.ms_read = ms_read;
-    stats.add("rounds", static_cast<double>(info.rounds));
-    stats.add("random_accesses", static_cast<double>(n_win));
-    stats.add("candidates", static_cast<double>(info.candidates));
-    if (progress.need_unlisted) stats.add("unlisted_rows", static_cast<double>(unlisted));
+    stats.ms_read = c->ms_read;
+    stats.add("rounds", static_cast<double>(c->info.rounds));
+    stats.add("random_accesses", static_cast<double>(c->random_accesses));
+    stats.add("candidates", static_cast<double>(c->info.candidates));
+    if (c->need_unlisted) stats.add("unlisted_rows", static_cast<double>(c->unlisted));
     for (int j = 0; j < m; ++j) {
         char key[32];
         snprintf(key, sizeof key, "depth_%d", j + 1);
-        stats.add(key, static_cast<double>(info.depth[j]));
+        stats.add(key, static_cast<double>(c->info.depth[j]));
     }
     MemoryContextDelete(work);
     raise_if_error(approx::Status::Ok(), fn);  // the fallback NOTICE, if any

@@ -129,13 +129,55 @@ Status prune(int64_t* ids, double* scores, size_t n, size_t k, Order order, size
     });
 }
 
+Status combine(Threshold& thr, const Threshold& other_thr, const int64_t* other_ids, const double* other_scores,
+               size_t other_n, Order order, int64_t* out_ids, double* out_scores, size_t& appended) noexcept {
+    appended = 0;
+    if (other_n > 0 && (other_ids == nullptr || other_scores == nullptr || out_ids == nullptr || out_scores == nullptr))
+        return Status::Error(StatusCode::Internal, "combine: pairs without data");
+    thr = better_threshold(thr, other_thr);
+    size_t a = 0;
+    for (size_t i = 0; i < other_n; ++i) {
+        if (!reaches(other_scores[i], other_ids[i], order, thr)) continue;  // ranks after k kept pairs
+        out_ids[a] = other_ids[i];
+        out_scores[a] = other_scores[i];
+        ++a;
+    }
+    appended = a;
+    return Status::Ok();
+}
+
+namespace {
+
+Status sum_out_of_range(int64_t id) {
+    return Status::Error(StatusCode::OutOfRange, "sum of scores of id %lld is out of range for double precision",
+                         static_cast<long long>(id));
+}
+
+}  // namespace
+
+Status check_sums(const int64_t* ids, const double* values, size_t n, int m) noexcept {
+    if (m < 1) return Status::Error(StatusCode::InvalidArgument, "check_sums: m must be positive");
+    for (size_t i = 0; i < n; ++i)
+        if (std::isinf(nra_sum(values + i * static_cast<size_t>(m), m))) return sum_out_of_range(ids[i]);
+    return Status::Ok();
+}
+
 Status rank_by_sum(const int64_t* ids, const double* values, size_t n, int m, size_t k, const ExecContext& ctx,
                    int64_t* out_ids, double* out_totals, size_t& out_n) noexcept {
     out_n = 0;
     return guarded([&] {
         if (m < 1) return Status::Error(StatusCode::InvalidArgument, "rank_by_sum: m must be positive");
         std::vector<double> totals(n);
-        for (size_t i = 0; i < n; ++i) totals[i] = nra_sum(values + i * static_cast<size_t>(m), m);
+        bool overflow = false;
+        int64_t first = 0;  // the smallest id whose total overflows (the values are finite)
+        for (size_t i = 0; i < n; ++i) {
+            totals[i] = nra_sum(values + i * static_cast<size_t>(m), m);
+            if (std::isinf(totals[i]) && (!overflow || ids[i] < first)) {
+                overflow = true;
+                first = ids[i];
+            }
+        }
+        if (overflow) return sum_out_of_range(first);
         ExecContext one = ctx;
         one.cpu_threads = 1;
         one.stats = nullptr;

@@ -68,6 +68,44 @@ inline bool beats(double score, int64_t id, Order order, const Threshold& t) {
     return k < t.key || (k == t.key && id_key(id) < t.id);
 }
 
+// True when (score, id) ranks at or before the threshold (or there is none):
+// such a pair may be one of the k best of a merged state. A pair equal to the
+// threshold pair (the threshold pair itself, a tie, a duplicate) is kept.
+inline bool reaches(double score, int64_t id, Order order, const Threshold& t) {
+    if (!t.valid) return true;
+    uint64_t k = score_key(score, order);
+    return k < t.key || (k == t.key && id_key(id) <= t.id);
+}
+
+// The threshold of two merged states: the better (stricter) of the two.
+inline Threshold better_threshold(const Threshold& a, const Threshold& b) {
+    if (!a.valid) return b;
+    if (!b.valid) return a;
+    return (b.key < a.key || (b.key == a.key && b.id < a.id)) ? b : a;
+}
+
+// An aggregate state holding more than this many pairs is cut back to its best k.
+inline size_t prune_limit(size_t k) { return 4 * k > 65536 ? 4 * k : 65536; }
+
+// Aggregate states. A state is a buffer of pairs and a threshold with two
+// invariants: every pair the state has seen but not kept ranks at or after the
+// threshold, and once the threshold is valid the buffer holds at least k pairs
+// that rank at or before it. Then the best k of the buffer are the best k of
+// every row the state has seen (a dropped pair can only tie a kept one).
+//  - a row arrives: keep it when it beats() the threshold (an equal row may be
+//    dropped: k kept pairs already rank at or before it);
+//  - prune(): cut back to the best k, the threshold becomes the worst of them;
+//  - combine(): merge another state into this one, below.
+//
+// combine: the merged threshold is the better of the two. The state whose
+// threshold that is keeps all its pairs (its k pairs at or before it stay);
+// the other state's pairs that rank strictly after it are dropped, those that
+// reach() it are kept. Appends the kept pairs of `other` to out_ids/out_scores
+// (room for other_n), sets thr (this state's threshold) to the merged one and
+// appended to their count.
+Status combine(Threshold& thr, const Threshold& other_thr, const int64_t* other_ids, const double* other_scores,
+               size_t other_n, Order order, int64_t* out_ids, double* out_scores, size_t& appended) noexcept;
+
 // The best min(k, n) pairs of (ids[i], scores[i]), best first, into
 // out_ids/out_scores (room for min(k, n)); out_n = min(k, n). CPU or GPU by
 // dispatch(). k = 0 or n = 0 gives out_n = 0.
@@ -133,6 +171,10 @@ struct NraInfo {
 NraInfo nra_info(const Nra* nra) noexcept;
 
 // Left-to-right sum of m values (the NRA total; the bounds use the same order).
+// Rounding is monotone, so the sum is monotone in every value: bounds on the
+// values give bounds on the sum, and the sum of the lists' minimums bounds
+// every object's total from below. A sum of finite values may overflow to
+// ±Infinity: totals are checked (rank_by_sum), bounds may be infinite.
 APPROX_TOPK_HD double nra_sum(const double* v, int m) {
     if (m <= 0) return 0.0;
     double s = v[0];
@@ -142,8 +184,15 @@ APPROX_TOPK_HD double nra_sum(const double* v, int m) {
 
 // Ranks objects by the left-to-right sum of their m values (row-major n x m):
 // the best min(k, n) by (total DESC, id ASC), totals into out_totals (CPU).
+// A total that overflows to ±Infinity (the values are finite) is an error,
+// StatusCode::OutOfRange naming the object's id, as PostgreSQL's float8
+// addition raises 22003.
 Status rank_by_sum(const int64_t* ids, const double* values, size_t n, int m, size_t k, const ExecContext& ctx,
                    int64_t* out_ids, double* out_totals, size_t& out_n) noexcept;
+
+// The first object among n (row-major n x m finite values) whose total
+// overflows: OutOfRange naming its id; Ok when none does.
+Status check_sums(const int64_t* ids, const double* values, size_t n, int m) noexcept;
 
 // ---- benchmark hooks (CUDA builds; the data is uploaded once) -----------------------
 

@@ -7,7 +7,7 @@
 SET client_min_messages = warning;
 SET search_path = approx_gpu, public;
 BEGIN;
-SELECT plan(22);
+SELECT plan(25);
 
 SELECT setseed(0.27);
 -- 300000 rows, scores with many ties, ±Infinity and negatives
@@ -119,9 +119,24 @@ SET LOCAL min_parallel_table_scan_size = 0;
 SET LOCAL max_parallel_workers_per_gather = 2;
 SELECT ok(tap.plan_text('SELECT approx_gpu.topk(id, score, 10) FROM tap_tk') ~ 'Gather.*Partial Aggregate',
           'EXPLAIN shows a Partial Aggregate under Gather');
-SELECT is((SELECT topk(id, score, 500) FROM tap_tk), pg_temp.want(500, 'DESC'), 'parallel topk = ORDER BY LIMIT');
-SELECT is((SELECT bottomk(id, score, 70000) FROM tap_tk), pg_temp.want(70000, 'ASC'),
+-- pgTAP's functions (is, ok) are PARALLEL UNSAFE: a statement that calls one
+-- runs serially, aggregates included. The parallel answers are computed by
+-- CREATE TABLE AS, whose SELECT runs in parallel (its plan is checked), and
+-- compared afterwards. States prune (past 65536 pairs) before they combine.
+SELECT ok(tap.plan_text('CREATE TEMP TABLE tap_par AS SELECT topk(id, score, 500) AS t FROM tap_tk')
+            ~ 'Gather.*Partial Aggregate', 'CREATE TABLE AS runs the aggregates in a parallel plan');
+CREATE TEMP TABLE tap_par AS
+  SELECT topk(id, score, 500) AS top500, bottomk(id, score, 70000) AS bottom70000,
+         topk(id, 1.0::float8, 3) AS ties, bottomk(7::bigint, 1.0::float8, 3) AS dups
+  FROM tap_tk;
+SELECT is((SELECT top500 FROM tap_par), pg_temp.want(500, 'DESC'), 'parallel topk = ORDER BY LIMIT');
+SELECT is((SELECT bottom70000 FROM tap_par), pg_temp.want(70000, 'ASC'),
           'parallel bottomk, k = 70000 (states of 280000 pairs serialised) = ORDER BY LIMIT');
+SELECT is((SELECT ties FROM tap_par),
+          (SELECT array_agg(ROW(id, 1.0)::scored ORDER BY id) FROM (SELECT id FROM tap_tk ORDER BY id LIMIT 3) s),
+          'parallel topk, every score tied (the pruned states'' thresholds tie with the answer): the 3 smallest ids');
+SELECT is((SELECT dups FROM tap_par), ARRAY[(7, 1.0), (7, 1.0), (7, 1.0)]::scored[],
+          'parallel bottomk, every pair the same: k copies');
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

@@ -254,6 +254,221 @@ TEST(TopkPrune, KeepsTheBestAndTheThreshold) {
             }
 }
 
+// ---- aggregate states: rows, pruning and combine (the SQL aggregate's logic) ----------
+
+// A model of one aggregate state of src/topk.cpp on the engine's pieces: a row
+// is kept when it beats() the threshold, the state is cut back to its best k
+// once it holds more than `limit` pairs, and states merge with combine().
+struct ModelState {
+    std::vector<int64_t> ids;
+    std::vector<double> scores;
+    topk::Threshold thr;
+};
+
+void model_prune(ModelState& s, size_t k, Order o, size_t limit) {
+    if (s.ids.size() <= limit) return;
+    size_t kept = 0;
+    ASSERT_TRUE(topk::prune(s.ids.data(), s.scores.data(), s.ids.size(), k, o, kept, s.thr).ok());
+    s.ids.resize(kept);
+    s.scores.resize(kept);
+}
+
+void model_add(ModelState& s, int64_t id, double score, size_t k, Order o, size_t limit) {
+    if (!topk::beats(score, id, o, s.thr)) return;
+    s.ids.push_back(id);
+    s.scores.push_back(score);
+    model_prune(s, k, o, limit);
+}
+
+void model_combine(ModelState& s, const ModelState& other, size_t k, Order o, size_t limit) {
+    size_t n0 = s.ids.size();
+    s.ids.resize(n0 + other.ids.size());
+    s.scores.resize(n0 + other.ids.size());
+    size_t appended = 12345;
+    ASSERT_TRUE(topk::combine(s.thr, other.thr, other.ids.data(), other.scores.data(), other.ids.size(), o,
+                              s.ids.data() + n0, s.scores.data() + n0, appended)
+                    .ok());
+    ASSERT_LE(appended, other.ids.size());
+    s.ids.resize(n0 + appended);
+    s.scores.resize(n0 + appended);
+    model_prune(s, k, o, limit);
+}
+
+// The answer of a state (the final function's selection).
+void expect_state_answer(const ModelState& s, const Pairs& all, size_t k, Order o, const char* what) {
+    std::vector<size_t> order = naive_order(all, o);
+    size_t cap = std::max<size_t>(1, std::min(k, s.ids.size()));
+    std::vector<int64_t> ids(cap);
+    std::vector<double> scores(cap);
+    size_t n_out = 0;
+    ASSERT_TRUE(topk::select_cpu(s.ids.data(), s.scores.data(), s.ids.size(), k, o, cpu_ctx(), ids.data(),
+                                 scores.data(), n_out)
+                    .ok());
+    expect_same(all, order, k, o, ids, scores, n_out, what);
+}
+
+// The states of `parts` contiguous blocks of p (as a parallel scan hands out
+// blocks), each fed row by row.
+std::vector<ModelState> model_parts(const Pairs& p, size_t parts, size_t k, Order o, size_t limit) {
+    std::vector<ModelState> st(parts);
+    size_t n = p.ids.size(), chunk = (n + parts - 1) / parts;
+    for (size_t i = 0; i < n; ++i) model_add(st[i / chunk], p.ids[i], p.scores[i], k, o, limit);
+    return st;
+}
+
+TEST(TopkCombine, ThresholdPairSurvives) {
+    // Issue #11 row 2: the state that read the best rows pruned, its threshold
+    // pair is the k-th of the answer; combined into a fresh state (the
+    // leader's first combine) it must stay.
+    for (Order o : {Order::Desc, Order::Asc}) {
+        Pairs p;
+        for (int64_t i = 1; i <= 20; ++i) {
+            p.ids.push_back(i);
+            p.scores.push_back(o == Order::Desc ? 100.0 - static_cast<double>(i) : static_cast<double>(i));
+        }
+        ModelState a;
+        for (size_t i = 0; i < p.ids.size(); ++i) model_add(a, p.ids[i], p.scores[i], 5, o, 8);
+        ASSERT_TRUE(a.thr.valid);
+        ModelState fresh;
+        model_combine(fresh, a, 5, o, 8);
+        EXPECT_EQ(fresh.ids.size(), a.ids.size()) << "every pair at or before the threshold stays";
+        expect_state_answer(fresh, p, 5, o, "fresh state + pruned state");
+        if (::testing::Test::HasFatalFailure()) return;
+        // and into a state with a worse threshold of its own
+        ModelState worse;
+        for (int64_t i = 1; i <= 12; ++i) model_add(worse, 1000 + i, o == Order::Desc ? -1.0 * i : 1000.0 + i, 5, o, 6);
+        ASSERT_TRUE(worse.thr.valid);
+        Pairs both = p;
+        for (int64_t i = 1; i <= 12; ++i) {
+            both.ids.push_back(1000 + i);
+            both.scores.push_back(o == Order::Desc ? -1.0 * i : 1000.0 + i);
+        }
+        ModelState w = worse;
+        model_combine(w, a, 5, o, 6);
+        expect_state_answer(w, both, 5, o, "worse state + pruned state");
+        ModelState b = a;
+        model_combine(b, worse, 5, o, 6);
+        expect_state_answer(b, both, 5, o, "pruned state + worse state");
+    }
+}
+
+TEST(TopkCombine, TiesAndDuplicatesAtTheThreshold) {
+    for (Order o : {Order::Desc, Order::Asc}) {
+        // every row the same pair (id 1, score 1): k copies survive any split
+        Pairs same;
+        same.ids.assign(300, 1);
+        same.scores.assign(300, 1.0);
+        // every score tied: the k smallest ids
+        Pairs tied;
+        for (int64_t i = 1; i <= 300; ++i) {
+            tied.ids.push_back(i);
+            tied.scores.push_back(1.0);
+        }
+        for (const Pairs* p : {&same, &tied})
+            for (size_t parts : {size_t(2), size_t(3), size_t(7)})
+                for (size_t k : {size_t(1), size_t(3), size_t(10)}) {
+                    std::vector<ModelState> st = model_parts(*p, parts, k, o, 2 * k);
+                    ModelState merged;  // a fresh state, then every part
+                    for (const ModelState& s : st) model_combine(merged, s, k, o, 2 * k);
+                    char what[120];
+                    std::snprintf(what, sizeof what, "%s parts=%zu k=%zu", p == &same ? "same pair" : "tied scores",
+                                  parts, k);
+                    expect_state_answer(merged, *p, k, o, what);
+                    if (::testing::Test::HasFatalFailure()) return;
+                }
+    }
+}
+
+TEST(TopkCombine, PrunedStatesEqualFullSort) {
+    // Every distribution (ties, duplicate ids, ±Infinity, -0), blocks of the
+    // input in states that prune at a small limit and at the aggregate's own
+    // prune_limit(k); merged left to right into a fresh state and as a tree.
+    uint64_t seed = 500;
+    for (int d = 0; d < 6; ++d)
+        for (Order o : {Order::Desc, Order::Asc})
+            for (bool dup : {false, true}) {
+                Pairs p = make_pairs(20000, kDists[d], ++seed, dup);
+                for (size_t i = 0; i < p.scores.size(); ++i)
+                    if (std::isnan(p.scores[i])) p.scores[i] = 7.0;  // the aggregate rejects NaN
+                for (size_t k : {size_t(1), size_t(5), size_t(64), size_t(3000)})
+                    for (size_t limit : {k < 100 ? k : 2 * k, 4 * k + 3})
+                        for (size_t parts : {size_t(2), size_t(3), size_t(5)}) {
+                            std::vector<ModelState> st = model_parts(p, parts, k, o, limit);
+                            char what[160];
+                            std::snprintf(what, sizeof what, "dist=%s order=%s dup=%d k=%zu limit=%zu parts=%zu",
+                                          kDistNames[d], o == Order::Desc ? "desc" : "asc", dup, k, limit, parts);
+                            ModelState left;
+                            for (const ModelState& s : st) model_combine(left, s, k, o, limit);
+                            expect_state_answer(left, p, k, o, what);
+                            if (::testing::Test::HasFatalFailure()) return;
+                            // a tree: (s0 + s1) + (s2 + ...), each side into a state of its own
+                            ModelState a = st[0], b = st[parts - 1];
+                            model_combine(a, st[1], k, o, limit);
+                            for (size_t i = 2; i + 1 < parts; ++i) model_combine(b, st[i], k, o, limit);
+                            if (parts > 2) model_combine(a, b, k, o, limit);
+                            expect_state_answer(a, p, k, o, what);
+                            if (::testing::Test::HasFatalFailure()) return;
+                        }
+            }
+    // the aggregate's own limit: states of 100000 rows that prune
+    Pairs p = make_pairs(300000, Dist::Sorted, 77, false);
+    for (Order o : {Order::Desc, Order::Asc}) {
+        const size_t k = 5;
+        std::vector<ModelState> st = model_parts(p, 3, k, o, topk::prune_limit(k));
+        for (const ModelState& s : st) ASSERT_TRUE(s.thr.valid) << "each state pruned";
+        ModelState merged;
+        for (const ModelState& s : st) model_combine(merged, s, k, o, topk::prune_limit(k));
+        expect_state_answer(merged, p, k, o, "sorted input, prune_limit");
+    }
+}
+
+TEST(TopkCombine, Reaches) {
+    topk::Threshold t;
+    EXPECT_TRUE(topk::reaches(-kInf, 5, Order::Desc, t));  // no threshold: every pair
+    t.valid = true;
+    t.key = topk::score_key(2.0, Order::Desc);
+    t.id = topk::id_key(10);
+    EXPECT_TRUE(topk::reaches(2.0, 10, Order::Desc, t));   // the threshold pair itself
+    EXPECT_FALSE(topk::beats(2.0, 10, Order::Desc, t));
+    EXPECT_TRUE(topk::reaches(2.0, 9, Order::Desc, t));
+    EXPECT_FALSE(topk::reaches(2.0, 11, Order::Desc, t));
+    EXPECT_TRUE(topk::reaches(3.0, 11, Order::Desc, t));
+    EXPECT_FALSE(topk::reaches(1.0, -5, Order::Desc, t));
+    topk::Threshold u = t;
+    u.key = topk::score_key(3.0, Order::Desc);
+    EXPECT_EQ(topk::better_threshold(t, u).key, u.key);
+    EXPECT_EQ(topk::better_threshold(u, t).key, u.key);
+    EXPECT_EQ(topk::better_threshold(topk::Threshold(), t).key, t.key);
+    EXPECT_EQ(topk::prune_limit(5), 65536u);
+    EXPECT_EQ(topk::prune_limit(100000), 400000u);
+}
+
+TEST(TopkSelect, RankBySumOverflow) {
+    // Sums of finite values past the float8 range are errors naming the id
+    // (the smallest such id), as PostgreSQL's float8 + raises 22003.
+    std::vector<int64_t> ids = {7, 2, 4};
+    std::vector<double> v = {1, 1, 1e308, 1e308, -1e308, -1e308};
+    std::vector<int64_t> out(3);
+    std::vector<double> tot(3);
+    size_t n = 0;
+    Status st = topk::rank_by_sum(ids.data(), v.data(), 3, 2, 3, cpu_ctx(), out.data(), tot.data(), n);
+    ASSERT_EQ(st.code, StatusCode::OutOfRange);
+    EXPECT_STREQ(st.message, "sum of scores of id 2 is out of range for double precision");
+    st = topk::check_sums(ids.data(), v.data(), 3, 2);
+    ASSERT_EQ(st.code, StatusCode::OutOfRange);
+    // near the edge but inside: no error; a large sum that cancels is fine
+    std::vector<double> w = {1e308, 7e307, -1e308, 1e308, 1e308, -1e308};
+    EXPECT_TRUE(topk::rank_by_sum(ids.data(), w.data(), 3, 2, 3, cpu_ctx(), out.data(), tot.data(), n).ok());
+    EXPECT_TRUE(topk::check_sums(ids.data(), w.data(), 3, 2).ok());
+    // left to right, as SQL's a + b + c: (1e308 + 1e308) - 1e308 overflows
+    std::vector<int64_t> one = {9};
+    std::vector<double> x = {1e308, 1e308, -1e308};
+    st = topk::rank_by_sum(one.data(), x.data(), 1, 3, 1, cpu_ctx(), out.data(), tot.data(), n);
+    EXPECT_EQ(st.code, StatusCode::OutOfRange);
+    std::vector<double> y = {1e308, -1e308, 1e308};
+    EXPECT_TRUE(topk::rank_by_sum(one.data(), y.data(), 1, 3, 1, cpu_ctx(), out.data(), tot.data(), n).ok());
+}
+
 TEST(TopkSelect, RankBySum) {
     // totals left to right: (0.1 + 0.2) + 0.3 differs from 0.1 + (0.2 + 0.3)
     std::vector<int64_t> ids = {5, 3, 9, 1};
