@@ -307,3 +307,5 @@ SELECT 1 AS still_alive;
 
 DROP TABLE tk, tko, tk_nulls, nra_u, nra_corr, nra_anti, nra_zipf, nra_nulls, nra_small, "Mixed Case", n1, "select", n2, n3, n4, nra_empty,
   nra_nokey, nra_text, nra_bad, nra_slow;
+-- a relation OID that names no relation (regclass accepts any OID)
+SELECT * FROM approx_gpu.topk_nra(0::oid::regclass, 'id', ARRAY['a']::name[], 3);

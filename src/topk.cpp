@@ -650,7 +650,11 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
                             errmsg("%s: score_columns must not contain NULL", fn)));
 
     // The relation, its columns and the unique index on id_column.
-    Relation rel = relation_open(relid, AccessShareLock);
+    // A regclass argument can hold any OID (0::oid::regclass): open by try.
+    Relation rel = try_relation_open(relid, AccessShareLock);
+    if (rel == NULL)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("%s: relation with OID %u does not exist", fn, relid)));
     const char* relname = RelationGetRelationName(rel);
     char* qrel = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)), relname);
     AttrNumber id_att = column_attnum(relid, relname, id_column);

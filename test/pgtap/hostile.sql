@@ -238,10 +238,6 @@ INSERT INTO hostile_value (typ, argname, val)
 -- Generated calls known to fail today: not run, reported as pgTAP skips.
 CREATE TEMP TABLE hostile_known (fn regprocedure, val text, reason text);
 INSERT INTO hostile_known VALUES
-  ('topk_nra(regclass,name,name[],int,int)', '0::oid::regclass',
-   'defect (not on any branch): topk_nra of a relation OID that does not exist is XX000 "could not open relation with OID 0" (src/topk.cpp relation_open without a check)'),
-  ('topk_nra(regclass,name,name[],int,int)', '4294967295::oid::regclass',
-   'defect (not on any branch): topk_nra of a relation OID that does not exist is XX000 (src/topk.cpp relation_open without a check)'),
   ('create_synopsis(text,text,int,text,text)', $$'SELECT 1 AS a, 2 AS b, 3 AS c WHERE false'$$,
    'defect (not on any branch): create_synopsis of a query without rows raises P0002 (PL/pgSQL''s no_data_found) from C (src/synopsis.cpp build_named)');
 
