@@ -27,7 +27,7 @@ SELECT pg_describe_object(m.classid, m.objid, 0) || E'\n' ||
                            || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), ''), ', ' ORDER BY attnum)
            FROM pg_attribute LEFT JOIN pg_attrdef ad ON ad.adrelid = attrelid AND ad.adnum = attnum
           WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped)
-        || coalesce(' policies=' || (SELECT string_agg(polname || ':' || polcmd || ':' || pg_get_expr(polqual, polrelid), '; ' ORDER BY polname)
+        || coalesce(' policies=' || (SELECT string_agg(polname || ':' || polcmd::text || ':' || pg_get_expr(polqual, polrelid), '; ' ORDER BY polname)
            FROM pg_policy WHERE polrelid = c.oid), '')
         || coalesce(' indexes=' || (SELECT string_agg(pg_get_indexdef(indexrelid), '; ' ORDER BY indexrelid::regclass::text)
            FROM pg_index WHERE indrelid = c.oid), ''))
