@@ -24,3 +24,18 @@ COMMENT ON TABLE synopses IS
     'Named KDE synopses, one namespace per owner: each row visible to its owner (and roles with the owner''s privileges); written only by create/refresh/drop_synopsis';
 COMMENT ON COLUMN synopses.search_path IS
     'The search_path the query runs with (the owner''s effective path at creation, pg_temp last); NULL: unknown (stored by 0.1.0), only the owner may refresh';
+-- DROP ROLE refuses a role that owns synopses: every owner holds SELECT on
+-- the table (redundant with PUBLIC's; PostgreSQL records it in pg_shdepend).
+-- create_synopsis grants it with a role's first synopsis and drop_synopsis
+-- revokes it with its last; here the owners of existing rows get it (not the
+-- table's owner, who holds every privilege, nor roles already dropped).
+DO $$
+DECLARE
+    r regrole;
+BEGIN
+    FOR r IN SELECT DISTINCT s.owner FROM synopses s
+             WHERE EXISTS (SELECT FROM pg_catalog.pg_roles g WHERE g.oid = s.owner::oid)
+               AND s.owner::oid <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'synopses'::regclass) LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT ON synopses TO %s', r);
+    END LOOP;
+END $$;

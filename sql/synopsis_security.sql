@@ -47,6 +47,7 @@ CREATE FUNCTION public.regress_synsec_steal() RETURNS TABLE (salary float8) LANG
   INSERT INTO public.regress_synsec_loot SELECT salary FROM regress_synsec_alice.secret RETURNING salary $$;
 RESET check_function_bodies;
 CREATE VIEW public.secret AS SELECT salary FROM public.regress_synsec_steal();
+GRANT SELECT ON public.secret TO PUBLIC;
 RESET ROLE;
 SET search_path = public;
 SELECT (approx_gpu.refresh_synopsis('s')->>'N')::int AS refreshed_n;
@@ -105,6 +106,12 @@ SELECT approx_gpu.drop_synopsis('shared');
 RESET ROLE;
 SELECT owner::text, name FROM approx_gpu.synopses ORDER BY 1, 2;
 
+-- a role's first synopsis grants, its last revokes
+SELECT r.rolname, has_table_privilege(r.oid, 'approx_gpu.synopses', 'SELECT') AS can_select,
+       EXISTS (SELECT FROM pg_class c, aclexplode(c.relacl) a
+               WHERE c.oid = 'approx_gpu.synopses'::regclass AND a.grantee = r.oid) AS holds_grant
+FROM pg_roles r WHERE r.rolname LIKE 'regress_synsec_%' ORDER BY 1;
+
 -- row 13b: the insert itself finds the name taken (here by the query, which
 -- creates the same name while it runs; two sessions racing hit the same
 -- path): the error speaks of the call, not of the table's key
@@ -113,11 +120,16 @@ SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('raced',
   'SELECT (approx_gpu.create_synopsis(''raced'', ''SELECT 1::float8 AS x'')->>''N'')::float8 AS x')$$);
 RESET ROLE;
 
--- row 5: the owner role is dropped; its synopsis is never run nor read, even
--- by a superuser, who can list and drop it
+-- row 5: DROP ROLE refuses a role that owns synopses (it holds SELECT on the
+-- table, recorded in pg_shdepend, from its first synopsis to its last)
 SET ROLE regress_synsec_dave;
 SELECT (approx_gpu.create_synopsis('orphan', 'SELECT g::float8 AS x FROM generate_series(1, 9) g', 50)->>'N')::int AS n;
 RESET ROLE;
+DROP ROLE regress_synsec_dave;
+-- DROP OWNED revokes that privilege, and then the role can be dropped; its
+-- synopsis is never run nor read, even by a superuser, who can list and
+-- drop it
+DROP OWNED BY regress_synsec_dave;
 DROP ROLE regress_synsec_dave;
 SELECT name, NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = owner) AS owner_dropped
 FROM approx_gpu.synopses WHERE name = 'orphan';

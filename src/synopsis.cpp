@@ -971,6 +971,35 @@ void require_current_table(const char* fn) {
                         errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
 }
 
+// DROP ROLE refuses a role that owns synopses: each owner holds SELECT on
+// approx_gpu.synopses (adding nothing to PUBLIC's SELECT), a privilege that
+// PostgreSQL records in pg_shdepend, so DROP ROLE reports "privileges for
+// table approx_gpu.synopses" until the role's last synopsis is dropped (or
+// DROP OWNED revokes it: then the rows are orphans, never run nor read).
+// Granted with a role's first synopsis, revoked with its last, under a
+// self-conflicting lock (SHARE UPDATE EXCLUSIVE: readers and writers of rows
+// are not blocked) so that concurrent creates and drops agree. The table's
+// owner already holds every privilege and is left alone.
+void owner_grant(Oid owner, bool grant) {
+    if (owner == synopses_owner() || !role_exists(owner)) return;
+    as_table_owner("LOCK TABLE approx_gpu.synopses IN SHARE UPDATE EXCLUSIVE MODE", 0, nullptr, nullptr, nullptr,
+                   nullptr, nullptr, 0);
+    Oid types[1] = {OIDOID};
+    Datum args[1] = {ObjectIdGetDatum(owner)};
+    bool has = as_table_owner("SELECT 1 FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+                              "WHERE c.oid OPERATOR(pg_catalog.=) 'approx_gpu.synopses'::pg_catalog.regclass "
+                              "AND a.grantee OPERATOR(pg_catalog.=) $1 AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'",
+                              1, types, args, nullptr, nullptr, nullptr, 0) > 0;
+    if (!grant && as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+                                 1, types, args, nullptr, nullptr, nullptr, 0) > 0)
+        return;  // it still owns synopses
+    if (has == grant) return;
+    const char* role = quote_identifier(GetUserNameFromId(owner, false));
+    as_table_owner(grant ? psprintf("GRANT SELECT ON approx_gpu.synopses TO %s", role)
+                         : psprintf("REVOKE SELECT ON approx_gpu.synopses FROM %s", role),
+                   0, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+}
+
 // A stored named synopsis.
 struct NamedRow {
     Oid owner;
@@ -1408,6 +1437,7 @@ APPROX_FUNCTION(approx_gpu_create_synopsis) {
                        "ON CONFLICT (owner, name) DO NOTHING",
                        5, types, args, nullptr, nullptr, nullptr, 0) == 0)
         taken();
+    owner_grant(owner, true);
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
 
@@ -1451,6 +1481,7 @@ APPROX_FUNCTION(approx_gpu_drop_synopsis) {
     as_table_owner("DELETE FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
                    "AND name OPERATOR(pg_catalog.=) $1",
                    2, types, args, nullptr, nullptr, nullptr, 0);
+    owner_grant(row.owner, false);
     PG_RETURN_VOID();
 }
 
