@@ -25,17 +25,12 @@ COMMENT ON TABLE synopses IS
 COMMENT ON COLUMN synopses.search_path IS
     'The search_path the query runs with (the owner''s effective path at creation, pg_temp last); NULL: unknown (stored by 0.1.0), only the owner may refresh';
 -- DROP ROLE refuses a role that owns synopses: every owner holds SELECT on
--- the table (redundant with PUBLIC's; PostgreSQL records it in pg_shdepend).
--- create_synopsis grants it with a role's first synopsis and drop_synopsis
--- revokes it with its last; here the owners of existing rows get it (not the
--- table's owner, who holds every privilege, nor roles already dropped).
-DO $$
-DECLARE
-    r regrole;
-BEGIN
-    FOR r IN SELECT DISTINCT s.owner FROM synopses s
-             WHERE EXISTS (SELECT FROM pg_catalog.pg_roles g WHERE g.oid = s.owner::oid)
-               AND s.owner::oid <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'synopses'::regclass) LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT ON synopses TO %s', r);
-    END LOOP;
-END $$;
+-- the table (redundant with PUBLIC's; PostgreSQL records it in pg_shdepend),
+-- granted by create_synopsis with a role's first synopsis and revoked by
+-- drop_synopsis with its last. It is not granted here: a GRANT run by this
+-- script would be recorded as an initial privilege of the extension
+-- (pg_init_privs, which PostgreSQL 15 does not tie to the role), so pg_dump
+-- would not keep it, and once the role is gone pg_dump would name a dangling
+-- OID. The owner of a 0.1.0 row gets it at its next refresh (which 0.1.0
+-- rows need anyway: only their owner may refresh them, see above); until
+-- then, if the role is dropped, its rows are orphans that are never run.

@@ -976,10 +976,11 @@ void require_current_table(const char* fn) {
 // PostgreSQL records in pg_shdepend, so DROP ROLE reports "privileges for
 // table approx_gpu.synopses" until the role's last synopsis is dropped (or
 // DROP OWNED revokes it: then the rows are orphans, never run nor read).
-// Granted with a role's first synopsis, revoked with its last, under a
-// self-conflicting lock (SHARE UPDATE EXCLUSIVE: readers and writers of rows
-// are not blocked) so that concurrent creates and drops agree. The table's
-// owner already holds every privilege and is left alone.
+// Granted with a role's first synopsis (and at a refresh, for rows kept from
+// 0.1.0), revoked with its last, under a self-conflicting lock (SHARE UPDATE
+// EXCLUSIVE: readers and writers of rows are not blocked) so that concurrent
+// creates and drops agree. The table's owner already holds every privilege
+// and is left alone.
 void owner_grant(Oid owner, bool grant) {
     if (owner == synopses_owner() || !role_exists(owner)) return;
     as_table_owner("LOCK TABLE approx_gpu.synopses IN SHARE UPDATE EXCLUSIVE MODE", 0, nullptr, nullptr, nullptr,
@@ -1469,6 +1470,7 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
     as_table_owner("UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now(), search_path = $4 "
                    "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2",
                    4, types, args, nullptr, nullptr, nullptr, 0);
+    owner_grant(row.owner, true);  // a row kept from 0.1.0 gets it here
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
 
