@@ -177,6 +177,13 @@ SELECT (approx_gpu.kde_synopsis_info(approx_gpu.kde_merge(n_2_62, s))->>'N')::in
        (approx_gpu.kde_synopsis_info(approx_gpu.kde_merge(skipped_max, s))->>'skipped')::int8 AS skipped_merged,
        approx_gpu.kde_merge(n_2_62, s)::bytea::approx_gpu.kde_synopsis IS NOT NULL AS reads_back
 FROM syn_big, syn_base;
+-- counts past 2^53 survive the text form exactly (what pg_dump writes)
+SELECT (approx_gpu.kde_synopsis_info(approx_gpu.kde_merge(n_2_62, s)::text::approx_gpu.kde_synopsis)->>'N')::int8 AS n_via_text,
+       (approx_gpu.kde_synopsis_info(skipped_max::text::approx_gpu.kde_synopsis)->>'skipped')::int8 AS skipped_via_text,
+       (approx_gpu.kde_synopsis_info(n_max::text::approx_gpu.kde_synopsis)->>'N')::int8 AS n_max_via_text
+FROM syn_big, syn_base;
+SELECT pg_temp.err($$SELECT replace(n_max::text, '"N": 9223372036854775807', '"N": 9223372036854775808')::approx_gpu.kde_synopsis FROM syn_big$$);
+SELECT pg_temp.err($$SELECT replace(n_max::text, '"N": 9223372036854775807', '"N": 92233720368547758.5')::approx_gpu.kde_synopsis FROM syn_big$$);
 DROP TABLE syn_base, syn_big;
 
 -- clean up: every synopsis and role of this file
