@@ -3,3 +3,34 @@
 -- objects as a fresh CREATE EXTENSION (test/upgrade.sh checks it).
 
 \echo Use "ALTER EXTENSION approx_gpu UPDATE TO '0.2.0'" to load this file. \quit
+
+-- ---- named synopses: schema usage for PUBLIC, names per owner, pinned search_path
+
+-- 0.1.0 left the schema to its owner alone: every call by an ordinary role
+-- failed with "permission denied for schema approx_gpu".
+GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
+
+-- Names become per owner (key (owner, name)); 0.1.0's names were global, so
+-- every existing row keeps its name and owner.
+ALTER TABLE synopses DROP CONSTRAINT synopses_pkey;
+ALTER TABLE synopses ADD PRIMARY KEY (owner, name);
+-- The stored query runs with the search_path captured at creation. The path
+-- a 0.1.0 row was created with is unknown, and guessing one (the refresher's,
+-- or pg_catalog plus the owner's schema) could resolve its names to objects
+-- other roles control. Such rows get NULL: they keep answering, and only their
+-- owner itself may refresh them; that refresh captures the owner's path.
+ALTER TABLE synopses ADD COLUMN search_path text;
+COMMENT ON TABLE synopses IS
+    'Named KDE synopses, one namespace per owner: each row visible to its owner (and roles with the owner''s privileges); written only by create/refresh/drop_synopsis';
+COMMENT ON COLUMN synopses.search_path IS
+    'The search_path the query runs with (the owner''s effective path at creation, pg_temp last); NULL: unknown (stored by 0.1.0), only the owner may refresh';
+-- DROP ROLE refuses a role that owns synopses: every owner holds SELECT on
+-- the table (redundant with PUBLIC's; PostgreSQL records it in pg_shdepend),
+-- granted by create_synopsis with a role's first synopsis and revoked by
+-- drop_synopsis with its last. It is not granted here: a GRANT run by this
+-- script would be recorded as an initial privilege of the extension
+-- (pg_init_privs, which PostgreSQL 15 does not tie to the role), so pg_dump
+-- would not keep it, and once the role is gone pg_dump would name a dangling
+-- OID. The owner of a 0.1.0 row gets it at its next refresh (which 0.1.0
+-- rows need anyway: only their owner may refresh them, see above); until
+-- then, if the role is dropped, its rows are orphans that are never run.

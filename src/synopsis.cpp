@@ -11,6 +11,7 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "common/shortest_dec.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -245,9 +246,17 @@ double json_double(const JsonbValue* v, const char* what) {
     return x;
 }
 
+// An exact integer (from the numeric itself, not through float8: counts past
+// 2^53 -- a merged N, skipped -- must read back exactly what was written).
 int64 json_int(const JsonbValue* v, const char* what) {
-    double x = json_double(v, what);
-    if (x != std::floor(x) || std::fabs(x) > 9007199254740992.0) bad_text(psprintf("%s must be an integer", what));
+    if (v->type != jbvNumeric) bad_text(psprintf("%s must be a number", what));
+    const char* digits = numeric_normalize(v->val.numeric);
+    const char* p = digits[0] == '-' ? digits + 1 : digits;
+    if (*p == '\0' || strspn(p, "0123456789") != strlen(p)) bad_text(psprintf("%s must be an integer", what));
+    errno = 0;
+    char* end = nullptr;
+    long long x = strtoll(digits, &end, 10);
+    if (errno == ERANGE || *end != '\0') bad_text(psprintf("%s is out of range for bigint", what));
     return static_cast<int64>(x);
 }
 
@@ -366,7 +375,21 @@ Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 ski
         return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
     });
     raise_if_error(st, fn);
+    // A produced value passes the same validation as an input (a value that
+    // could not be read back must never be returned or stored).
+    validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));
     PG_RETURN_BYTEA_P(value_to_bytes(v));
+}
+
+// a + b for the counts of merged synopses and states (N, skipped): ERROR
+// 22003 naming the function instead of a wrapped, unreadable value.
+int64 add_count(int64 a, int64 b, const char* fn, const char* what) {
+    int64 sum;
+    if (pg_add_s64_overflow(a, b, &sum))
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("%s: %s of the merged synopsis is out of range for bigint (" INT64_FORMAT " + " INT64_FORMAT
+                               ")", fn, what, a, b)));
+    return sum;
 }
 
 int bandwidth_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
@@ -493,7 +516,9 @@ void merge_into(SynAgg* st, MemoryContext mcxt, const double* rows, int64 m, int
         memcpy(st->rows, rows, sizeof(double) * m * st->d);
         return;
     }
+    int64 seen = add_count(st->res.seen, n, fn, "N");
     int64 target = syn::merged_size(st->res.capacity, st->res.seen, k, n);
+    check_size(target, st->d, true, fn);
     double* out = static_cast<double*>(MemoryContextAllocHuge(mcxt, std::max<Size>(1, static_cast<Size>(target) * st->d * sizeof(double))));
     int64 written = 0;
     approx::Status status = syn::merge_samples(st->rows, st->res.size, st->res.seen, st->res.capacity, rows, m, n, k,
@@ -503,7 +528,7 @@ void merge_into(SynAgg* st, MemoryContext mcxt, const double* rows, int64 m, int
     st->rows = out;
     st->rows_cap = target;
     st->res.capacity = std::min(st->res.capacity, k);
-    st->res.seen += n;
+    st->res.seen = seen;
     st->res.size = written;
 }
 
@@ -542,7 +567,7 @@ void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn) {
     }
     st->d = v->s.d;
     merge_names(st, v->has_names, v->names, first, fn);
-    st->skipped += v->s.skipped;
+    st->skipped = add_count(st->skipped, v->s.skipped, fn, "skipped");
     merge_into(st, mcxt, v->sample, v->s.m, v->s.n_rows, v->s.sample_size, fn);
 }
 
@@ -780,9 +805,39 @@ double progress_interval_s(void) {
     return s ? strtod(s, nullptr) : 0;
 }
 
+// The caller's effective search_path, fixed for a stored query: the schemas
+// current_schemas(true) reports (implicit pg_catalog included) as a quoted
+// list, temporary schemas left out (they belong to one session) and pg_temp
+// last, so that nobody's temporary objects come before the owner's.
+char* captured_search_path(void) {
+    List* path = fetch_search_path(true);
+    StringInfoData out;
+    initStringInfo(&out);
+    ListCell* lc;
+    foreach (lc, path) {
+        Oid nsp = lfirst_oid(lc);
+        if (isAnyTempNamespace(nsp)) continue;
+        char* nspname = get_namespace_name(nsp);
+        if (nspname != nullptr) appendStringInfo(&out, "%s, ", quote_identifier(nspname));
+    }
+    appendStringInfoString(&out, "pg_temp");
+    list_free(path);
+    return out.data;
+}
+
+bool role_exists(Oid role) {
+    return SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role));
+}
+
 // Runs query as `owner` in a security-restricted operation (as REFRESH
-// MATERIALIZED VIEW does) and builds the synopsis of its rows.
-Datum build_named(const char* query, Oid owner, int32 sample_size, int method, int smoothing, const char* fn) {
+// MATERIALIZED VIEW does) with search_path = search_path (the path stored
+// with it: the query's names resolve the same whoever runs it) and builds the
+// synopsis of its rows.
+Datum build_named(const char* query, Oid owner, const char* search_path, int32 sample_size, int method, int smoothing,
+                  const char* fn) {
+    if (!role_exists(owner))  // never run a query as a dropped role's OID
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the owner of the synopsis no longer exists", fn)));
     SynAgg* st = new_state(CurrentMemoryContext);
     st->method = method;
     st->smoothing = smoothing;
@@ -806,6 +861,7 @@ Datum build_named(const char* query, Oid owner, int32 sample_size, int method, i
     GetUserIdAndSecContext(&save_userid, &save_sec);
     SetUserIdAndSecContext(owner, save_sec | SECURITY_RESTRICTED_OPERATION);
     int nest = NewGUCNestLevel();
+    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
     double t0 = glue_clock_ms();
     if (SPI_connect() != SPI_OK_CONNECT)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: SPI_connect failed", fn)));
@@ -824,7 +880,7 @@ Datum build_named(const char* query, Oid owner, int32 sample_size, int method, i
     if (rc < 0)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: query failed: %s", fn, SPI_result_code_string(rc))));
     SPI_finish();
-    AtEOXact_GUC(false, nest);
+    AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
     double ms_read = glue_clock_ms() - t0;
     if (r->progress_s > 0)
@@ -859,7 +915,7 @@ Oid synopses_owner(void) {
 // fixed search_path does; the caller itself cannot write the table).
 // Returns SPI_processed; the first row's columns (if any) go to values/nulls.
 int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const char* arg_nulls, Datum* values,
-                     bool* nulls, int ncols) {
+                     bool* nulls, int ncols, bool read_only = false) {
     Oid save_userid;
     int save_sec;
     GetUserIdAndSecContext(&save_userid, &save_sec);
@@ -870,7 +926,7 @@ int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const 
                             false);
     MemoryContext caller = CurrentMemoryContext;
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    int rc = SPI_execute_with_args(sql, nargs, types, args, arg_nulls, false, 0);
+    int rc = SPI_execute_with_args(sql, nargs, types, args, arg_nulls, read_only, 0);
     if (rc < 0) elog(ERROR, "statement on approx_gpu.synopses failed: %s", SPI_result_code_string(rc));
     int64 processed = static_cast<int64>(SPI_processed);
     if (processed > 0 && SPI_tuptable != nullptr && ncols > 0) {
@@ -906,48 +962,103 @@ void check_name(text* name, const char* fn) {
                         errmsg("%s: name must have between 1 and 200 characters", fn)));
 }
 
-// The stored row of a named synopsis for refresh/drop: checks that the caller
-// has the owner's privileges. Locks the row.
-void owned_row(text* name, const char* fn, Oid& owner, text*& query) {
-    Oid types[1] = {TEXTOID};
-    Datum args[1] = {PointerGetDatum(name)};
-    Datum values[2];
-    bool nulls[2];
-    int64 n = as_table_owner("SELECT owner::oid, query FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-                             1, types, args, nullptr, values, nulls, 2);
-    if (n == 0)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name))));
-    owner = DatumGetObjectId(values[0]);
-    query = DatumGetTextPP(values[1]);
-    if (!has_privs_of_role(GetUserId(), owner))
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("%s: must be the owner of synopsis \"%s\"", fn, text_to_cstring(name))));
-}
-
 Datum info_jsonb(const SynValue* v);
 
-// A named synopsis as the caller sees it (row-level security applies).
-SynValue* named_value(text* name, const char* fn) {
-    MemoryContext caller = CurrentMemoryContext;
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Oid types[1] = {TEXTOID};
-    Datum args[1] = {PointerGetDatum(name)};
-    int rc = SPI_execute_with_args(
-        "SELECT synopsis FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args, nullptr,
-        true, 1);
-    if (rc != SPI_OK_SELECT) elog(ERROR, "reading approx_gpu.synopses failed: %s", SPI_result_code_string(rc));
-    if (SPI_processed == 0)
+// 0.2.0 added synopses.search_path and the key (owner, name). A database
+// whose extension objects are still 0.1.0 (this library, before ALTER
+// EXTENSION UPDATE) reads and drops its synopses but builds none: a query
+// without a pinned search_path is never run.
+bool table_is_current(void) {
+    return get_attnum(synopses_relid(), "search_path") != InvalidAttrNumber;
+}
+
+void require_current_table(const char* fn) {
+    if (!table_is_current())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the extension's objects in this database are older than its library", fn),
+                        errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
+}
+
+// DROP ROLE refuses a role that owns synopses: each owner holds SELECT on
+// approx_gpu.synopses (adding nothing to PUBLIC's SELECT), a privilege that
+// PostgreSQL records in pg_shdepend, so DROP ROLE reports "privileges for
+// table approx_gpu.synopses" until the role's last synopsis is dropped (or
+// DROP OWNED revokes it: then the rows are orphans, never run nor read).
+// Granted with a role's first synopsis (and at a refresh, for rows kept from
+// 0.1.0), revoked with its last, under a self-conflicting lock (SHARE UPDATE
+// EXCLUSIVE: readers and writers of rows are not blocked) so that concurrent
+// creates and drops agree. The table's owner already holds every privilege
+// and is left alone.
+void owner_grant(Oid owner, bool grant) {
+    if (owner == synopses_owner() || !role_exists(owner)) return;
+    as_table_owner("LOCK TABLE approx_gpu.synopses IN SHARE UPDATE EXCLUSIVE MODE", 0, nullptr, nullptr, nullptr,
+                   nullptr, nullptr, 0);
+    Oid types[1] = {OIDOID};
+    Datum args[1] = {ObjectIdGetDatum(owner)};
+    bool has = as_table_owner("SELECT 1 FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+                              "WHERE c.oid OPERATOR(pg_catalog.=) 'approx_gpu.synopses'::pg_catalog.regclass "
+                              "AND a.grantee OPERATOR(pg_catalog.=) $1 AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'",
+                              1, types, args, nullptr, nullptr, nullptr, 0) > 0;
+    if (!grant && as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+                                 1, types, args, nullptr, nullptr, nullptr, 0) > 0)
+        return;  // it still owns synopses
+    if (has == grant) return;
+    const char* role = quote_identifier(GetUserNameFromId(owner, false));
+    as_table_owner(grant ? psprintf("GRANT SELECT ON approx_gpu.synopses TO %s", role)
+                         : psprintf("REVOKE SELECT ON approx_gpu.synopses FROM %s", role),
+                   0, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+}
+
+// A stored named synopsis.
+struct NamedRow {
+    Oid owner;
+    text* query;
+    char* search_path;  // nullptr: unknown (a row stored by 0.1.0)
+    bytea* synopsis;    // when asked for
+};
+
+// Finds the synopsis `name` among the rows the caller may see -- its own and
+// those of roles whose privileges it has (the table's row-level security
+// policy) -- its own first. A row the caller may not see gives exactly the
+// error of a missing one. A visible row of a dropped role (only a superuser
+// sees those) may only be dropped (drop = true). lock: FOR UPDATE.
+NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis, bool drop) {
+    Oid caller = GetUserId();
+    Oid types[2] = {TEXTOID, OIDOID};
+    Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(caller)};
+    Datum values[4];
+    bool nulls[4];
+    const char* sql = psprintf(
+        "SELECT owner::pg_catalog.oid, query, %s, %s FROM approx_gpu.synopses "
+        "WHERE name OPERATOR(pg_catalog.=) $1 AND pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') "
+        "ORDER BY owner::pg_catalog.oid OPERATOR(pg_catalog.<>) $2 LIMIT 2%s",
+        table_is_current() ? "search_path" : "NULL::pg_catalog.text",
+        want_synopsis ? "synopsis" : "NULL::approx_gpu.kde_synopsis", lock ? " FOR UPDATE" : "");
+    int64 n = as_table_owner(sql, 2, types, args, nullptr, values, nulls, 4, !lock);
+    if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
                         errhint("Named synopses are visible to their owner (and roles with the owner's privileges).")));
-    bool isnull;
-    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-    MemoryContext old = MemoryContextSwitchTo(caller);
-    bytea* b = PG_DETOAST_DATUM_COPY(d);
-    MemoryContextSwitchTo(old);
-    SPI_finish();
-    return stored_value(b);
+    NamedRow row;
+    row.owner = DatumGetObjectId(values[0]);
+    if (row.owner != caller && n > 1)
+        ereport(ERROR, (errcode(ERRCODE_AMBIGUOUS_ALIAS),
+                        errmsg("%s: synopsis name \"%s\" is ambiguous", fn, text_to_cstring(name)),
+                        errdetail("Several roles whose privileges you have own a synopsis of this name, and you own none."),
+                        errhint("SET ROLE to the owner of the one you mean.")));
+    if (!drop && !role_exists(row.owner))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the owner of synopsis \"%s\" no longer exists", fn, text_to_cstring(name)),
+                        errhint("Its rows are never used again; a superuser can remove it with drop_synopsis.")));
+    row.query = DatumGetTextPP(values[1]);
+    row.search_path = nulls[2] ? nullptr : TextDatumGetCString(values[2]);
+    row.synopsis = want_synopsis ? DatumGetByteaPP(values[3]) : nullptr;
+    return row;
+}
+
+// A named synopsis as the caller sees it.
+SynValue* named_value(text* name, const char* fn) {
+    return stored_value(resolve_named(name, fn, false, true, false).synopsis);
 }
 
 int column_by_name(const SynValue* v, const char* name, int len, const char* fn) {
@@ -1165,7 +1276,7 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_combine) {
         else if (other->res.seen > 0)
             merge_names(st, other->has_names, other->names, false, fn);
     }
-    st->skipped += other->skipped;
+    st->skipped = add_count(st->skipped, other->skipped, fn, "skipped");
     if (other->res.seen > 0)
         merge_into(st, mcxt, other->rows, other->res.size, other->res.seen, other->res.capacity, fn);
     PG_RETURN_POINTER(st);
@@ -1306,62 +1417,81 @@ APPROX_FUNCTION(approx_gpu_create_synopsis) {
     int32 k = sample_size_arg(fcinfo, 2, fn);
     int method = bandwidth_arg(fcinfo, 3, fn);
     int smoothing = smoothing_arg(fcinfo, 4, fn);
+    require_current_table(fn);
     Oid owner = GetUserId();
-    // Refuse a taken name before the (long) build.
-    Oid types[4] = {TEXTOID, OIDOID, TEXTOID, InvalidOid};
-    Datum args[4] = {PointerGetDatum(name), 0, 0, 0};
-    if (as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args,
-                       nullptr, nullptr, nullptr, 0) > 0)
+    // Names are per owner: only the caller's own rows can conflict.
+    Oid types[5] = {TEXTOID, OIDOID, TEXTOID, InvalidOid, TEXTOID};
+    Datum args[5] = {PointerGetDatum(name), ObjectIdGetDatum(owner), 0, 0, 0};
+    auto taken = [&]() {
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
-                        errmsg("%s: synopsis \"%s\" already exists", fn, text_to_cstring(name))));
-    Datum syn_datum = build_named(query, owner, k, method, smoothing, fn);
+                        errmsg("%s: a synopsis named \"%s\" already exists", fn, text_to_cstring(name))));
+    };
+    // Refuse a taken name before the (long) build ...
+    if (as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+                       "AND name OPERATOR(pg_catalog.=) $1",
+                       2, types, args, nullptr, nullptr, nullptr, 0, true) > 0)
+        taken();
+    // ... and run the query, now and on every refresh, with the caller's
+    // effective search_path of this moment.
+    char* path = captured_search_path();
+    Datum syn_datum = build_named(query, owner, path, k, method, smoothing, fn);
     types[3] = synopsis_type_oid();
-    args[1] = ObjectIdGetDatum(owner);
     args[2] = PointerGetDatum(PG_GETARG_TEXT_PP(1));
     args[3] = syn_datum;
-    as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created) "
-                   "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.now())",
-                   4, types, args, nullptr, nullptr, nullptr, 0);
+    args[4] = CStringGetTextDatum(path);
+    // ... and again at the insert: a concurrent create of the same name (or
+    // one run by the query itself) commits first; the key then holds.
+    if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created, search_path) "
+                       "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.now(), $5) "
+                       "ON CONFLICT (owner, name) DO NOTHING",
+                       5, types, args, nullptr, nullptr, nullptr, 0) == 0)
+        taken();
+    owner_grant(owner, true);
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
 
 APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
     const char* fn = "refresh_synopsis";
     text* name = PG_GETARG_TEXT_PP(0);
-    Oid owner;
-    text* query;
-    owned_row(name, fn, owner, query);
+    require_current_table(fn);
+    NamedRow row = resolve_named(name, fn, true, true, false);
+    char* path = row.search_path;
+    if (path == nullptr) {
+        // Stored by 0.1.0, which kept no search_path: guessing one could
+        // resolve the query's names to other roles' objects. The owner itself
+        // (nobody else) refreshes it once with its own effective path.
+        if (GetUserId() != row.owner)
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                            errmsg("%s: synopsis \"%s\" was stored without its search_path; only its owner can refresh it",
+                                   fn, text_to_cstring(name)),
+                            errhint("Refresh it once as its owner (SET ROLE); the owner's search_path is then kept.")));
+        path = captured_search_path();
+    }
     // The old value's settings drive the rebuild.
-    Oid types[2] = {TEXTOID, 0};
-    Datum args[2] = {PointerGetDatum(name), 0};
-    Datum values[1];
-    bool nulls[1];
-    as_table_owner("SELECT synopsis FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args,
-                   nullptr, values, nulls, 1);
-    SynValue* old = stored_value(DatumGetByteaPP(values[0]));
+    SynValue* old = stored_value(row.synopsis);
     int64 k = old->s.sample_size;
-    Datum syn_datum = build_named(text_to_cstring(query), owner, static_cast<int32>(std::min<int64>(k, INT32_MAX)),
-                                  static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
-    types[0] = synopsis_type_oid();
-    types[1] = TEXTOID;
-    args[0] = syn_datum;
-    args[1] = PointerGetDatum(name);
-    as_table_owner("UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now() "
-                   "WHERE name OPERATOR(pg_catalog.=) $2",
-                   2, types, args, nullptr, nullptr, nullptr, 0);
+    Datum syn_datum = build_named(text_to_cstring(row.query), row.owner, path,
+                                  static_cast<int32>(std::min<int64>(k, INT32_MAX)), static_cast<int>(old->s.method),
+                                  static_cast<int>(old->s.smoothing), fn);
+    Oid types[4] = {synopsis_type_oid(), TEXTOID, OIDOID, TEXTOID};
+    Datum args[4] = {syn_datum, PointerGetDatum(name), ObjectIdGetDatum(row.owner), CStringGetTextDatum(path)};
+    as_table_owner("UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now(), search_path = $4 "
+                   "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2",
+                   4, types, args, nullptr, nullptr, nullptr, 0);
+    owner_grant(row.owner, true);  // a row kept from 0.1.0 gets it here
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
 
 APPROX_FUNCTION(approx_gpu_drop_synopsis) {
     const char* fn = "drop_synopsis";
     text* name = PG_GETARG_TEXT_PP(0);
-    Oid owner;
-    text* query;
-    owned_row(name, fn, owner, query);
-    Oid types[1] = {TEXTOID};
-    Datum args[1] = {PointerGetDatum(name)};
-    as_table_owner("DELETE FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1", 1, types, args, nullptr,
-                   nullptr, nullptr, 0);
+    NamedRow row = resolve_named(name, fn, true, false, true);
+    Oid types[2] = {TEXTOID, OIDOID};
+    Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(row.owner)};
+    as_table_owner("DELETE FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+                   "AND name OPERATOR(pg_catalog.=) $1",
+                   2, types, args, nullptr, nullptr, nullptr, 0);
+    owner_grant(row.owner, false);
     PG_RETURN_VOID();
 }
 

@@ -3,6 +3,10 @@
 
 \echo Use "CREATE EXTENSION approx_gpu" to load this file. \quit
 
+-- Every function of the extension is meant for every role (named synopses
+-- guard themselves by their owner, row-level security and their own checks).
+GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
+
 -- ---- runtime: introspection --------------------------------------------------
 
 CREATE FUNCTION device_info() RETURNS jsonb

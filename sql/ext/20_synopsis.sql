@@ -152,17 +152,30 @@ COMMENT ON FUNCTION kde_synopsis_info(kde_synopsis) IS
 -- A synopsis holds raw sample rows, so it is guarded like the data: PUBLIC may
 -- only read, row-level security shows each role its own rows (and those of
 -- roles whose privileges it has), and only the functions below write, as the
--- table's owner with search_path = pg_catalog, pg_temp. The stored query runs
--- as the synopsis' owner in a security-restricted operation.
+-- table's owner with search_path = pg_catalog, pg_temp. Names are per owner:
+-- the key is (owner, name), and a name resolves among the rows the caller may
+-- see, its own first; a row the caller may not see behaves exactly as a
+-- missing one. The stored query runs as the synopsis' owner in a
+-- security-restricted operation with search_path set to exactly the path
+-- captured when it was created (the owner's effective schemas, temporary
+-- schemas left out, then pg_temp last), so it resolves the same objects
+-- whoever refreshes it. search_path NULL: unknown (a row stored by 0.1.0);
+-- only the owner itself may refresh such a row, which captures its path.
+-- A row whose owner role was dropped is never run and never answers; a
+-- superuser sees it and can drop it.
 CREATE TABLE synopses (
-    name     text PRIMARY KEY,
-    owner    regrole NOT NULL,
-    query    text NOT NULL,
-    synopsis kde_synopsis NOT NULL,
-    created  timestamptz NOT NULL DEFAULT now()
+    name        text NOT NULL,
+    owner       regrole NOT NULL,
+    query       text NOT NULL,
+    synopsis    kde_synopsis NOT NULL,
+    created     timestamptz NOT NULL DEFAULT now(),
+    search_path text,
+    PRIMARY KEY (owner, name)
 );
 COMMENT ON TABLE synopses IS
-    'Named KDE synopses: each row visible to its owner (and roles with the owner''s privileges); written only by create/refresh/drop_synopsis';
+    'Named KDE synopses, one namespace per owner: each row visible to its owner (and roles with the owner''s privileges); written only by create/refresh/drop_synopsis';
+COMMENT ON COLUMN synopses.search_path IS
+    'The search_path the query runs with (the owner''s effective path at creation, pg_temp last); NULL: unknown (stored by 0.1.0), only the owner may refresh';
 ALTER TABLE synopses ENABLE ROW LEVEL SECURITY;
 CREATE POLICY synopses_owner_reads ON synopses FOR SELECT
     USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));

@@ -25,6 +25,11 @@ SET approx_gpu.random_seed = 7;
 CREATE TABLE kept AS SELECT approx_gpu.kde_synopsis_agg(ARRAY[(g % 97)::float8, (g % 13)::float8], 500) AS s
   FROM generate_series(1, 5000) g;
 CREATE TABLE kept_answer AS SELECT approx_gpu.approx_count(s, ARRAY[10, 2]::float8[], ARRAY[50, 8]::float8[]) AS c FROM kept;
+-- A named synopsis as 0.1.0's create_synopsis stored it (this library
+-- builds none in a 0.1.0 database: 0.1.0 kept no search_path).
+INSERT INTO approx_gpu.synopses (name, owner, query, synopsis)
+  SELECT 'kept_named', current_user::regrole, 'SELECT (g % 97)::float8 AS a FROM generate_series(1, 1000) g',
+         approx_gpu.kde_synopsis_agg(ARRAY[(g % 97)::float8], 100) FROM generate_series(1, 1000) g;
 SQL
   $PSQL -qX -v ON_ERROR_STOP=1 -d "$db" -c "ALTER EXTENSION approx_gpu UPDATE" >/dev/null \
     || { echo "not ok upgrade $v (ALTER EXTENSION UPDATE failed)"; rc=1; continue; }
@@ -34,6 +39,11 @@ SQL
   fi
   same=$($PSQL -qXAt -d "$db" -c "SELECT bool_and(abs(approx_gpu.approx_count(s, ARRAY[10, 2]::float8[], ARRAY[50, 8]::float8[]) - c) <= 1e-6 * greatest(1, abs(c))) FROM kept, kept_answer" 2>&1)
   if [ "$same" != t ]; then echo "not ok upgrade $v: a synopsis stored at $v does not answer as before ($same)"; rc=1; continue; fi
+  # A named synopsis stored at $v still answers, and its owner (this role) can
+  # refresh it, which captures the search_path 0.1.0 did not store.
+  named=$($PSQL -qXAt -d "$db" -c "SELECT approx_gpu.approx_count('kept_named', '{}')::int, (SELECT search_path IS NULL FROM approx_gpu.synopses)" \
+    -c "SELECT (approx_gpu.refresh_synopsis('kept_named')->>'N')::int" -c "SELECT search_path IS NOT NULL FROM approx_gpu.synopses" 2>&1 | tr '\n' ' ')
+  if [ "$named" != "1000|t 1000 t " ]; then echo "not ok upgrade $v: the named synopsis stored at $v ($named)"; rc=1; continue; fi
   echo "ok upgrade $v"
 done
 exit $rc
