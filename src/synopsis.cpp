@@ -878,7 +878,8 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
     options.dest = &r->pub;
     int rc = SPI_execute_plan_extended(plan, &options);
     if (rc < 0)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: query failed: %s", fn, SPI_result_code_string(rc))));
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: query could not be run: %s", fn, SPI_result_code_string(rc))));
     SPI_finish();
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
@@ -887,7 +888,7 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
         ereport(NOTICE, (errmsg("%s: " INT64_FORMAT " rows read, " INT64_FORMAT " skipped; computing bandwidths", fn,
                                 st->res.seen, st->skipped)));
     if (st->res.seen == 0)
-        ereport(ERROR, (errcode(ERRCODE_NO_DATA_FOUND),
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: query returned no rows without NULLs; a synopsis needs at least one", fn)));
     Datum result = state_final(st, fn);
     last_run_stats().ms_read = ms_read;
