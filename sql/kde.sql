@@ -128,6 +128,10 @@ FROM kde_arr, (VALUES ('plugin', 1e-6), ('scott', 1e-9), ('silverman', 1e-9), ('
 SELECT m, abs(approx_gpu.kde_bandwidth(ARRAY[1e-300, 2e-300, 3e-300, 5e-300], m) / 1e-300
               / approx_gpu.kde_bandwidth(ARRAY[1, 2, 3, 5]::float8[], m) - 1) < tol AS issue_reproducer_ok
 FROM (VALUES ('plugin', 1e-6), ('scott', 1e-9), ('silverman', 1e-9), ('lscv', 1e-4)) t(m, tol);
+-- issue #11 row 11 in KDE: data far from 0 keep their true sd (scott = 1.06 sd n^-1/5)
+SELECT abs(approx_gpu.kde_bandwidth(array_agg(1e16 + (g % 7) * 2), 'scott')
+           / (1.06 * stddev_samp(1e16 + (g % 7) * 2) * 4000 ^ -0.2) - 1) < 1e-9 AS far_from_zero_sd_ok
+FROM generate_series(1, 4000) g;
 -- up to DBL_MAX/4 in magnitude, both signs
 SELECT max(abs(v)) * 7e306 < 4.49e307 AS below_quarter_max,
        abs(approx_gpu.kde_bandwidth(array_agg(v * 7e306), 'silverman') / 7e306
