@@ -98,6 +98,59 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, 'nope') FROM kde_dat
 SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(CASE WHEN i = 7 THEN 'NaN'::float8 ELSE x END) FROM kde_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], 1) FROM kde_data$$);
 
+-- issue #11 row 10: a NULL parameter (method, grid) on any row is ERROR 22004,
+-- naming the aggregate and argument; a NULL x is still skipped
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, CASE WHEN i % 2 = 0 THEN NULL ELSE 'silverman' END) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, NULL) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(NULL::float8, NULL) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], CASE WHEN i = 200 THEN NULL ELSE 40 END) FROM kde_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], NULL) FROM kde_data$$);
+SELECT approx_gpu.kde_bandwidth_agg(CASE WHEN i % 2 = 0 THEN NULL ELSE x END, 'silverman')
+       = (SELECT approx_gpu.kde_bandwidth(array_agg(x), 'silverman') FROM kde_data WHERE i % 2 = 1) AS null_x_skipped
+FROM kde_data;
+
+-- issue #11 row 12: data at 1e-300 and 1e307 scale give the relative bandwidth
+-- of the same data at scale 1 (every method); a truly constant x still errors.
+-- Scaled by a power of two (exact): the same bandwidth bit for bit, any engine.
+SELECT m, approx_gpu.kde_bandwidth(array(SELECT v * 2 ^ -997 FROM unnest(x) v), m) / 2 ^ -997
+          = approx_gpu.kde_bandwidth(x, m) AS tiny_exact,
+          approx_gpu.kde_bandwidth(array(SELECT v * 2 ^ 1017 FROM unnest(x) v), m) / 2 ^ 1017
+          = approx_gpu.kde_bandwidth(x, m) AS huge_exact
+FROM kde_arr, unnest(ARRAY['plugin', 'scott', 'silverman', 'lscv']) m;
+-- by 1e-300 and 1e307 (every value rounded): 1e-9 on the host formulas, the
+-- engines' own tolerance for plug-in (1e-6) and LSCV (h ill-conditioned, 1e-4)
+SELECT m, abs(approx_gpu.kde_bandwidth(array(SELECT v * 1e-300 FROM unnest(x) v), m) / 1e-300
+              / approx_gpu.kde_bandwidth(x, m) - 1) < tol AS tiny_ok,
+          abs(approx_gpu.kde_bandwidth(array(SELECT v * 1e307 FROM unnest(x) v), m) / 1e307
+              / approx_gpu.kde_bandwidth(x, m) - 1) < tol AS huge_ok
+FROM kde_arr, (VALUES ('plugin', 1e-6), ('scott', 1e-9), ('silverman', 1e-9), ('lscv', 1e-4)) t(m, tol);
+-- the issue's reproducer (was "x is constant")
+SELECT m, abs(approx_gpu.kde_bandwidth(ARRAY[1e-300, 2e-300, 3e-300, 5e-300], m) / 1e-300
+              / approx_gpu.kde_bandwidth(ARRAY[1, 2, 3, 5]::float8[], m) - 1) < tol AS issue_reproducer_ok
+FROM (VALUES ('plugin', 1e-6), ('scott', 1e-9), ('silverman', 1e-9), ('lscv', 1e-4)) t(m, tol);
+-- issue #11 row 11 in KDE: data far from 0 keep their true sd (scott = 1.06 sd n^-1/5)
+SELECT abs(approx_gpu.kde_bandwidth(array_agg(1e16 + (g % 7) * 2), 'scott')
+           / (1.06 * stddev_samp(1e16 + (g % 7) * 2) * 4000 ^ -0.2) - 1) < 1e-9 AS far_from_zero_sd_ok
+FROM generate_series(1, 4000) g;
+-- up to DBL_MAX/4 in magnitude, both signs
+SELECT max(abs(v)) * 7e306 < 4.49e307 AS below_quarter_max,
+       abs(approx_gpu.kde_bandwidth(array_agg(v * 7e306), 'silverman') / 7e306
+           / approx_gpu.kde_bandwidth(array_agg(v), 'silverman') - 1) < 1e-9 AS quarter_max_ok,
+       abs(approx_gpu.kde_bandwidth(array_agg(v * 7e306)) / 7e306
+           / approx_gpu.kde_bandwidth(array_agg(v)) - 1) < 1e-6 AS quarter_max_plugin_ok
+FROM kde_arr, unnest(x) v;
+SELECT abs(approx_gpu.kde_bandwidth(ARRAY[-4.49e307, 4.49e307, 0, 1e307]) / 4.49e307
+           / approx_gpu.kde_bandwidth(ARRAY[-1, 1, 0, 1e307 / 4.49e307]) - 1) < 1e-6 AS both_signs_ok;
+SELECT abs((r).h / (approx_gpu.kde_lscv(p)).h - 1) < 1e-4 AS lscv_2d_rescaled_same_h,
+       abs((r).bandwidth_matrix[1][1] / 1e-300 / (approx_gpu.kde_lscv(p)).bandwidth_matrix[1][1] - 1) < 2e-4
+         AS lscv_2d_matrix_ok
+FROM kde_pts, LATERAL (SELECT approx_gpu.kde_lscv(array(SELECT ARRAY[p[i][1] * 1e-150, p[i][2] * 1e150]
+                                                         FROM generate_series(1, 300) i)) AS r) q;
+-- what is real is still an error, and says what
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[1e-300, 1e-300, 1e-300]::float8[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth(ARRAY[-1.7e308, 1.7e308]::float8[], 'scott')$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv(ARRAY[1e-300, 2e-300, 3e-300, 5e-300]::float8[])$$);
+
 -- cancellation: far more work than 1 s on either engine; the engine polls the
 -- cancel flag between chunks and the statement ends with the timeout error
 SET statement_timeout = '1s';

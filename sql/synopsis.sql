@@ -145,6 +145,40 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg('{}'::float8[]) FROM syn
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, CASE WHEN i = 7 THEN 'NaN'::float8 ELSE b END]) FROM syn_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, CASE WHEN i = 7 THEN 'Infinity'::float8 ELSE b END]) FROM syn_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 2147483647) FROM syn_data$$);
+-- issue #11 row 10: a NULL parameter on any row is ERROR 22004 naming it; a NULL x is skipped
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], CASE WHEN i = 4000 THEN NULL ELSE 100 END) FROM syn_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 100, CASE WHEN i = 4000 THEN NULL ELSE 'scott' END) FROM syn_data$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 100, 'scott', CASE WHEN i = 4000 THEN NULL ELSE 'auto' END) FROM syn_data$$);
+SELECT (approx_gpu.kde_synopsis_info(approx_gpu.kde_synopsis_agg(CASE WHEN i % 2 = 0 THEN NULL ELSE ARRAY[a, b] END, 100, 'scott'))->>'N')::int
+       AS n_without_null_x FROM syn_data;
+
+-- issue #11 row 11: the stored mean and sd are the sample's, also far from 0
+-- (every row is in the sample: N = 4000 < sample_size); the naive two-pass sd
+-- of 0.1.0 was off by far more than rounding here
+CREATE TABLE syn_far AS
+  SELECT approx_gpu.kde_synopsis_agg(ARRAY[1e16 + (g % 7) * 2], 5000) AS s FROM generate_series(1, 4000) g;
+SELECT (i->>'m')::int AS m,
+       abs((s::text::jsonb->'columns'->0->>'mean')::numeric - (SELECT avg(1e16 + (g % 7) * 2) FROM generate_series(1, 4000) g)) <= 2
+         AS mean_ok_to_one_ulp,
+       abs((i->'columns'->0->>'sd')::float8 / (SELECT stddev_samp(1e16 + (g % 7) * 2) FROM generate_series(1, 4000) g) - 1)
+         < 1e-12 AS sd_ok
+FROM syn_far, approx_gpu.kde_synopsis_info(s) i;
+-- a synopsis stored by 0.1.0 holds the naive mean and sd: still accepted;
+-- a value that is neither is not
+CREATE FUNCTION pg_temp.legacy_sd(j jsonb) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE total float8 := 0; ss float8 := 0; mean float8; v float8; m int := jsonb_array_length(j->'sample');
+BEGIN
+  FOR k IN 0 .. m - 1 LOOP total := total + (j->'sample'->k->>0)::float8; END LOOP;
+  mean := total / m;
+  FOR k IN 0 .. m - 1 LOOP v := (j->'sample'->k->>0)::float8 - mean; ss := ss + v * v; END LOOP;
+  RETURN sqrt(ss / (m - 1));
+END $$;
+SELECT abs(pg_temp.legacy_sd(s::text::jsonb) / (s::text::jsonb->'columns'->0->>'sd')::float8 - 1) > 1e-3 AS legacy_sd_differs,
+       jsonb_set(s::text::jsonb, '{columns,0,sd}', to_jsonb(pg_temp.legacy_sd(s::text::jsonb)))::text::approx_gpu.kde_synopsis
+         IS NOT NULL AS legacy_sd_accepted
+FROM syn_far;
+SELECT pg_temp.err($$SELECT jsonb_set(s::text::jsonb, '{columns,0,sd}', to_jsonb(1.5 * pg_temp.legacy_sd(s::text::jsonb)))::text::approx_gpu.kde_synopsis FROM syn_far$$);
+DROP TABLE syn_far;
 -- errors: estimates
 SELECT pg_temp.err($$SELECT approx_gpu.approx_count(s, ARRAY[1, 2]::float8[], ARRAY[3, 4, 5]::float8[]) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.approx_count(s, ARRAY[1, 2, 3]::float8[], ARRAY[[3, 4, 5]]::float8[]) FROM syn$$);

@@ -6,6 +6,8 @@ extern "C" {
 #include "access/htup_details.h"
 }
 
+#include <cmath>
+
 #include "core/kde.hpp"
 
 namespace kde = approx::kde;
@@ -63,6 +65,17 @@ static Datum lscv_or_raise(FunctionCallInfo fcinfo, const double* x, int64 n, in
         return kde::lscv(x, static_cast<size_t>(n), d, grid, kCovariances[covariance], ctx, *r);
     });
     raise_if_error(st, fn);
+    // h is in whitened units and always representable; h^2 * Sigma is in the
+    // data's squared units and is not for data near 1e-160 or 1e155 and beyond.
+    for (int a = 0; a < d; ++a) {
+        double v = r->bandwidth_matrix[a * d + a];
+        if (!std::isfinite(v) || !(v > 0))
+            ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                            errmsg("%s: the bandwidth matrix h^2*S of x %s double precision (column %d's "
+                                   "variance is %s)",
+                                   fn, v > 0 ? "overflows" : "underflows", a + 1, v > 0 ? "too large" : "too small"),
+                            errhint("Scale x (the bandwidth h = %.17g is in units of the covariance).", r->h)));
+    }
     return lscv_result_datum(fcinfo, *r);
 }
 
@@ -113,16 +126,25 @@ static void set_param(KdePointsState* s, int32 param, const char* fn, const char
     s->has_param = true;
 }
 
+// The parameter argument (method, grid) is the same on every row: a NULL one
+// is an error, never a skipped row (the transition functions are not strict,
+// so PostgreSQL calls them for such rows; a NULL x is skipped and counted).
+static void check_param_not_null(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg) {
+    if (PG_NARGS() > argno && PG_ARGISNULL(argno))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: %s must not be NULL", fn, arg)));
+}
+
 APPROX_FUNCTION(approx_gpu_kde_bandwidth_sfunc) {
     const char* fn = "kde_bandwidth_agg";
+    check_param_not_null(fcinfo, 2, fn, "method");
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     KdePointsState* s = points_state(fcinfo, mcxt);
     s->d = 1;
-    if (PG_ARGISNULL(1) || (PG_NARGS() > 2 && PG_ARGISNULL(2))) {
+    if (PG_NARGS() > 2) set_param(s, method_arg(fcinfo, 2, fn), fn, "method");
+    if (PG_ARGISNULL(1)) {
         ++s->skipped;
         PG_RETURN_POINTER(s);
     }
-    if (PG_NARGS() > 2) set_param(s, method_arg(fcinfo, 2, fn), fn, "method");
     double v = PG_GETARG_FLOAT8(1);
     check_float_value(v, fn, "x", false);
     double_column_append(&s->values, mcxt, &v, 1);
@@ -131,13 +153,14 @@ APPROX_FUNCTION(approx_gpu_kde_bandwidth_sfunc) {
 
 APPROX_FUNCTION(approx_gpu_kde_lscv_sfunc) {
     const char* fn = "kde_lscv_agg";
+    check_param_not_null(fcinfo, 2, fn, "grid");
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     KdePointsState* s = points_state(fcinfo, mcxt);
-    if (PG_ARGISNULL(1) || (PG_NARGS() > 2 && PG_ARGISNULL(2))) {
+    if (PG_NARGS() > 2) set_param(s, grid_arg(fcinfo, 2, fn), fn, "grid");
+    if (PG_ARGISNULL(1)) {
         ++s->skipped;
         PG_RETURN_POINTER(s);
     }
-    if (PG_NARGS() > 2) set_param(s, grid_arg(fcinfo, 2, fn), fn, "grid");
     FloatArray x = float_array_arg(fcinfo, 1, fn, "x", false);
     if (x.skipped > 0 || x.n == 0) {  // a point with a NULL coordinate is skipped, like a NULL row
         ++s->skipped;

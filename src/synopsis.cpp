@@ -1210,10 +1210,11 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_sfunc) {
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     SynAgg* st = PG_ARGISNULL(0) ? new_state(mcxt) : reinterpret_cast<SynAgg*>(PG_GETARG_POINTER(0));
     int nargs = PG_NARGS();
-    for (int a = 2; a < nargs; ++a)
+    static const char* const kParamNames[] = {"sample_size", "bandwidth", "smoothing"};
+    for (int a = 2; a < nargs && a < 5; ++a)
         if (PG_ARGISNULL(a))
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                            errmsg("%s: sample_size, bandwidth and smoothing must not be NULL", fn)));
+                            errmsg("%s: %s must not be NULL", fn, kParamNames[a - 2])));
     int32 k = nargs > 2 ? sample_size_arg(fcinfo, 2, fn) : kDefaultSampleSize;
     int method = nargs > 3 ? bandwidth_arg(fcinfo, 3, fn) : 0;
     int smoothing = nargs > 4 ? smoothing_arg(fcinfo, 4, fn) : 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kde_internal.hpp"
+#include "moments.hpp"
 
 namespace approx::kde {
 
@@ -30,35 +31,34 @@ Status check_finite(const double* x, size_t count, const char* arg) {
     return Status::Ok();
 }
 
-// Mean and sample standard deviation (n - 1) of x[k], x[k + stride], ...
-// Two passes, fp64.
-void mean_sd(const double* x, size_t n, size_t stride, double& mean, double& sd) {
-    double s = 0;
-    for (size_t i = 0; i < n; ++i) s += x[i * stride];
-    mean = s / static_cast<double>(n);
-    double ss = 0;
-    for (size_t i = 0; i < n; ++i) {
-        double v = x[i * stride] - mean;
-        ss += v * v;
-    }
-    sd = std::sqrt(ss / static_cast<double>(n - 1));
-}
-
-// 1-D data: checks, then z = (x - mean) / sd in fp64.
-Status prepare_1d(const double* x, size_t n, std::vector<double>* z, double& sd) {
+// 1-D data: checks, then z = (x - mean) / sd in fp64, computed in the data's
+// power-of-two scale (stats::column_moments) so that 1e-300- and 1e307-scale
+// data give the z, and so the relative bandwidth, of the same data at scale 1.
+// m: the moments (scaled units); the bandwidth in data units is
+// ldexp(h_scaled, m.exp).
+Status prepare_1d(const double* x, size_t n, std::vector<double>* z, stats::ColumnMoments& m) {
     if (n < 2) return Status::Error(StatusCode::InvalidArgument, "x has fewer than 2 non-NULL values");
     APPROX_TRY(check_finite(x, n, "x"));
-    double mean;
-    mean_sd(x, n, 1, mean, sd);
-    if (!std::isfinite(mean) || !std::isfinite(sd))
-        return Status::Error(StatusCode::OutOfRange, "x has values too large to compute a standard deviation");
-    if (sd == 0)
+    m = stats::column_moments(x, n);
+    if (m.var == 0)
         return Status::Error(StatusCode::DataException,
                              "x is constant (standard deviation 0): its bandwidth is undefined");
     if (z) {
+        const double sd = m.sd();
         z->resize(n);
-        for (size_t i = 0; i < n; ++i) (*z)[i] = (x[i] - mean) / sd;
+        for (size_t i = 0; i < n; ++i) (*z)[i] = (m.scaled(x[i]) - m.mean) / sd;
     }
+    return Status::Ok();
+}
+
+// A bandwidth h_scaled * 2^exp in data units, or an error saying it overflows.
+Status unscale_bandwidth(double h_scaled, const stats::ColumnMoments& m, double& h) {
+    h = std::ldexp(h_scaled, m.exp);
+    if (!std::isfinite(h) || !(h > 0))
+        return Status::Error(StatusCode::OutOfRange,
+                             "x: the bandwidth (%.17g x 2^%d) is outside the range of double precision "
+                             "(max |x| < 2^%d)",
+                             h_scaled, m.exp, m.exp);
     return Status::Ok();
 }
 
@@ -125,16 +125,15 @@ Status plugin_with(Factory make, const std::vector<double>& z, PluginTarget targ
 Status plugin_impl(const double* x, size_t n, PluginTarget target, const ExecContext& ctx, double& h) {
     set_rows(ctx, n);
     std::vector<double> z;
-    double sd;
-    APPROX_TRY(prepare_1d(x, n, &z, sd));
+    stats::ColumnMoments m;
+    APPROX_TRY(prepare_1d(x, n, &z, m));
     double hz = 0;
     Status st = dispatch(
         ctx, static_cast<int64_t>(n),
         [&] { return plugin_with(detail::cpu_psi_sums, z, target, ctx, hz); },
         APPROX_GPU(plugin_with(detail::gpu_psi_sums, z, target, ctx, hz)));
     APPROX_TRY(st);
-    h = hz * sd;
-    return Status::Ok();
+    return unscale_bandwidth(hz * m.sd(), m, h);
 }
 
 // ---- LSCV ------------------------------------------------------------------
@@ -142,8 +141,9 @@ Status plugin_impl(const double* x, size_t n, PluginTarget target, const ExecCon
 // Whitened points and what the objective needs of S (Sigma or diag(Sigma)).
 struct LscvData {
     std::vector<double> z;  // n x d, Y_ij = |z_i - z_j|^2 = (x_i - x_j)' S^-1 (x_i - x_j)
-    std::vector<double> S;  // d x d
-    double log_sqrt_det = 0;  // log sqrt(det S)
+    std::vector<double> S;  // d x d, scaled: Sigma_ab = S_ab 2^(exp_a + exp_b)
+    std::vector<int> exp;   // per column power-of-two scale
+    double log_sqrt_det = 0;  // log sqrt(det Sigma)
 };
 
 Status prepare_lscv(const double* x, size_t n, int d, Covariance cov, LscvData& out) {
@@ -154,26 +154,20 @@ Status prepare_lscv(const double* x, size_t n, int d, Covariance cov, LscvData& 
     const size_t D = static_cast<size_t>(d);
     APPROX_TRY(check_finite(x, n * D, "x"));
 
-    std::vector<double> mean(D, 0.0);
-    for (size_t i = 0; i < n; ++i)
-        for (size_t k = 0; k < D; ++k) mean[k] += x[i * D + k];
-    for (size_t k = 0; k < D; ++k) mean[k] /= static_cast<double>(n);
+    // Each column in its own power-of-two scale (stats::column_moments): S
+    // holds the scaled covariance, Sigma_ab = S_ab 2^(exp_a + exp_b), so no
+    // product under- or overflows at 1e-300 or 1e307.
+    std::vector<stats::ColumnMoments> mom(D);
+    for (size_t k = 0; k < D; ++k) mom[k] = stats::column_moments(x + k, n, D);
+    out.exp.resize(D);
+    for (size_t k = 0; k < D; ++k) out.exp[k] = mom[k].exp;
     out.S.assign(D * D, 0.0);
-    std::vector<double> c(D);
-    for (size_t i = 0; i < n; ++i) {
-        for (size_t k = 0; k < D; ++k) c[k] = x[i * D + k] - mean[k];
-        for (size_t a = 0; a < D; ++a)
-            for (size_t b = 0; b <= a; ++b) out.S[a * D + b] += c[a] * c[b];
-    }
     for (size_t a = 0; a < D; ++a)
         for (size_t b = 0; b <= a; ++b) {
-            double v = out.S[a * D + b] / static_cast<double>(n - 1);
-            if (cov == Covariance::Diagonal && a != b) v = 0.0;
+            double v = (cov == Covariance::Diagonal && a != b) ? 0.0
+                                                                : stats::scaled_covariance(x, n, D, a, b, mom[a], mom[b]);
             out.S[a * D + b] = out.S[b * D + a] = v;
         }
-    for (double v : out.S)
-        if (!std::isfinite(v))
-            return Status::Error(StatusCode::OutOfRange, "x has values too large to compute a covariance matrix");
     for (size_t a = 0; a < D; ++a)
         if (out.S[a * D + a] == 0)
             return Status::Error(StatusCode::DataException,
@@ -181,7 +175,8 @@ Status prepare_lscv(const double* x, size_t n, int d, Covariance cov, LscvData& 
 
     // Cholesky S = L L' (for the diagonal case L = sqrt(diag S)).
     std::vector<double> L(D * D, 0.0);
-    out.log_sqrt_det = 0;
+    out.log_sqrt_det = 0;  // of Sigma: log sqrt(det S) + sum of exp_a log 2
+    for (size_t a = 0; a < D; ++a) out.log_sqrt_det += out.exp[a] * std::log(2.0);
     for (size_t a = 0; a < D; ++a) {
         for (size_t b = 0; b <= a; ++b) {
             double s = out.S[a * D + b];
@@ -203,7 +198,7 @@ Status prepare_lscv(const double* x, size_t n, int d, Covariance cov, LscvData& 
     for (size_t i = 0; i < n; ++i) {
         double* zi = &out.z[i * D];
         for (size_t a = 0; a < D; ++a) {
-            double s = x[i * D + a] - mean[a];
+            double s = mom[a].scaled(x[i * D + a]) - mom[a].mean;
             for (size_t k = 0; k < a; ++k) s -= L[a * D + k] * zi[k];
             zi[a] = s / L[a * D + a];
         }
@@ -317,7 +312,8 @@ Status lscv_impl(const double* x, size_t n, int d, int grid, Covariance cov, con
     out.h0 = r.h0;
     out.at_boundary = r.at_boundary;
     for (int a = 0; a < d; ++a)
-        for (int b = 0; b < d; ++b) out.bandwidth_matrix[a * d + b] = r.h * r.h * data.S[a * d + b];
+        for (int b = 0; b < d; ++b)
+            out.bandwidth_matrix[a * d + b] = std::ldexp(r.h * r.h * data.S[a * d + b], data.exp[a] + data.exp[b]);
     return Status::Ok();
 }
 
@@ -339,19 +335,22 @@ Status rule_of_thumb(const double* x, size_t n, Method method, const ExecContext
         ctx.stats->cpu_threads = 1;
     }
     Stopwatch sw;
-    double sd;
-    APPROX_TRY(prepare_1d(x, n, nullptr, sd));
+    stats::ColumnMoments m;
+    APPROX_TRY(prepare_1d(x, n, nullptr, m));
+    // In scaled units (q3 - q1 of raw 1e308-scale data could overflow).
+    const double sd = m.sd();
     double scale = sd;
     double factor = 1.06;
     if (method == Method::Silverman) {
-        std::vector<double> v(x, x + n);
+        std::vector<double> v(n);
+        for (size_t i = 0; i < n; ++i) v[i] = m.scaled(x[i]);
         double q1 = quantile7(v, 0.25), q3 = quantile7(v, 0.75);
         double iqr_sd = (q3 - q1) / 1.34;
         // As R's bw.nrd0: a zero IQR (many ties) falls back to sd.
         if (iqr_sd > 0 && iqr_sd < sd) scale = iqr_sd;
         factor = 0.9;
     }
-    h = factor * scale * std::pow(static_cast<double>(n), -0.2);
+    APPROX_TRY(unscale_bandwidth(factor * scale * std::pow(static_cast<double>(n), -0.2), m, h));
     if (ctx.stats) ctx.stats->ms_compute = sw.ms();
     return Status::Ok();
 }
@@ -373,12 +372,11 @@ Status bandwidth(const double* x, size_t n, Method method, const ExecContext& ct
             case Method::Scott:
             case Method::Silverman: return rule_of_thumb(x, n, method, ctx, h);
             case Method::Lscv: {
-                double sd;
-                APPROX_TRY(prepare_1d(x, n, nullptr, sd));
+                stats::ColumnMoments m;
+                APPROX_TRY(prepare_1d(x, n, nullptr, m));
                 LscvResult r;
                 APPROX_TRY(lscv_impl(x, n, 1, 150, Covariance::Full, ctx, r));
-                h = r.h * sd;
-                return Status::Ok();
+                return unscale_bandwidth(r.h * m.sd(), m, h);
             }
         }
         return Status::Error(StatusCode::InvalidArgument, "unknown bandwidth method");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kde.hpp"
+#include "moments.hpp"
 #include "synopsis_math.hpp"
 
 namespace approx::synopsis {
@@ -261,17 +262,19 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
             Column& c = s.cols[j];
             c = Column();
             const std::vector<double>& x = columns[j];
-            double sum = 0;
             c.min = c.max = x[0];
             for (double v : x) {
-                sum += v;
                 c.min = std::min(c.min, v);
                 c.max = std::max(c.max, v);
             }
-            c.mean = sum / m;
-            double ss = 0;
-            for (double v : x) ss += (v - c.mean) * (v - c.mean);
-            c.sd = m > 1 ? std::sqrt(ss / (m - 1)) : 0;
+            const stats::ColumnMoments mom = stats::column_moments(x.data(), m);
+            c.mean = mom.mean_units();
+            c.sd = mom.sd_units();
+            if (!std::isfinite(c.sd))
+                return Status::Error(StatusCode::OutOfRange,
+                                     "sample column %d: the standard deviation overflows double precision "
+                                     "(values from %.17g to %.17g)",
+                                     j + 1, c.min, c.max);
             distinct[j] = distinct_sorted(x.data(), m);
             n_distinct[j] = distinct[j].size();
             constant[j] = n_distinct[j] < 2;
@@ -337,6 +340,17 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
     return result;
 }
 
+// 0.1.0's column mean and sd (naive sum, then two-pass), kept only to accept
+// synopses that version stored; builds use stats::column_moments.
+static void legacy_mean_sd(const double* x, size_t m, size_t stride, double& mean, double& sd) {
+    double sum = 0;
+    for (size_t i = 0; i < m; ++i) sum += x[i * stride];
+    mean = sum / static_cast<double>(m);
+    double ss = 0;
+    for (size_t i = 0; i < m; ++i) ss += (x[i * stride] - mean) * (x[i * stride] - mean);
+    sd = m > 1 ? std::sqrt(ss / static_cast<double>(m - 1)) : 0;
+}
+
 Status validate(const Synopsis& s) {
     auto bad = [](const char* what) { return Status::Error(StatusCode::InvalidArgument, "%s", what); };
     if (s.d < 1 || s.d > kMaxDim) return bad("d must be between 1 and 32");
@@ -357,24 +371,31 @@ Status validate(const Synopsis& s) {
         for (int j = 0; j < s.d; ++j)
             if (!std::isfinite(s.sample[i * s.d + j])) return bad("sample values must be finite");
     // The statistics must be the sample's: min and max exactly, mean and sd
-    // to rounding.
+    // to rounding, as finalize() computes them (stats::column_moments). A
+    // synopsis stored by 0.1.0 holds the naive two-pass mean and sd, which on
+    // data far from 0 (1e16 + small values) differ from the stable ones by
+    // far more than rounding: those are accepted too, compared the same way.
     for (int j = 0; j < s.d; ++j) {
         const Column& c = s.cols[j];
-        double lo = s.sample[j], hi = lo, sum = 0;
-        for (int64_t i = 0; i < s.m; ++i) {
-            double v = s.sample[i * s.d + j];
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-            sum += v;
+        const double* col = s.sample + j;
+        const size_t m = static_cast<size_t>(s.m), stride = static_cast<size_t>(s.d);
+        double lo = col[0], hi = lo;
+        for (size_t i = 0; i < m; ++i) {
+            lo = std::min(lo, col[i * stride]);
+            hi = std::max(hi, col[i * stride]);
         }
         if (lo != c.min || hi != c.max) return bad("column min and max must be the sample's");
-        double mean = sum / s.m, scale = std::max({1.0, std::fabs(lo), std::fabs(hi)});
-        if (std::fabs(mean - c.mean) > 1e-9 * scale) return bad("column mean must be the sample's");
-        double ss = 0;
-        for (int64_t i = 0; i < s.m; ++i) ss += (s.sample[i * s.d + j] - mean) * (s.sample[i * s.d + j] - mean);
-        double sd = s.m > 1 ? std::sqrt(ss / (s.m - 1)) : 0;
-        if (std::fabs(sd - c.sd) > 1e-9 * std::max(sd, 1e-300) + 1e-12 * (hi - lo))
-            return bad("column sd must be the sample's");
+        const double scale = std::max({1.0, std::fabs(lo), std::fabs(hi)});
+        const double range = 0.5 * hi - 0.5 * lo;  // half the range: finite for any finite lo, hi
+        auto matches = [&](double mean, double sd) {
+            return std::fabs(mean - c.mean) <= 1e-9 * scale &&
+                   std::fabs(sd - c.sd) <= 1e-9 * std::max(sd, 1e-300) + 2e-12 * range;
+        };
+        const stats::ColumnMoments mom = stats::column_moments(col, m, stride);
+        if (matches(mom.mean_units(), mom.sd_units())) continue;
+        double legacy_mean = 0, legacy_sd = 0;
+        legacy_mean_sd(col, m, stride, legacy_mean, legacy_sd);
+        if (!matches(legacy_mean, legacy_sd)) return bad("column mean and sd must be the sample's");
     }
     return Status::Ok();
 }

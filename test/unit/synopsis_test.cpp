@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/gpu.hpp"
@@ -358,6 +359,96 @@ TEST(SynopsisBuild, Validate) {
     t = b.s;
     t.n_rows = 100;  // m > N
     EXPECT_FALSE(validate(t).ok());
+}
+
+// ---- issue #11 row 11: column statistics stable far from 0 -------------------
+
+// Shifted long-double reference of the sample's mean and sd (n - 1).
+void ref_stats(const std::vector<double>& rows, int d, int j, long double& mean, long double& sd) {
+    const size_t m = rows.size() / d;
+    const long double k = rows[j];
+    long double s = 0, ss = 0;
+    for (size_t i = 0; i < m; ++i) s += rows[i * d + j] - k;
+    const long double md = s / m;
+    for (size_t i = 0; i < m; ++i) {
+        long double c = rows[i * d + j] - k - md;
+        ss += c * c;
+    }
+    mean = k + md;
+    sd = std::sqrt(ss / (m - 1));
+}
+
+// 0.1.0's formula (naive sum, two-pass), as a synopsis it stored holds.
+void legacy_stats(const std::vector<double>& rows, int d, int j, double& mean, double& sd) {
+    const size_t m = rows.size() / d;
+    double sum = 0, ss = 0;
+    for (size_t i = 0; i < m; ++i) sum += rows[i * d + j];
+    mean = sum / m;
+    for (size_t i = 0; i < m; ++i) ss += (rows[i * d + j] - mean) * (rows[i * d + j] - mean);
+    sd = std::sqrt(ss / (m - 1));
+}
+
+TEST(SynopsisBuild, StatisticsMatchLongDoubleReference) {
+    ExecContext ctx = cpu_ctx();
+    std::mt19937_64 g(3);
+    std::vector<double> rows;
+    for (int i = 1; i <= 5000; ++i) {
+        rows.push_back(1e16 + (i % 7) * 2);                                      // the issue's reproducer
+        rows.push_back(1e15 + static_cast<double>(g() % 2147483648u) * 1e-9);  // 1e15 + random()
+        rows.push_back(std::sin(i * 0.37) * 1e-300);                             // tiny
+        rows.push_back(std::cos(i * 0.11) * 1e300);                              // huge
+    }
+    Built b = build(rows, 4, 5000, Bandwidth::Cdf, Smoothing::Auto, ctx);
+    for (int j = 0; j < 4; ++j) {
+        long double mean, sd;
+        ref_stats(rows, 4, j, mean, sd);
+        const double scale = std::max(std::fabs(b.s.cols[j].min), std::fabs(b.s.cols[j].max));
+        EXPECT_LE(std::fabs(b.s.cols[j].mean - static_cast<double>(mean)), 4e-16 * scale) << "column " << j;
+        EXPECT_LT(std::fabs(b.s.cols[j].sd / static_cast<double>(sd) - 1), 1e-12)
+            << "column " << j << ": sd " << b.s.cols[j].sd << " reference " << static_cast<double>(sd);
+        EXPECT_GT(b.s.cols[j].box_h, 0);
+    }
+    double lmean, lsd;
+    legacy_stats(rows, 4, 0, lmean, lsd);
+    EXPECT_GT(std::fabs(lsd / b.s.cols[0].sd - 1), 0.05) << "0.1.0's formula is far off here: " << lsd;
+    EXPECT_TRUE(validate(b.s).ok());
+}
+
+TEST(SynopsisBuild, ValidateAcceptsStableAndLegacyStatistics) {
+    ExecContext ctx = cpu_ctx();
+    std::vector<double> rows;
+    for (int i = 1; i <= 4000; ++i) rows.push_back(1e16 + (i % 7) * 2);
+    Built b = build(rows, 1, 4000, Bandwidth::Scott, Smoothing::Auto, ctx);
+    ASSERT_TRUE(validate(b.s).ok());
+    double lmean, lsd;
+    legacy_stats(rows, 1, 0, lmean, lsd);
+    ASSERT_GT(std::fabs(lsd / b.s.cols[0].sd - 1), 1e-3) << "the legacy sd must differ for this test to mean anything";
+    Synopsis t = b.s;  // as 0.1.0 stored it
+    t.cols[0].mean = lmean;
+    t.cols[0].sd = lsd;
+    EXPECT_TRUE(validate(t).ok());
+    t.cols[0].sd = 0.5 * (lsd + b.s.cols[0].sd);  // neither
+    EXPECT_FALSE(validate(t).ok());
+    t = b.s;
+    t.cols[0].sd *= 1 + 1e-6;
+    EXPECT_FALSE(validate(t).ok());
+    // ordinary data: both formulas agree to rounding, so old synopses validate
+    Built o = build(mixed_rows(300, 5), 3, 300, Bandwidth::Scott, Smoothing::Auto, ctx);
+    for (int j = 0; j < 3; ++j) {
+        legacy_stats(o.sample, 3, j, lmean, lsd);
+        EXPECT_LT(std::fabs(lsd / o.s.cols[j].sd - 1), 1e-12);
+    }
+    // values near DBL_MAX: the sd overflows and the build says so
+    Synopsis h;
+    std::vector<double> huge = {-1.7e308, 1.7e308};
+    h.d = 1;
+    h.m = 2;
+    h.n_rows = 2;
+    h.sample_size = 2;
+    h.sample = huge.data();
+    Status st = finalize(h, Bandwidth::Scott, Smoothing::Auto, ctx);
+    EXPECT_EQ(st.code, StatusCode::OutOfRange) << st.message;
+    EXPECT_NE(std::string(st.message).find("standard deviation"), std::string::npos) << st.message;
 }
 
 TEST(SynopsisBoxes, MatchNaiveReference) {
