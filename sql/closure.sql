@@ -99,8 +99,8 @@ SELECT pg_temp.err($$SELECT approx_gpu.reachability_count('SELECT 1, 2, 3')$$);
 SELECT pg_temp.err($$SELECT approx_gpu.reachability_count('SELEC 1, 2')$$);
 SELECT pg_temp.err($$SELECT approx_gpu.reachability_count('SELECT src, dst FROM no_such_table')$$);
 SELECT pg_temp.err($$SELECT approx_gpu.reachability_count('CREATE TABLE t_nope (a int)')$$);
--- the bit matrix over approx_gpu.closure_max_bytes: 512 vertices need 512 x 8 words x 8 bytes
-SET approx_gpu.closure_max_bytes = '16kB';
+-- the bit matrix over approx_gpu.closure_max_memory: 512 vertices need 512 x 8 words x 8 bytes
+SET approx_gpu.closure_max_memory = '16kB';
 SET approx_gpu.closure_algorithm = 'blocked';
 SELECT pg_temp.err($$SELECT approx_gpu.reachability_count('SELECT i, i + 1 FROM generate_series(1, 511) i')$$);
 SELECT pg_temp.err($$SELECT count(*) FROM approx_gpu.transitive_closure('SELECT i, i + 1 FROM generate_series(1, 511) i')$$);
@@ -108,8 +108,8 @@ SELECT pg_temp.err($$SELECT count(*) FROM approx_gpu.transitive_closure('SELECT 
 RESET approx_gpu.closure_algorithm;
 SELECT approx_gpu.reachability_count('SELECT i, i % 512 + 1 FROM generate_series(1, 512) i') AS cycle_512;
 SELECT pg_temp.err($$SELECT approx_gpu.reachability_count('SELECT i, i + 1 FROM generate_series(1, 511) i')$$);
-RESET approx_gpu.closure_max_bytes;
-SHOW approx_gpu.closure_max_bytes;
+RESET approx_gpu.closure_max_memory;
+SHOW approx_gpu.closure_max_memory;
 SHOW approx_gpu.closure_algorithm;
 
 -- a cancel stops the engine (the blocked closure of 100000 vertices takes far

@@ -28,7 +28,7 @@ static const struct config_enum_entry algorithm_options[] = {
 };
 
 void closure_init(void) {
-    DefineCustomIntVariable("approx_gpu.closure_max_bytes",
+    DefineCustomIntVariable("approx_gpu.closure_max_memory",
                             "Largest closure bit matrix (host or GPU) a closure call may allocate.",
                             "The matrix needs about n^2 / 8 bytes for n vertices (n strongly connected components "
                             "when the graph is condensed); a call that needs more fails with SQLSTATE 54000.",

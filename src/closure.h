@@ -1,5 +1,5 @@
 // Transitive closure glue: settings, defined from _PG_init.
 #pragma once
 
-// approx_gpu.closure_max_bytes and approx_gpu.closure_algorithm
+// approx_gpu.closure_max_memory and approx_gpu.closure_algorithm
 void closure_init(void);

@@ -80,14 +80,21 @@ static int effective_cpu_threads() {
     return n > kMaxCpuThreads ? kMaxCpuThreads : n;
 }
 
+uint64 random_seed_for_call(void) {
+    if (random_seed_setting >= 0) return static_cast<uint64>(random_seed_setting);
+    uint64 seed;
+    if (pg_strong_random(&seed, sizeof seed)) return seed;
+    // No strong source: time and pid still differ between calls and backends.
+    return static_cast<uint64>(GetCurrentTimestamp()) * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64>(MyProcPid);
+}
+
 approx::ExecContext exec_context(const char* op) {
     approx::ExecContext ctx;
     ctx.mode = static_cast<DeviceMode>(device_setting);
     ctx.gpu_min_rows = gpu_min_rows_setting;
     ctx.cpu_threads = effective_cpu_threads();
     ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
-    ctx.has_seed = random_seed_setting >= 0;
-    ctx.seed = ctx.has_seed ? static_cast<uint64_t>(random_seed_setting) : 0;
+    ctx.seed = random_seed_for_call();
     ctx.cancel = query_cancel_requested;
     last_stats.reset(op);
     ctx.stats = &last_stats;

@@ -36,6 +36,10 @@ void runtime_reserve_prefix(void);
 // last_run() statistics reset for operation `op`.
 approx::ExecContext exec_context(const char* op);
 
+// The seed of a sampling call: approx_gpu.random_seed when set, else a fresh
+// one from pg_strong_random(). Touches no statistics (unlike exec_context()).
+uint64 random_seed_for_call(void);
+
 // Where the last engine call recorded its statistics (approx_gpu.last_run()).
 approx::RunStats& last_run_stats(void);
 

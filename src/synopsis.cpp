@@ -409,8 +409,7 @@ int32 sample_size_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
 }
 
 uint64 sampling_seed(void) {
-    approx::ExecContext ctx = exec_context("kde_synopsis_agg");
-    uint64 seed = ctx.seed_or_random();
+    uint64 seed = random_seed_for_call();
     // Parallel workers sample different rows; give each its own stream.
     if (ParallelWorkerNumber >= 0) seed ^= 0x9e3779b97f4a7c15ULL * static_cast<uint64>(ParallelWorkerNumber + 1);
     return seed;
@@ -841,7 +840,7 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
     SynAgg* st = new_state(CurrentMemoryContext);
     st->method = method;
     st->smoothing = smoothing;
-    syn::reservoir_init(st->res, sample_size, exec_context(fn).seed_or_random());
+    syn::reservoir_init(st->res, sample_size, random_seed_for_call());
     st->params_set = true;
 
     SampleReceiver* r = static_cast<SampleReceiver*>(palloc0(sizeof(SampleReceiver)));

@@ -40,7 +40,7 @@ Status check_matrix_bytes(int64_t items, int64_t rows, int64_t words, bool conde
         std::snprintf(human, sizeof human, " (%.1f MB)", bytes / 1048576.0);
     return Status::Error(StatusCode::ProgramLimit,
                          "the closure bit matrix of %lld %s needs %.0f bytes%s, more than "
-                         "approx_gpu.closure_max_bytes (%lld bytes)",
+                         "approx_gpu.closure_max_memory (%lld bytes)",
                          static_cast<long long>(items), condensed ? "strongly connected components" : "vertices",
                          bytes, human, static_cast<long long>(opt.max_bytes));
 }

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <pthread.h>
 
-#include <random>
 
 #include "gpu.hpp"
 
@@ -39,12 +38,6 @@ void RunStats::add(const char* key, double value) {
     std::snprintf(extra[n_extra].key, sizeof extra[n_extra].key, "%s", key);
     extra[n_extra].value = value;
     ++n_extra;
-}
-
-uint64_t ExecContext::seed_or_random() const {
-    if (has_seed) return seed;
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
 Status cancelled_status() {

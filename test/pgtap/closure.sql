@@ -94,10 +94,10 @@ SELECT is((SELECT count(*) FROM (SELECT src, dst FROM transitive_closure('SELECT
 SELECT is((SELECT string_agg(DISTINCT proparallel::text, ',') FROM pg_proc
            WHERE proname IN ('transitive_closure', 'reachability_count', 'reachable')
              AND pronamespace = 'approx_gpu'::regnamespace), 'r', 'the three functions are PARALLEL RESTRICTED');
-SET LOCAL approx_gpu.closure_max_bytes = '64kB';
+SET LOCAL approx_gpu.closure_max_memory = '64kB';
 SELECT throws_ok($$SELECT pg_temp.count_with('blocked', 'SELECT src, dst FROM tap_sparse')$$, '54000', NULL,
-                 'a bit matrix over closure_max_bytes is ERROR 54000');
-RESET approx_gpu.closure_max_bytes;
+                 'a bit matrix over closure_max_memory is ERROR 54000');
+RESET approx_gpu.closure_max_memory;
 
 SELECT * FROM finish();
 ROLLBACK;

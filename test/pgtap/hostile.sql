@@ -389,10 +389,10 @@ SELECT is(pg_temp.state($$SELECT transitive_closure('SELECT s, d FROM he')$$), '
 SELECT is(pg_temp.state($$SELECT reachable('SELECT s, d FROM he', 1)$$), 'ok', 'reachable in the select list');
 SELECT is((SELECT count(*) FROM generate_series(1, 3) g, LATERAL transitive_closure(format('SELECT s, d FROM he WHERE s <= %s', g * 5))),
           (SELECT sum(n * (n + 1) / 2) FROM (VALUES (5), (10), (15)) v(n))::bigint, 'transitive_closure rescanned in a LATERAL join');
-SET LOCAL approx_gpu.closure_max_bytes = '1kB';
+SET LOCAL approx_gpu.closure_max_memory = '1kB';
 SELECT is(pg_temp.state($$SELECT reachability_count('SELECT g, g + 1 FROM generate_series(1, 100000) g')$$),
-          '54000', 'reachability_count past closure_max_bytes -> 54000');
-RESET approx_gpu.closure_max_bytes;
+          '54000', 'reachability_count past closure_max_memory -> 54000');
+RESET approx_gpu.closure_max_memory;
 SELECT is((SELECT count(*) FROM transitive_closure($$SELECT s, d FROM (VALUES (-9223372036854775808, 9223372036854775807),
             (9223372036854775807, -9223372036854775808), (0, 0), (NULL, 1), (1, NULL)) t(s, d)$$)),
           5::bigint, 'transitive_closure: int8 extremes, a self-loop and NULL endpoints');
