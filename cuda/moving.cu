@@ -18,7 +18,10 @@
 //   queues; mark each cell's run in them; per cell the new count, buckets to
 //   take / give back (exclusive scans give stack offsets) and whether its
 //   directory slice overflows; grow the pool, the directory and the table as
-//   needed; the last cancel check; then apply, no allocation and no failure
+//   needed (every growth checked against the index's MemoryBudget); the cancel
+//   callback is polled between these steps (each is a few kernels: well under
+//   100 ms even for 10^7 entries); the last cancel check; then apply, no
+//   allocation and no failure
 //   path left: take buckets, all deletes, all inserts, give back buckets, all
 //   in-place updates.
 // Deletes need no per-cell serial loop: with d deletes in a cell of n objects
@@ -573,11 +576,17 @@ __global__ void k_sat_cols(int32_t nx, int32_t ny, int64_t* sat) {
     }
 }
 
+// Capacity ensure() gives b for n elements (its size when it suffices).
 template <class T>
-Status ensure(DeviceBuffer<T>& b, const ExecContext& ctx, size_t n) {
-    if (b.size() >= n) return Status::Ok();
-    size_t cap = std::max(n, b.size() + b.size() / 4);
-    return b.alloc(ctx, cap);
+size_t ensure_cap(const DeviceBuffer<T>& b, size_t n) {
+    if (b.size() >= n) return b.size();
+    return std::max(n, b.size() + b.size() / 4);
+}
+
+// Bytes ensure(b, n) adds.
+template <class T>
+int64_t ensure_growth(const DeviceBuffer<T>& b, size_t n) {
+    return static_cast<int64_t>((ensure_cap(b, n) - b.size()) * sizeof(T));
 }
 
 int bits_for(uint64_t max_value) {
@@ -614,6 +623,21 @@ public:
 
     Device device() const override { return Device::Gpu; }
 
+    // Bytes of an empty index of `cells` cells (init()).
+    static int64_t empty_bytes(int64_t cells) { return cells * (4 + 4 + 8 + 4) + 8 + kCntN * 8; }
+
+    int64_t bytes() const override {
+        return static_cast<int64_t>(
+            count_.bytes() + new_count_.bytes() + dir_off_.bytes() + dir_cap_.bytes() + dir_.bytes() + pid_.bytes() +
+            px_.bytes() + py_.bytes() + stack_.bytes() + hslot_.bytes() + sat_.bytes() + counters_.bytes() +
+            d_ids_.bytes() + d_xs_.bytes() + d_ys_.bytes() + skey_.bytes() + ukey_.bytes() + ukey2_.bytes() +
+            sidx0_.bytes() + sidx_.bytes() + ent_hs_.bytes() + dkey_.bytes() + dkey2_.bytes() + dval_.bytes() +
+            dval2_.bytes() + ikey_.bytes() + ikey2_.bytes() + inp_.bytes() + seg_.bytes() + alloc_.bytes() +
+            alloc_off_.bytes() + freeb_.bytes() + free_off_.bytes() + rects_.bytes() + qcnt_.bytes() + qr_.bytes() +
+            ncand_.bytes() + cand_off_.bytes() + cand_c_.bytes() + cand_q_.bytes() + nb_buf_.bytes() +
+            wb_off_.bytes() + out_.bytes());
+    }
+
     Status count_ranges(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) override {
         BatchStats bs;
         Stopwatch total;
@@ -634,21 +658,21 @@ public:
         out.buckets_used = nb_ - free_top_;
         out.bucket_capacity = nb_;
         out.hash_capacity = static_cast<int64_t>(hcap_);
-        out.device_bytes = static_cast<int64_t>(
-            count_.bytes() + new_count_.bytes() + dir_off_.bytes() + dir_cap_.bytes() + dir_.bytes() + pid_.bytes() +
-            px_.bytes() + py_.bytes() + stack_.bytes() + hslot_.bytes() +
-            sat_.bytes() + counters_.bytes() + d_ids_.bytes() + d_xs_.bytes() + d_ys_.bytes() + skey_.bytes() + ukey_.bytes() + ukey2_.bytes() +
-            sidx0_.bytes() + sidx_.bytes() + ent_hs_.bytes() + dkey_.bytes() + dkey2_.bytes() + dval_.bytes() +
-            dval2_.bytes() + ikey_.bytes() + ikey2_.bytes() + inp_.bytes() + seg_.bytes() + alloc_.bytes() +
-            alloc_off_.bytes() + freeb_.bytes() + free_off_.bytes() + rects_.bytes() + qcnt_.bytes() +
-            qr_.bytes() + ncand_.bytes() + cand_off_.bytes() + cand_c_.bytes() + cand_q_.bytes() + nb_buf_.bytes() +
-            wb_off_.bytes() + out_.bytes());
+        out.device_bytes = bytes();
         out.host_bytes = 0;
         out.last_update = last_update_;
         out.last_query = last_query_;
     }
 
 private:
+    // Grows b to hold n elements (contents not kept) within the memory budget.
+    template <class T>
+    Status ensure(DeviceBuffer<T>& b, const ExecContext& ctx, size_t n) {
+        if (b.size() >= n) return Status::Ok();
+        APPROX_TRY(charge(ensure_growth(b, n), "scratch of this size"));
+        return b.alloc(ctx, ensure_cap(b, n));
+    }
+
     Store store() {
         return Store{count_.get(), dir_off_.get(), dir_.get(), pid_.get(), px_.get(), py_.get()};
     }
@@ -704,6 +728,8 @@ private:
         uint64_t need = static_cast<uint64_t>(live_ + tombs_ + incoming);
         if (hcap_ != 0 && need <= hcap_ / 2) return Status::Ok();
         uint64_t cap = next_pow2(std::max<uint64_t>(1024, 3 * static_cast<uint64_t>(live_ + incoming)));
+        APPROX_TRY(charge(static_cast<int64_t>(cap * sizeof(HSlot)) - static_cast<int64_t>(hslot_.bytes()),
+                          "the id table"));
         DeviceBuffer<HSlot> slots;
         APPROX_TRY(slots.alloc(ctx, cap));
         APPROX_CUDA(cudaMemsetAsync(slots.get(), 0, slots.bytes(), stream));
@@ -724,6 +750,8 @@ private:
     Status grow_pool(int64_t extra, const ExecContext& ctx, cudaStream_t stream) {
         int64_t nb = std::max<int64_t>({nb_ + extra + extra / 4, nb_ + nb_ / 2, 1024});
         size_t slots = static_cast<size_t>(nb) * B, old_slots = static_cast<size_t>(nb_) * B;
+        APPROX_TRY(charge(static_cast<int64_t>((slots - old_slots) * 24 + static_cast<size_t>(nb - nb_) * 4),
+                          "the bucket pool"));
         DeviceBuffer<int64_t> pid;
         DeviceBuffer<double> px, py;
         DeviceBuffer<int32_t> stack;
@@ -767,6 +795,8 @@ private:
         }));
         int64_t total = 0;
         APPROX_TRY(fetch(&total, off.get() + C, 1, stream, ctx));
+        APPROX_TRY(charge(static_cast<int64_t>(caps.bytes() + total * 4) - static_cast<int64_t>(dir_.bytes()),
+                          "the cells' bucket lists"));
         APPROX_TRY(dir.alloc(ctx, static_cast<size_t>(total)));
         k_dir_copy<<<grid_for(cells_ * 32), kThreads, 0, stream>>>(cells_, count_.get(), dir_off_.get(), dir_.get(),
                                                                     off.get(), dir.get());
@@ -838,6 +868,7 @@ private:
 
         // room in the id table for every entry being new (invisible to readers)
         APPROX_TRY(ensure_hash(is_delete ? 0 : nn, ctx, stream));
+        if (ctx.cancelled()) return cancelled_status();
 
         // validate, dedupe (stable sort by id; the last entry of an id wins), classify
         unsigned long long init[kCntN];
@@ -851,6 +882,7 @@ private:
         static_assert(kCntFlag == kCntBad + 1 && kCntMin == kCntBad + 2 && kCntMax == kCntBad + 3, "layout");
         APPROX_TRY(fetch(early, counters_.get() + kCntBad, 4, stream, ctx));
         if (early[0] != ~0ull) return bad_point(static_cast<size_t>(early[0]), xs, ys);
+        if (ctx.cancelled()) return cancelled_status();
         const unsigned long long range[2] = {early[2], early[3]};
         const uint64_t base = range[0];
         k_id_keys<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), nn, base, ukey_.get());
@@ -866,6 +898,7 @@ private:
         APPROX_CUDA_LAUNCHED();
         unsigned long long cnt[kCntN];
         APPROX_TRY(fetch(cnt, counters_.get(), kCntN, stream, ctx));
+        if (ctx.cancelled()) return cancelled_status();
         const int64_t n_del = static_cast<int64_t>(cnt[kCntDel]), n_ins = static_cast<int64_t>(cnt[kCntIns]);
         const int64_t n_inp = static_cast<int64_t>(cnt[kCntInp]), n_new = static_cast<int64_t>(cnt[kCntNew]);
         bs.distinct = static_cast<int64_t>(cnt[kCntDistinct]);
@@ -927,8 +960,10 @@ private:
             APPROX_TRY(fetch(cnt, counters_.get(), kCntN, stream, ctx));
             total_alloc = totals[0];
             total_free = totals[1];
+            if (ctx.cancelled()) return cancelled_status();
             // grow before applying: pool, then the directory
             if (total_alloc > free_top_) APPROX_TRY(grow_pool(total_alloc - free_top_, ctx, stream));
+            if (ctx.cancelled()) return cancelled_status();
             if (cnt[kCntFlag] != 0) APPROX_TRY(rebuild_dir(ctx, stream));
         }
         bs.ms_stage = total.ms();
@@ -991,6 +1026,7 @@ private:
     }
 
     Status ensure_sat(const ExecContext& ctx, cudaStream_t stream) {
+        if (sat_dirty_ && ctx.cancelled()) return cancelled_status();
         if (!sat_dirty_ && sat_.size() > 0) return Status::Ok();
         size_t w1 = static_cast<size_t>(g_.nx) + 1, h1 = static_cast<size_t>(g_.ny) + 1;
         APPROX_TRY(ensure(sat_, ctx, w1 * h1));
@@ -1167,11 +1203,14 @@ private:
 
 }  // namespace
 
-Status create_gpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out) {
+Status create_gpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out, const MemoryBudget& budget) {
     out = nullptr;
     APPROX_TRY(check_grid(g, max_cells));
+    APPROX_TRY(check_budget(budget, 0, GpuIndex::empty_bytes(int64_t(g.cells_x) * g.cells_y),
+                            "an empty index of this many cells"));
     return guarded([&] {
         std::unique_ptr<GpuIndex> idx(new GpuIndex(g));
+        idx->set_budget(budget);
         APPROX_TRY(idx->init(ctx));
         if (ctx.stats) {
             ctx.stats->device = Device::Gpu;

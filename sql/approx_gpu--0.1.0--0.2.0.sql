@@ -34,3 +34,7 @@ COMMENT ON COLUMN synopses.search_path IS
 -- OID. The owner of a 0.1.0 row gets it at its next refresh (which 0.1.0
 -- rows need anyway: only their owner may refresh them, see above); until
 -- then, if the role is dropped, its rows are orphans that are never run.
+
+-- moving: mo_info reports the index's bytes and the session's total (issue #11)
+COMMENT ON FUNCTION mo_info(text) IS
+    'A moving-object index: device, objects, cells, buckets, memory (its bytes, the session''s total and approx_gpu.moving_session_memory), and the last update and query batches (counts, milliseconds)';

@@ -144,6 +144,73 @@ SET statement_timeout = '1s';
 SELECT mo_load('city', 'SELECT i::bigint, 1.0::float8, 1.0::float8 FROM generate_series(900000, 900010) i, pg_sleep(30)');
 RESET statement_timeout;
 SELECT (mo_info('city')->>'objects')::int AS objects_after_cancel;
+-- batches far too large for 1 s on either engine (reading, staging or
+-- applying when the timeout comes): the cancel error, then the index is as it was
+SET statement_timeout = '1s';
+SELECT mo_load('city', 'SELECT i, (i % 1000) / 10.0::float8, (i % 500) / 10.0::float8 FROM generate_series(10000001, 110000000) i');
+RESET statement_timeout;
+SELECT 1 AS still_connected;
+SET statement_timeout = '1s';
+SELECT mo_update('city', array_agg(i), array_agg((i % 1000) / 10.0::float8), array_agg((i % 500) / 10.0::float8))
+FROM generate_series(10000001::bigint, 60000000) i;
+RESET statement_timeout;
+SELECT 1 AS still_connected;
+SELECT (mo_info('city')->>'objects')::int AS objects_after_cancel,
+       (mo_info('city')->'last_update'->>'op') AS last_op,
+       (mo_info('city')->'last_update'->>'entries')::int AS last_entries;
+
+-- an inner query that drops the index it loads into (or drops and re-creates
+-- it): an error, never a use of the freed index
+SELECT mo_create('a', 0, 0, 10, 10, 4, 4);
+SELECT mo_update('a', ARRAY[1, 2, 3]::bigint[], ARRAY[1, 2, 3]::float8[], ARRAY[1, 2, 3]::float8[]) AS written;
+SELECT pg_temp.err($q$SELECT mo_load('a', $$SELECT 1::bigint, 1.0::float8, 1.0::float8 FROM (SELECT approx_gpu.mo_drop('a')) s$$)$q$);
+SELECT pg_temp.err($$SELECT mo_info('a')$$);
+SELECT mo_create('a', 0, 0, 10, 10, 4, 4);
+SELECT pg_temp.err($q$SELECT mo_load('a', $$SELECT 1::bigint, 1.0::float8, 1.0::float8
+  FROM (SELECT approx_gpu.mo_drop('a'), approx_gpu.mo_create('a', 0, 0, 20, 20, 2, 2)) s$$)$q$);
+SELECT (i->>'objects')::int AS objects, (i->>'cells')::int AS cells FROM mo_info('a') i;
+-- an inner query that changes the index through the SQL functions is fine: the load applies after it
+SELECT mo_load('a', $$SELECT 7::bigint, 5.0::float8, 5.0::float8
+  FROM (SELECT approx_gpu.mo_update('a', ARRAY[8]::bigint[], ARRAY[1]::float8[], ARRAY[1]::float8[])) s$$) AS loaded;
+SELECT (mo_info('a')->>'objects')::int AS objects;
+SELECT mo_drop('a');
+
+-- memory: every index reports its bytes and the session's total;
+-- approx_gpu.moving_session_memory caps the total (creation or growth past it
+-- is ERROR 54000 naming the function, the need and the setting; nothing changes)
+CREATE FUNCTION pg_temp.err_code(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || split_part(SQLERRM, ':', 1) || ' (names the setting: '
+         || (SQLERRM LIKE '%needs % more bytes%approx_gpu.moving_session_memory%')::text || ')';
+END $$;
+SELECT mo_create('m1', 0, 0, 1, 1, 64, 64);
+SELECT mo_create('m2', 0, 0, 1, 1, 8, 8);
+SELECT (a->>'bytes')::bigint >= 64 * 64 * 16 AS m1_counts_its_cells,
+       (a->>'session_bytes')::bigint = (a->>'bytes')::bigint + (b->>'bytes')::bigint
+                                       + (mo_info('city')->>'bytes')::bigint AS session_is_the_sum,
+       (b->>'session_bytes')::bigint = (a->>'session_bytes')::bigint AS same_session_total,
+       (a->>'session_memory_limit')::bigint = 1024 * 1024 * 1024 AS default_1gb
+FROM mo_info('m1') a, mo_info('m2') b;
+SET approx_gpu.moving_session_memory = '8MB';
+SELECT pg_temp.err_code($$SELECT mo_create('m3', 0, 0, 1, 1, 1024, 1024)$$);
+SELECT pg_temp.err_code($$SELECT mo_update('m1', array_agg(i), array_agg(0.5::float8), array_agg(0.5::float8))
+                          FROM generate_series(1::bigint, 200000) i$$);
+SELECT pg_temp.err_code($$SELECT mo_load('m2', 'SELECT i, 0.5::float8, 0.5::float8 FROM generate_series(1::bigint, 200000) i')$$);
+SELECT (mo_info('m1')->>'objects')::int AS m1_objects, (mo_info('m2')->>'objects')::int AS m2_objects,
+       pg_temp.err($$SELECT mo_info('m3')$$) AS m3;
+SELECT mo_update('m1', ARRAY[1, 2]::bigint[], ARRAY[0.5, 0.25]::float8[], ARRAY[0.5, 0.25]::float8[]) AS small_batch_fits;
+RESET approx_gpu.moving_session_memory;
+SELECT mo_drop('m1');
+SELECT mo_drop('m2');
+-- the limits protect the server: only a superuser may change them
+CREATE ROLE regress_mo_plain_user;
+SET ROLE regress_mo_plain_user;
+SET approx_gpu.moving_max_cells = 67108864;
+SET approx_gpu.moving_session_memory = '100GB';
+RESET ROLE;
+DROP ROLE regress_mo_plain_user;
+SELECT name, context, unit, boot_val FROM pg_settings WHERE name LIKE 'approx_gpu.moving%' ORDER BY name;
 
 -- drop frees it; the name is free again
 SELECT mo_drop('city');

@@ -5,6 +5,14 @@
 // object) of plain structs in TopMemoryContext, each holding a pointer to the
 // C++ index made with new. They are not transactional (ROLLBACK keeps every
 // change) and are freed by mo_drop or when the backend exits (on_proc_exit).
+//
+// A function that runs user SQL (mo_load's query) must not keep a registry
+// entry across it: the query may drop the index (or drop and re-create it), so
+// the entry is looked up again, and its serial compared, after the query.
+//
+// Memory: approx_gpu.moving_session_memory caps what all of a session's
+// indexes hold together (host and device); before every engine call the index
+// gets the budget the session's other indexes leave it.
 #include "moving.h"
 
 #include "runtime.h"
@@ -24,24 +32,53 @@ extern "C" {
 namespace mo = approx::moving;
 
 static int max_cells_setting = 1 << 22;
+static int session_memory_kb = 1024 * 1024;  // 1 GB
 
 void moving_init(void) {
+    // Both protect the server: only a superuser (or a role granted SET) may raise them.
     DefineCustomIntVariable("approx_gpu.moving_max_cells",
                             "Most cells (cells_x * cells_y) a moving-object index may have.",
                             "Every cell costs memory on the index's device whether or not it holds objects.",
-                            &max_cells_setting, 1 << 22, 1, 1 << 26, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+                            &max_cells_setting, 1 << 22, 1, 1 << 26, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("approx_gpu.moving_session_memory",
+                            "Most memory all moving-object indexes of one session may hold together (host and GPU).",
+                            "Counts cells, buckets, the id table and batch scratch; mo_create or a batch that would "
+                            "pass it is an error that changes nothing.",
+                            &session_memory_kb, 1024 * 1024, 1024, INT_MAX, PGC_SUSET, GUC_UNIT_KB, nullptr, nullptr,
+                            nullptr);
 }
 
 // ---- the registry ----------------------------------------------------------------------
 
 struct MoEntry {
     char name[NAMEDATALEN];
+    uint64 serial;  // unique per mo_create in this backend
     mo::Index* index;
     MoEntry* next;
 };
 
 static MoEntry* registry = nullptr;
+static uint64 next_serial = 1;
 static bool exit_callback_registered = false;
+
+static int64 session_limit_bytes() { return static_cast<int64>(session_memory_kb) * 1024; }
+
+// Bytes held by every index of this session.
+static int64 session_bytes() {
+    int64 total = 0;
+    for (MoEntry* e = registry; e != nullptr; e = e->next) total += e->index->bytes();
+    return total;
+}
+
+// The index of e with the budget the session's other indexes leave it (set
+// before every engine call: the setting or the other indexes may have changed).
+static mo::Index* budgeted(MoEntry* e) {
+    mo::MemoryBudget b;
+    b.limit = session_limit_bytes();
+    b.others = session_bytes() - e->index->bytes();
+    e->index->set_budget(b);
+    return e->index;
+}
 
 static void moving_at_exit(int, Datum) {
     for (MoEntry* e = registry; e != nullptr; e = e->next) {
@@ -145,10 +182,16 @@ APPROX_FUNCTION(approx_gpu_mo_create) {
     }
     mo::Index* index = nullptr;
     int64 max_cells = max_cells_setting;
-    st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) { return mo::create(g, max_cells, ctx, index); });
+    mo::MemoryBudget budget;
+    budget.limit = session_limit_bytes();
+    budget.others = session_bytes();
+    st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
+        return mo::create(g, max_cells, ctx, index, budget);
+    });
     if (!st.ok()) pfree(e);
     raise_if_error(st, fn);
     e->index = index;
+    e->serial = next_serial++;
     e->next = registry;
     registry = e;
     PG_RETURN_VOID();
@@ -169,13 +212,21 @@ APPROX_FUNCTION(approx_gpu_mo_drop) {
 
 APPROX_FUNCTION(approx_gpu_mo_load) {
     const char* fn = "mo_load";
-    MoEntry* e = lookup(fcinfo, fn);
+    const uint64 serial = lookup(fcinfo, fn)->serial;  // an unknown name fails before the query runs
     char* query = text_to_cstring(PG_GETARG_TEXT_PP(1));
     static const ColumnKind kinds[3] = {ColumnKind::Integer, ColumnKind::Float, ColumnKind::Float};
     static const char* const names[3] = {"id", "x", "y"};
     QueryColumns cols = read_query_columns(fn, "query", query, 3, kinds, names, false);
+    // The query ran user SQL, which may have dropped (or dropped and
+    // re-created) the index: look it up again.
+    MoEntry* e = find_entry(name_arg(fcinfo, fn));
+    if (e == nullptr || e->serial != serial)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: moving-object index \"%s\" was dropped while its query ran", fn,
+                               name_arg(fcinfo, fn)),
+                        errdetail("Nothing was loaded.")));
     int64 applied = 0;
-    mo::Index* index = e->index;
+    mo::Index* index = budgeted(e);
     approx::Status st = run_engine(fn, cols.rows_skipped, cols.ms_read, [&](const approx::ExecContext& ctx) {
         return index->update(cols.ints[0], cols.floats[1], cols.floats[2], static_cast<size_t>(cols.rows), ctx,
                              applied);
@@ -197,7 +248,7 @@ APPROX_FUNCTION(approx_gpu_mo_update) {
                                static_cast<long long>(ids.n), static_cast<long long>(xs.n),
                                static_cast<long long>(ys.n))));
     int64 applied = 0;
-    mo::Index* index = e->index;
+    mo::Index* index = budgeted(e);
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->update(ids.data, xs.data, ys.data, static_cast<size_t>(ids.n), ctx, applied);
     });
@@ -211,7 +262,7 @@ APPROX_FUNCTION(approx_gpu_mo_delete) {
     MoEntry* e = lookup(fcinfo, fn);
     IdArray ids = id_array_arg(fcinfo, 1, fn, "ids");
     int64 removed = 0;
-    mo::Index* index = e->index;
+    mo::Index* index = budgeted(e);
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->remove(ids.data, static_cast<size_t>(ids.n), ctx, removed);
     });
@@ -235,7 +286,7 @@ APPROX_FUNCTION(approx_gpu_mo_range) {
         q.ymin = bound_arg(fcinfo, 2, fn, "ymin", true);
         q.xmax = bound_arg(fcinfo, 3, fn, "xmax", true);
         q.ymax = bound_arg(fcinfo, 4, fn, "ymax", true);
-        mo::Index* index = e->index;
+        mo::Index* index = budgeted(e);
         // Count first, then fill a buffer of that size (the index does not
         // change in between: it belongs to this backend).
         size_t found = 0;
@@ -281,7 +332,7 @@ APPROX_FUNCTION(approx_gpu_mo_range_count) {
     mo::Rect* qs = static_cast<mo::Rect*>(palloc(sizeof(mo::Rect) * (n > 0 ? n : 1)));
     for (int64 i = 0; i < n; ++i) qs[i] = mo::Rect{a[0].data[i], a[1].data[i], a[2].data[i], a[3].data[i]};
     int64* counts = static_cast<int64*>(palloc(sizeof(int64) * (n > 0 ? n : 1)));
-    mo::Index* index = e->index;
+    mo::Index* index = budgeted(e);
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->range_count(qs, static_cast<size_t>(n), ctx, counts);
     });
@@ -343,6 +394,9 @@ APPROX_FUNCTION(approx_gpu_mo_info) {
     j.add_int("hash_capacity", info->hash_capacity);
     j.add_int("device_bytes", info->device_bytes);
     j.add_int("host_bytes", info->host_bytes);
+    j.add_int("bytes", e->index->bytes());
+    j.add_int("session_bytes", session_bytes());
+    j.add_int("session_memory_limit", session_limit_bytes());
     add_batch(j, "last_update", info->last_update, false);
     add_batch(j, "last_query", info->last_query, true);
     j.end_object();

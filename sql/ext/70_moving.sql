@@ -38,7 +38,7 @@ COMMENT ON FUNCTION mo_range_count(text, float8[], float8[], float8[], float8[])
 CREATE FUNCTION mo_info(name text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'approx_gpu_mo_info' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION mo_info(text) IS
-    'A moving-object index: device, objects, cells, buckets, memory, and the last update and query batches (counts, milliseconds)';
+    'A moving-object index: device, objects, cells, buckets, memory (its bytes, the session''s total and approx_gpu.moving_session_memory), and the last update and query batches (counts, milliseconds)';
 
 CREATE FUNCTION mo_drop(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'approx_gpu_mo_drop' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;

@@ -9,8 +9,14 @@
 // touched cell is owned by one worker thread that takes its new buckets, runs
 // its deletes (swap with the cell's last object, in descending position
 // order), its inserts (appends) and frees its surplus buckets; then all in-place
-// updates in parallel. Nothing in the apply phase allocates or checks for
-// cancel, so it cannot stop half way.
+// updates in parallel. Nothing in the apply phase allocates or fails; it runs
+// in tasks of whole cells (then chunks of in-place updates) that log what they
+// overwrite, and the cancel callback is polled between tasks: a cancel undoes
+// the tasks already done, so a batch is applied entirely or not at all. Every
+// loop of the staging polls at least every kPollEntries entries.
+//
+// Memory: scratch, the id table, the bucket pool and the cells' bucket lists
+// are checked against the index's MemoryBudget before they grow.
 #include "moving.hpp"
 #include "hash_mix.hpp"
 
@@ -64,7 +70,16 @@ Status check_grid(const Grid& g, int64_t max_cells) {
     return Status::Ok();
 }
 
-Status create(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out) {
+Status check_budget(const MemoryBudget& b, int64_t held, int64_t extra, const char* what) {
+    if (b.limit <= 0 || extra <= 0 || held + extra <= b.limit - b.others) return Status::Ok();
+    return Status::Error(StatusCode::ProgramLimit,
+                         "%s needs %lld more bytes: the index would hold %lld bytes and the session's other "
+                         "moving-object indexes hold %lld, more than approx_gpu.moving_session_memory (%lld bytes)",
+                         what, static_cast<long long>(extra), static_cast<long long>(held + extra),
+                         static_cast<long long>(b.others), static_cast<long long>(b.limit));
+}
+
+Status create(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out, const MemoryBudget& budget) {
     out = nullptr;
     APPROX_TRY(check_grid(g, max_cells));
     // Like dispatch(): 'gpu' -> the GPU engine (an error without one), 'auto'
@@ -74,13 +89,13 @@ Status create(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& 
     Device device = Device::Cpu;
     APPROX_TRY(guarded([&] { return choose_device(ctx, INT64_MAX, device); }));
     if (device == Device::Gpu) {
-        Status st = guarded(APPROX_GPU(create_gpu(g, max_cells, ctx, out)));
+        Status st = guarded(APPROX_GPU(create_gpu(g, max_cells, ctx, out, budget)));
         if (st.code != StatusCode::GpuOutOfMemory || ctx.mode != DeviceMode::Auto) return st;
         if (ctx.stats)
             std::snprintf(ctx.stats->notice, sizeof ctx.stats->notice,
                           "GPU allocation failed; the index uses the CPU engine");
     }
-    return create_cpu(g, max_cells, ctx, out);
+    return create_cpu(g, max_cells, ctx, out, budget);
 }
 
 namespace {
@@ -102,22 +117,66 @@ int bits_for(uint64_t max_value) {
     return b;
 }
 
-// Grows v to at least n elements (never shrinks; contents beyond the old size
-// are value-initialised once).
+// An array of trivially copyable T that is never initialised on allocation
+// (std::vector's value-initialisation of a few hundred MB is one long
+// unpolled loop): its pages are touched first by the chunked, polled loops.
 template <class T>
-void ensure_size(std::vector<T>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
+class RawBuf {
+public:
+    T& operator[](size_t i) { return p_[i]; }
+    const T& operator[](size_t i) const { return p_[i]; }
+    T* data() { return p_.get(); }
+    const T* data() const { return p_.get(); }
+    size_t size() const { return n_; }
+    size_t capacity() const { return n_; }
+    void swap(RawBuf& o) {
+        p_.swap(o.p_);
+        std::swap(n_, o.n_);
+    }
+    // n elements, contents not kept.
+    void reset(size_t n) {
+        p_.reset(new T[n]);
+        n_ = n;
+    }
+
+private:
+    std::unique_ptr<T[]> p_;
+    size_t n_ = 0;
+};
+
+// Grows scratch v to at least n elements (contents not kept).
+template <class T>
+void ensure_size(RawBuf<T>& v, size_t n) {
+    if (v.size() < n) v.reset(n);
 }
 
-// Splits [0, n) into chunks for parallel_for.
+// Grows v to at least n elements (never shrinks; contents beyond the old size
+// are value-initialised once). The capacity becomes exactly n, so that
+// growth_bytes() predicted it.
+template <class T>
+void ensure_size(std::vector<T>& v, size_t n) {
+    if (v.size() >= n) return;
+    if (v.capacity() < n) v.reserve(n);
+    v.resize(n);
+}
+
+// Bytes ensure_size(v, n) adds.
+template <class V>
+int64_t growth_bytes(const V& v, size_t n) {
+    return v.capacity() >= n ? 0 : static_cast<int64_t>((n - v.capacity()) * sizeof(v[0]));
+}
+
+// Splits [0, n) into chunks for parallel_for: a few per thread, but never more
+// than max_chunk elements (the cancel callback is polled between chunks).
 struct Chunks {
     size_t n, count, size;
-    Chunks(size_t n_, int threads, size_t min_chunk = 8192) : n(n_) {
+    Chunks(size_t n_, int threads, size_t min_chunk = 8192, size_t max_chunk = kPollEntries) : n(n_) {
         size_t t = threads < 1 ? 1 : static_cast<size_t>(threads);
         count = n / min_chunk;
         if (count > t * 8) count = t * 8;
         if (count < 1) count = 1;
         size = (n + count - 1) / count;
+        if (size > max_chunk) size = max_chunk;
         if (size == 0) size = 1;
         count = (n + size - 1) / size;
         if (count == 0) count = 1;
@@ -129,8 +188,8 @@ struct Chunks {
 // Stable LSD radix sort (8-bit digits) of (keys, vals)[0, n) on the low `bits`
 // bits of the keys, in parallel; passes whose digit is the same everywhere are
 // skipped. k2/v2 are scratch (grown as needed); the result is in keys/vals.
-Status radix_sort(std::vector<uint64_t>& keys, std::vector<uint32_t>& vals, std::vector<uint64_t>& k2,
-                  std::vector<uint32_t>& v2, size_t n, int bits, const ExecContext& ctx) {
+Status radix_sort(RawBuf<uint64_t>& keys, RawBuf<uint32_t>& vals, RawBuf<uint64_t>& k2, RawBuf<uint32_t>& v2,
+                  size_t n, int bits, const ExecContext& ctx) {
     if (n <= 1) return Status::Ok();
     ensure_size(k2, n);
     ensure_size(v2, n);
@@ -182,16 +241,16 @@ inline void state_store(uint32_t* s, uint32_t v) { __atomic_store_n(s, v, __ATOM
 // others look up keys that existed before (their probe chains hold no empty
 // slot) or tombstone existing keys.
 struct HostHash {
-    std::vector<int64_t> key;
-    std::vector<uint64_t> val;
-    std::vector<uint32_t> state;
+    RawBuf<int64_t> key;
+    RawBuf<uint64_t> val;
+    RawBuf<uint32_t> state;
     uint64_t mask = 0;
     int64_t live = 0, tombs = 0;
 
     uint64_t capacity() const { return state.size(); }
 
     int64_t find(int64_t k) const {
-        if (state.empty()) return -1;
+        if (state.size() == 0) return -1;
         uint64_t s = mix64(static_cast<uint64_t>(k)) & mask;
         for (uint64_t probes = 0; probes <= mask; ++probes) {
             uint32_t st = state_load(&state[s]);
@@ -243,13 +302,26 @@ public:
         out.bucket_capacity = nb_;
         out.hash_capacity = static_cast<int64_t>(h_.capacity());
         out.device_bytes = 0;
-        size_t host = count_.capacity() * 4 + dir_.capacity() * sizeof(std::vector<int32_t>) +
-                      pid_.capacity() * 8 + px_.capacity() * 8 + py_.capacity() * 8 + free_.capacity() * 4 +
-                      h_.bytes() + sat_.capacity() * 8;
-        for (const auto& d : dir_) host += d.capacity() * 4;
-        out.host_bytes = static_cast<int64_t>(host);
+        out.host_bytes = bytes();
         out.last_update = last_update_;
         out.last_query = last_query_;
+    }
+
+    int64_t bytes() const override {
+        size_t host = count_.capacity() * 4 + dir_.capacity() * sizeof(std::vector<int32_t>) + dir_elems_ * 4 +
+                      pid_.capacity() * 8 + px_.capacity() * 8 + py_.capacity() * 8 + free_.capacity() * 4 +
+                      h_.bytes() + sat_.capacity() * 8;
+        host += skey_.capacity() * 8 + skey2_.capacity() * 8 + dkey_.capacity() * 8 + ikey_.capacity() * 8;
+        host += (sval_.capacity() + sval2_.capacity() + uidx_.capacity() + dval_.capacity() + ival_.capacity() +
+                 inp_.capacity() + ecell_.capacity()) * 4;
+        host += cat_.capacity() + ehs_.capacity() * 8 + eloc_.capacity() * 8;
+        host += uslot_.capacity() * sizeof(SlotSave) + uhash_.capacity() * sizeof(HashSave) + uinp_.capacity() * 8;
+        return static_cast<int64_t>(host);
+    }
+
+    // Bytes of an empty index of `cells` cells.
+    static int64_t empty_bytes(int64_t cells) {
+        return cells * static_cast<int64_t>(4 + sizeof(std::vector<int32_t>));
     }
 
 private:
@@ -261,8 +333,24 @@ private:
         uint32_t cell;
         uint32_t db, de, ib, ie;  // delete and insert entries of the cell (sorted lists)
         int32_t before, after;    // buckets before / after the batch
+        int32_t n0;               // objects before the batch
         int64_t alloc_off, free_off;
+        int64_t uslot_off, uhash_off;  // the cell's undo log ranges
     };
+    // Undo log of the apply phase: a slot's old contents; a hash slot's old
+    // value (kind 0), a tombstone to make full again (1), a new key's slot to
+    // empty again (2); kind in the top two bits of hs.
+    struct SlotSave {
+        size_t s;
+        int64_t id;
+        double x, y;
+    };
+    struct HashSave {
+        uint64_t hs;
+        uint64_t val;
+    };
+    static constexpr uint64_t kSaveVal = 0, kSaveTomb = uint64_t(1) << 62, kSaveNew = uint64_t(2) << 62;
+    static constexpr uint64_t kSaveMask = (uint64_t(1) << 62) - 1;
 
     size_t slot(const std::vector<int32_t>& d, int64_t k) const {
         return static_cast<size_t>(d[static_cast<size_t>(k / B)]) * B + static_cast<size_t>(k % B);
@@ -270,25 +358,42 @@ private:
 
     // Makes room in the id table for `incoming` new keys (load <= 1/2),
     // rehashing (which also drops tombstones) when needed.
-    Status ensure_hash(int64_t incoming, const ExecContext& ctx) {
+    // The id table's capacity after ensure_hash(incoming); 0 when it stays.
+    uint64_t hash_growth(int64_t incoming) const {
         uint64_t need = static_cast<uint64_t>(h_.live + h_.tombs + incoming);
-        if (h_.capacity() != 0 && need <= h_.capacity() / 2) return Status::Ok();
-        uint64_t cap = next_pow2(std::max<uint64_t>(1024, 3 * static_cast<uint64_t>(h_.live + incoming)));
+        if (h_.capacity() != 0 && need <= h_.capacity() / 2) return 0;
+        return next_pow2(std::max<uint64_t>(1024, 3 * static_cast<uint64_t>(h_.live + incoming)));
+    }
+
+    Status ensure_hash(int64_t incoming, const ExecContext& ctx) {
+        uint64_t cap = hash_growth(incoming);
+        if (cap == 0) return Status::Ok();
+        APPROX_TRY(charge(static_cast<int64_t>(cap * 20) - static_cast<int64_t>(h_.bytes()), "the id table"));
         HostHash nh;
-        nh.key.resize(cap);
-        nh.val.resize(cap);
-        nh.state.assign(cap, kEmpty);
+        nh.key.reset(cap);
+        nh.val.reset(cap);
+        nh.state.reset(cap);
+        Chunks cs(cap, ctx.cpu_threads, 65536, size_t(1) << 18);
+        APPROX_TRY(parallel_for(ctx, cs.count, [&](size_t c, size_t) {
+            std::fill(nh.state.data() + cs.begin(c), nh.state.data() + cs.end(c), kEmpty);
+            return Status::Ok();
+        }));
         nh.mask = cap - 1;
         nh.live = h_.live;
         nh.tombs = 0;
-        Chunks ch(h_.capacity(), ctx.cpu_threads, 65536);
+        Chunks ch(h_.capacity(), ctx.cpu_threads, 65536, size_t(1) << 18);
         if (h_.capacity() > 0)
             APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
                 for (size_t s = ch.begin(c); s < ch.end(c); ++s)
                     if (h_.state[s] == kFull) nh.insert_new(h_.key[s], h_.val[s]);
                 return Status::Ok();
             }));
-        std::swap(h_, nh);
+        h_.key.swap(nh.key);
+        h_.val.swap(nh.val);
+        h_.state.swap(nh.state);
+        h_.mask = nh.mask;
+        h_.live = nh.live;
+        h_.tombs = nh.tombs;
         return Status::Ok();
     }
 
@@ -342,15 +447,55 @@ private:
         if (!is_delete) APPROX_TRY(validate(xs, ys, n, ctx));
         if (ctx.cancelled()) return cancelled_status();
 
-        // 2. room in the id table for every entry being new (semantically invisible)
+        // 2. scratch for n entries and room in the id table for every entry
+        // being new (semantically invisible), within the memory budget
+        {
+            int64_t extra = growth_bytes(skey_, n) + growth_bytes(skey2_, n) + growth_bytes(sval_, n) +
+                            growth_bytes(sval2_, n) + growth_bytes(uidx_, n) + growth_bytes(cat_, n) +
+                            growth_bytes(ehs_, n) + growth_bytes(eloc_, n) + growth_bytes(dkey_, n) +
+                            growth_bytes(dval_, n);
+            if (!is_delete)
+                extra += growth_bytes(ecell_, n) + growth_bytes(ikey_, n) + growth_bytes(ival_, n) +
+                         growth_bytes(inp_, n);
+            uint64_t cap = hash_growth(is_delete ? 0 : static_cast<int64_t>(n));
+            if (cap != 0) extra += static_cast<int64_t>(cap * 20) - static_cast<int64_t>(h_.bytes());
+            APPROX_TRY(charge(extra, "a batch of this size (scratch and the id table)"));
+        }
+        // (growing a buffer fills it: one poll per buffer)
+#define APPROX_MO_GROW(v)                                      \
+    do {                                                       \
+        ensure_size(v, n);                                     \
+        if (ctx.cancelled()) return cancelled_status();        \
+    } while (0)
+        APPROX_MO_GROW(skey_);
+        APPROX_MO_GROW(skey2_);
+        APPROX_MO_GROW(sval_);
+        APPROX_MO_GROW(sval2_);
+        APPROX_MO_GROW(uidx_);
+        APPROX_MO_GROW(cat_);
+        APPROX_MO_GROW(ehs_);
+        APPROX_MO_GROW(eloc_);
+        APPROX_MO_GROW(dkey_);
+        APPROX_MO_GROW(dval_);
+        if (!is_delete) {
+            APPROX_MO_GROW(ecell_);
+            APPROX_MO_GROW(ikey_);
+            APPROX_MO_GROW(ival_);
+            APPROX_MO_GROW(inp_);
+        }
+#undef APPROX_MO_GROW
         APPROX_TRY(ensure_hash(is_delete ? 0 : static_cast<int64_t>(n), ctx));
 
         // 3. dedupe: stable sort by id, keep the last entry of each id
-        ensure_size(skey_, n);
-        ensure_size(sval_, n);
-        for (size_t i = 0; i < n; ++i) {
-            skey_[i] = static_cast<uint64_t>(ids[i]) ^ (uint64_t(1) << 63);
-            sval_[i] = static_cast<uint32_t>(i);
+        {
+            Chunks c0(n, ctx.cpu_threads);
+            APPROX_TRY(parallel_for(ctx, c0.count, [&](size_t c, size_t) {
+                for (size_t i = c0.begin(c); i < c0.end(c); ++i) {
+                    skey_[i] = static_cast<uint64_t>(ids[i]) ^ (uint64_t(1) << 63);
+                    sval_[i] = static_cast<uint32_t>(i);
+                }
+                return Status::Ok();
+            }));
         }
         APPROX_TRY(radix_sort(skey_, sval_, skey2_, sval2_, n, 64, ctx));
         Chunks ch(n, ctx.cpu_threads);
@@ -462,13 +607,14 @@ private:
 
         // 6. per touched cell: entry ranges and bucket needs
         std::vector<Seg> ds, is;
-        segments(dkey_, n_del, 32, ds);
-        segments(ikey_, n_ins, 0, is);
+        APPROX_TRY(segments(dkey_, n_del, 32, ds, ctx));
+        APPROX_TRY(segments(ikey_, n_ins, 0, is, ctx));
         std::vector<Touch> touched;
         touched.reserve(ds.size() + is.size());
         size_t a = 0, b = 0;
-        int64_t total_alloc = 0, total_free = 0;
+        int64_t total_alloc = 0, total_free = 0, total_uslot = 0, total_uhash = 0;
         while (a < ds.size() || b < is.size()) {
+            if ((touched.size() & 0xffff) == 0xffff && ctx.cancelled()) return cancelled_status();
             Touch t{};
             if (b == is.size() || (a < ds.size() && ds[a].cell < is[b].cell)) {
                 t.cell = ds[a].cell;
@@ -493,47 +639,120 @@ private:
             int64_t n2 = n0 - (t.de - t.db) + (t.ie - t.ib);
             t.before = static_cast<int32_t>((n0 + B - 1) / B);
             t.after = static_cast<int32_t>((n2 + B - 1) / B);
+            t.n0 = static_cast<int32_t>(n0);
             t.alloc_off = total_alloc;
             t.free_off = total_free;
             total_alloc += std::max(0, t.after - t.before);
             total_free += std::max(0, t.before - t.after);
+            // undo log: a slot per delete that moves an object and per insert
+            // over an old position; a hash slot per moved survivor and per
+            // removed or inserted id
+            const int64_t d = t.de - t.db, i = t.ie - t.ib, n1 = n0 - d;
+            t.uslot_off = total_uslot;
+            t.uhash_off = total_uhash;
+            total_uslot += d + std::max<int64_t>(0, std::min(n2, n0) - n1);
+            total_uhash += d + (is_delete ? d : i);
             touched.push_back(t);
         }
 
-        // 7. grow the pool and the cells' bucket lists before applying anything
-        if (total_alloc > free_top_) APPROX_TRY(grow_pool(total_alloc - free_top_));
+        // 7. grow the pool, the cells' bucket lists and the undo log before
+        // applying anything (within the memory budget)
+        int64_t dir_extra = 0;
         for (const Touch& t : touched) {
-            auto& d = dir_[t.cell];
-            if (static_cast<size_t>(t.after) > d.capacity()) d.reserve(static_cast<size_t>(t.after) + t.after / 2 + 1);
+            const auto& d = dir_[t.cell];
+            if (static_cast<size_t>(t.after) > d.capacity())
+                dir_extra += static_cast<int64_t>(static_cast<size_t>(t.after) + t.after / 2 + 1 - d.capacity());
         }
+        {
+            int64_t pool_extra =
+                total_alloc > free_top_ ? pool_growth(total_alloc - free_top_) * (B * 24 + 4) : 0;
+            int64_t extra = pool_extra + dir_extra * 4 + growth_bytes(uslot_, static_cast<size_t>(total_uslot)) +
+                            growth_bytes(uhash_, static_cast<size_t>(total_uhash)) +
+                            growth_bytes(uinp_, 2 * n_inp);
+            APPROX_TRY(charge(extra, "this batch (bucket pool, cell lists and undo log)"));
+        }
+        if (ctx.cancelled()) return cancelled_status();
+        if (total_alloc > free_top_) APPROX_TRY(grow_pool(total_alloc - free_top_, ctx));
+        if (ctx.cancelled()) return cancelled_status();
+        for (size_t ti = 0; ti < touched.size(); ++ti) {
+            if ((ti & 0xfff) == 0xfff && ctx.cancelled()) return cancelled_status();
+            const Touch& t = touched[ti];
+            auto& d = dir_[t.cell];
+            if (static_cast<size_t>(t.after) > d.capacity()) {
+                size_t old = d.capacity();
+                d.reserve(static_cast<size_t>(t.after) + t.after / 2 + 1);
+                dir_elems_ += d.capacity() - old;
+            }
+        }
+        ensure_size(uslot_, static_cast<size_t>(total_uslot));
+        ensure_size(uhash_, static_cast<size_t>(total_uhash));
+        ensure_size(uinp_, 2 * n_inp);
         bs.ms_stage = total.ms();
 
-        // 8. the last cancel check; from here on nothing can fail or stop
+        // 8. apply in tasks of whole cells, then chunks of in-place updates;
+        // the cancel callback is polled between tasks and a cancel undoes the
+        // tasks done (nothing here allocates or fails)
         if (ctx.cancelled()) return cancelled_status();
         Stopwatch apply;
         ExecContext actx = ctx;
         actx.cancel = nullptr;
         const int64_t stack_base = free_top_ - total_alloc;
-        Status st = parallel_for(actx, (touched.size() + 15) / 16, [&](size_t task, size_t) {
-            size_t end = std::min(touched.size(), task * 16 + 16);
-            for (size_t ti = task * 16; ti < end; ++ti)
-                apply_cell(touched[ti], is_delete, ids, xs, ys, stack_base);
-            return Status::Ok();
-        });
-        if (!st.ok()) return st;  // unreachable: apply_cell neither fails nor throws
-        Chunks cp(n_inp, ctx.cpu_threads);
-        st = parallel_for(actx, n_inp == 0 ? 0 : cp.count, [&](size_t c, size_t) {
-            for (size_t e = cp.begin(c); e < cp.end(c); ++e) {
-                uint32_t j = inp_[e];
-                size_t i = uidx_[j];
-                uint64_t loc = h_.val[static_cast<size_t>(ehs_[j])];
-                size_t s = slot(dir_[loc >> 32], static_cast<int64_t>(loc & 0xffffffffu));
-                px_[s] = xs[i];
-                py_[s] = ys[i];
+        std::vector<size_t> tasks;  // first touched cell of each task
+        for (size_t ti = 0, work = kPollEntries; ti < touched.size(); ++ti) {
+            if (work >= kPollEntries / 4 || ti - tasks.back() >= 256) {
+                tasks.push_back(ti);
+                work = 0;
             }
+            work += touched[ti].de - touched[ti].db + touched[ti].ie - touched[ti].ib + 1;
+        }
+        tasks.push_back(touched.size());
+        const size_t n_tasks = tasks.size() - 1;
+        std::vector<uint8_t> task_done(n_tasks, 0);
+        std::vector<uint32_t> uslot_n(touched.size(), 0), uhash_n(touched.size(), 0);
+        Status st = parallel_for(ctx, n_tasks, [&](size_t task, size_t) {
+            for (size_t ti = tasks[task]; ti < tasks[task + 1]; ++ti)
+                apply_cell(touched[ti], is_delete, ids, xs, ys, stack_base, uslot_n[ti], uhash_n[ti]);
+            task_done[task] = 1;
             return Status::Ok();
         });
-        if (!st.ok()) return st;
+        const size_t inp_chunk = kPollEntries;
+        const size_t n_inp_tasks = (n_inp + inp_chunk - 1) / inp_chunk;
+        std::vector<uint8_t> inp_done(n_inp_tasks, 0);
+        if (st.ok())
+            st = parallel_for(ctx, n_inp_tasks, [&](size_t c, size_t) {
+                size_t e1 = std::min(n_inp, (c + 1) * inp_chunk);
+                for (size_t e = c * inp_chunk; e < e1; ++e) {
+                    uint32_t j = inp_[e];
+                    size_t i = uidx_[j];
+                    uint64_t loc = h_.val[static_cast<size_t>(ehs_[j])];
+                    size_t s = slot(dir_[loc >> 32], static_cast<int64_t>(loc & 0xffffffffu));
+                    uinp_[2 * e] = px_[s];
+                    uinp_[2 * e + 1] = py_[s];
+                    px_[s] = xs[i];
+                    py_[s] = ys[i];
+                }
+                inp_done[c] = 1;
+                return Status::Ok();
+            });
+        if (!st.ok()) {  // cancelled: undo what was applied, newest first
+            (void)parallel_for(actx, n_inp_tasks, [&](size_t c, size_t) {
+                if (!inp_done[c]) return Status::Ok();
+                size_t e1 = std::min(n_inp, (c + 1) * inp_chunk);
+                for (size_t e = c * inp_chunk; e < e1; ++e) {
+                    uint64_t loc = h_.val[static_cast<size_t>(ehs_[inp_[e]])];
+                    size_t s = slot(dir_[loc >> 32], static_cast<int64_t>(loc & 0xffffffffu));
+                    px_[s] = uinp_[2 * e];
+                    py_[s] = uinp_[2 * e + 1];
+                }
+                return Status::Ok();
+            });
+            (void)parallel_for(actx, n_tasks, [&](size_t task, size_t) {
+                if (!task_done[task]) return Status::Ok();
+                for (size_t ti = tasks[task]; ti < tasks[task + 1]; ++ti) undo_cell(touched[ti], uslot_n[ti], uhash_n[ti]);
+                return Status::Ok();
+            });
+            return st;
+        }
         // [free_top_, free_top_ + total_free) lies inside the stack: those buckets were in use.
         if (total_free > 0)
             std::memmove(&free_[static_cast<size_t>(stack_base)], &free_[static_cast<size_t>(free_top_)],
@@ -571,26 +790,57 @@ private:
     }
 
     // Runs of equal cell in sorted keys (cell = key >> shift).
-    static void segments(const std::vector<uint64_t>& keys, size_t n, int shift, std::vector<Seg>& out) {
+    static Status segments(const RawBuf<uint64_t>& keys, size_t n, int shift, std::vector<Seg>& out,
+                           const ExecContext& ctx) {
         out.clear();
-        size_t s = 0;
+        size_t s = 0, next_poll = kPollEntries;
         while (s < n) {
+            if (s >= next_poll) {
+                if (ctx.cancelled()) return cancelled_status();
+                next_poll = s + kPollEntries;
+            }
             uint32_t c = static_cast<uint32_t>(keys[s] >> shift);
             size_t e = s + 1;
             while (e < n && static_cast<uint32_t>(keys[e] >> shift) == c) ++e;
             out.push_back(Seg{c, static_cast<uint32_t>(s), static_cast<uint32_t>(e)});
             s = e;
         }
+        return Status::Ok();
     }
 
-    Status grow_pool(int64_t extra_buckets) {
-        int64_t nb = std::max<int64_t>({nb_ + extra_buckets, nb_ + nb_ / 2, 64});
-        size_t slots = static_cast<size_t>(nb) * B;
-        // Each step either completes or throws before the index uses the new size.
-        pid_.resize(slots);
-        px_.resize(slots);
-        py_.resize(slots);
-        free_.resize(static_cast<size_t>(nb));
+    // Buckets grow_pool(extra_buckets) adds.
+    int64_t pool_growth(int64_t extra_buckets) const {
+        return std::max<int64_t>({nb_ + extra_buckets, nb_ + nb_ / 2, 64}) - nb_;
+    }
+
+    // Polls between the buffers; a cancelled growth only leaves spare capacity
+    // (nb_ and the free stack change last).
+    Status grow_pool(int64_t extra_buckets, const ExecContext& ctx) {
+        int64_t nb = nb_ + pool_growth(extra_buckets);
+        size_t slots = static_cast<size_t>(nb) * B, old = static_cast<size_t>(nb_) * B;
+        // New buffers, the old contents copied in polled chunks; the index
+        // takes them (swap) only when all are complete.
+        RawBuf<int64_t> pid;
+        RawBuf<double> px, py;
+        RawBuf<int32_t> fr;
+        pid.reset(slots);
+        px.reset(slots);
+        py.reset(slots);
+        fr.reset(static_cast<size_t>(nb));
+        Chunks ch(old, ctx.cpu_threads, 65536);
+        if (old > 0)
+            APPROX_TRY(parallel_for(ctx, ch.count, [&](size_t c, size_t) {
+                size_t b = ch.begin(c), e = ch.end(c);
+                std::memcpy(pid.data() + b, pid_.data() + b, (e - b) * sizeof(int64_t));
+                std::memcpy(px.data() + b, px_.data() + b, (e - b) * sizeof(double));
+                std::memcpy(py.data() + b, py_.data() + b, (e - b) * sizeof(double));
+                return Status::Ok();
+            }));
+        if (free_top_ > 0) std::memcpy(fr.data(), free_.data(), static_cast<size_t>(free_top_) * sizeof(int32_t));
+        pid_.swap(pid);
+        px_.swap(px);
+        py_.swap(py);
+        free_.swap(fr);
         // The new buckets go on top of the free stack.
         for (int64_t b = nb_; b < nb; ++b) free_[static_cast<size_t>(free_top_ + (b - nb_))] = static_cast<int32_t>(b);
         free_top_ += nb - nb_;
@@ -601,11 +851,17 @@ private:
     // One touched cell, by the worker that owns it: take new buckets, deletes
     // (descending position; the cell's last object fills each hole), inserts
     // (appends), give back surplus buckets.
+    // Every slot and hash slot it overwrites goes to the cell's undo log
+    // (uslot_n / uhash_n entries from t.uslot_off / t.uhash_off).
     void apply_cell(const Touch& t, bool is_delete, const int64_t* ids, const double* xs, const double* ys,
-                    int64_t stack_base) {
+                    int64_t stack_base, uint32_t& uslot_n, uint32_t& uhash_n) {
         const uint32_t c = t.cell;
         auto& d = dir_[c];
         int64_t n = count_[c];
+        const int64_t n0 = n;
+        SlotSave* us = uslot_.data() + t.uslot_off;
+        HashSave* uh = uhash_.data() + t.uhash_off;
+        auto save_slot = [&](size_t s) { us[uslot_n++] = SlotSave{s, pid_[s], px_[s], py_[s]}; };
         for (int32_t a = 0; a < t.after - t.before; ++a)
             d.push_back(free_[static_cast<size_t>(stack_base + t.alloc_off + a)]);  // within the reserved capacity
         for (uint32_t e = t.de; e > t.db; --e) {
@@ -613,27 +869,38 @@ private:
             int64_t last = n - 1;
             if (k != last) {
                 size_t src = slot(d, last), dst = slot(d, k);
+                save_slot(dst);
                 pid_[dst] = pid_[src];
                 px_[dst] = px_[src];
                 py_[dst] = py_[src];
                 int64_t hs = h_.find(pid_[dst]);
+                uh[uhash_n++] = HashSave{static_cast<uint64_t>(hs) | kSaveVal, h_.val[static_cast<size_t>(hs)]};
                 h_.val[static_cast<size_t>(hs)] = pack(c, static_cast<uint32_t>(k));
             }
             --n;
-            if (is_delete) state_store(&h_.state[static_cast<size_t>(ehs_[dval_[e - 1]])], kTomb);
+            if (is_delete) {
+                size_t hs = static_cast<size_t>(ehs_[dval_[e - 1]]);
+                uh[uhash_n++] = HashSave{static_cast<uint64_t>(hs) | kSaveTomb, 0};
+                state_store(&h_.state[hs], kTomb);
+            }
         }
         for (uint32_t e = t.ib; e < t.ie; ++e) {
             uint32_t j = ival_[e];
             size_t i = uidx_[j];
             int64_t p = n++;
             size_t s = slot(d, p);
+            if (p < n0) save_slot(s);
             pid_[s] = ids[i];
             px_[s] = xs[i];
             py_[s] = ys[i];
-            if (cat_[j] == kNew)
-                h_.insert_new(ids[i], pack(c, static_cast<uint32_t>(p)));
-            else
-                h_.val[static_cast<size_t>(ehs_[j])] = pack(c, static_cast<uint32_t>(p));
+            if (cat_[j] == kNew) {
+                uint64_t hs = h_.insert_new(ids[i], pack(c, static_cast<uint32_t>(p)));
+                uh[uhash_n++] = HashSave{hs | kSaveNew, 0};
+            } else {
+                size_t hs = static_cast<size_t>(ehs_[j]);
+                uh[uhash_n++] = HashSave{static_cast<uint64_t>(hs) | kSaveVal, h_.val[hs]};
+                h_.val[hs] = pack(c, static_cast<uint32_t>(p));
+            }
         }
         // Freed buckets go above the current top (other workers are still
         // taking buckets from below it); apply_batch() moves them down afterwards.
@@ -643,11 +910,42 @@ private:
         count_[c] = static_cast<int32_t>(n);
     }
 
+    // Reverts apply_cell(t) from its undo log (newest first). The buckets a
+    // shrinking cell gave up still sit above free_top_ in free_.
+    void undo_cell(const Touch& t, uint32_t uslot_n, uint32_t uhash_n) {
+        const HashSave* uh = uhash_.data() + t.uhash_off;
+        for (uint32_t k = uhash_n; k > 0; --k) {
+            const HashSave& h = uh[k - 1];
+            size_t hs = static_cast<size_t>(h.hs & kSaveMask);
+            uint64_t kind = h.hs & ~kSaveMask;
+            if (kind == kSaveVal) h_.val[hs] = h.val;
+            else state_store(&h_.state[hs], kind == kSaveTomb ? kFull : kEmpty);
+        }
+        const SlotSave* us = uslot_.data() + t.uslot_off;
+        for (uint32_t k = uslot_n; k > 0; --k) {
+            const SlotSave& v = us[k - 1];
+            pid_[v.s] = v.id;
+            px_[v.s] = v.x;
+            py_[v.s] = v.y;
+        }
+        auto& d = dir_[t.cell];
+        if (t.after < t.before) {
+            for (int32_t f = 0; f < t.before - t.after; ++f)  // within the capacity it had
+                d.push_back(free_[static_cast<size_t>(free_top_ + t.free_off + f)]);
+        } else {
+            d.resize(static_cast<size_t>(t.before));
+        }
+        count_[t.cell] = t.n0;
+    }
+
     // Summed-area table of the cell counts (rebuilt after a batch changed them).
-    void ensure_sat() {
-        if (!sat_dirty_) return;
+    Status ensure_sat() {
+        if (!sat_dirty_) return Status::Ok();
         const size_t w1 = static_cast<size_t>(g_.nx) + 1;
-        sat_.assign(w1 * (static_cast<size_t>(g_.ny) + 1), 0);
+        const size_t cells1 = w1 * (static_cast<size_t>(g_.ny) + 1);
+        APPROX_TRY(charge(growth_bytes(sat_, cells1), "the query's table of cell counts"));
+        ensure_size(sat_, cells1);
+        std::fill(sat_.begin(), sat_.end(), 0);
         for (int32_t r = 0; r < g_.ny; ++r) {
             int64_t run = 0;
             for (int32_t c = 0; c < g_.nx; ++c) {
@@ -656,6 +954,7 @@ private:
             }
         }
         sat_dirty_ = false;
+        return Status::Ok();
     }
 
     int64_t interior(int32_t c0, int32_t c1, int32_t r0, int32_t r1) const {
@@ -691,7 +990,7 @@ private:
         for (size_t i = 0; i < nq; ++i)
             if (std::isnan(qs[i].xmin) || std::isnan(qs[i].ymin) || std::isnan(qs[i].xmax) || std::isnan(qs[i].ymax))
                 return Status::Error(StatusCode::InvalidArgument, "query %zu has a NaN bound", i + 1);
-        ensure_sat();
+        APPROX_TRY(ensure_sat());
         bs.ms_stage = total.ms();
         Stopwatch search;
         std::atomic<int64_t> cand{0}, checked{0}, results{0};
@@ -789,9 +1088,10 @@ private:
     int64_t cells_;
     std::vector<int32_t> count_;
     std::vector<std::vector<int32_t>> dir_;  // per cell: its buckets in order
-    std::vector<int64_t> pid_;
-    std::vector<double> px_, py_;
-    std::vector<int32_t> free_;  // free bucket stack, [0, free_top_)
+    RawBuf<int64_t> pid_;
+    RawBuf<double> px_, py_;
+    size_t dir_elems_ = 0;                   // sum of the bucket lists' capacities
+    RawBuf<int32_t> free_;  // free bucket stack, [0, free_top_)
     int64_t free_top_ = 0, nb_ = 0;
     int64_t objects_ = 0;
     HostHash h_;
@@ -800,21 +1100,27 @@ private:
     BatchStats last_update_, last_query_;
 
     // batch scratch (kept between batches)
-    std::vector<uint64_t> skey_, skey2_, dkey_, ikey_;
-    std::vector<uint32_t> sval_, sval2_, uidx_, dval_, ival_, inp_;
-    std::vector<uint8_t> cat_;
-    std::vector<int64_t> ehs_;
-    std::vector<uint64_t> eloc_;
-    std::vector<uint32_t> ecell_;
+    RawBuf<uint64_t> skey_, skey2_, dkey_, ikey_;
+    RawBuf<uint32_t> sval_, sval2_, uidx_, dval_, ival_, inp_;
+    RawBuf<uint8_t> cat_;
+    RawBuf<int64_t> ehs_;
+    RawBuf<uint64_t> eloc_;
+    RawBuf<uint32_t> ecell_;
+    RawBuf<SlotSave> uslot_;
+    RawBuf<HashSave> uhash_;
+    RawBuf<double> uinp_;
 };
 
 }  // namespace
 
-Status create_cpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out) {
+Status create_cpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out, const MemoryBudget& budget) {
     out = nullptr;
     APPROX_TRY(check_grid(g, max_cells));
+    APPROX_TRY(check_budget(budget, 0, CpuIndex::empty_bytes(int64_t(g.cells_x) * g.cells_y),
+                            "an empty index of this many cells"));
     return guarded([&] {
         std::unique_ptr<CpuIndex> idx(new CpuIndex(g));
+        idx->set_budget(budget);
         APPROX_TRY(idx->init());
         if (ctx.stats) {
             ctx.stats->device = Device::Cpu;

@@ -16,9 +16,19 @@
 // (same cell), cross-cell (a delete from the old cell plus an insert into the
 // new one) or new (an insert), group deletes and inserts by cell, plan every
 // cell's bucket needs and grow the pool / directory / hash table *before*
-// applying anything; the last cancel check comes before the apply phases (all
-// deletes, all inserts, all in-place updates), which cannot fail. A failed or
+// applying anything. The cancel callback is polled every few ten thousand
+// entries of work in every phase. The apply phases (all deletes, all inserts,
+// all in-place updates) cannot fail; the CPU engine runs them in chunks that
+// log what they overwrite and polls between chunks: a cancel there undoes the
+// chunks already applied. The GPU engine's apply is a handful of kernels
+// (milliseconds even for 10^7 entries) after the last poll. A failed or
 // cancelled batch therefore leaves the index as it was.
+//
+// Memory: every index counts the bytes it holds (host and device, scratch
+// included) and refuses to grow past a budget the caller sets (the glue: what
+// approx_gpu.moving_session_memory leaves after the session's other indexes);
+// creation or a batch that would pass it fails with ProgramLimit and changes
+// nothing.
 //
 // Range queries: rectangles are closed; a point on xmax or ymax belongs to the
 // last cell; queries are clipped to the extent. Cells strictly inside a query's
@@ -191,12 +201,32 @@ struct Info {
     BatchStats last_query;         // last range query batch
 };
 
+// What an index may hold: at most limit - others bytes (others = what the
+// session's other indexes hold). limit <= 0: no cap.
+struct MemoryBudget {
+    int64_t limit = 0;
+    int64_t others = 0;
+};
+
+// ProgramLimit when held + extra bytes pass the budget; `what` names the need.
+Status check_budget(const MemoryBudget& b, int64_t held, int64_t extra, const char* what);
+
+// Entries of work between two polls of the cancel callback (upper bound per
+// task of the CPU engine's parallel loops).
+constexpr size_t kPollEntries = size_t(1) << 16;
+
 // A grid index. Methods return Status and never throw. Not thread-safe: one
 // caller at a time (a backend).
 class Index {
 public:
     virtual ~Index() = default;
     virtual Device device() const = 0;
+
+    // The budget later calls must stay within (see MemoryBudget).
+    void set_budget(const MemoryBudget& b) { budget_ = b; }
+    const MemoryBudget& budget() const { return budget_; }
+    // Bytes held now, host and device (what the budget counts).
+    virtual int64_t bytes() const = 0;
 
     // A batch of (id, x, y): unknown ids are inserted, known ids move; within
     // the batch a later entry for the same id wins. Every point must be finite
@@ -238,6 +268,10 @@ protected:
     virtual Status count_ranges(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) = 0;
     virtual Status list_range(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity,
                               size_t& found) = 0;
+    // ProgramLimit when `extra` more bytes would pass the budget.
+    Status charge(int64_t extra, const char* what) const { return check_budget(budget_, bytes(), extra, what); }
+
+    MemoryBudget budget_;
 };
 
 // Checks a grid: finite extent with xmin < xmax, ymin < ymax, a positive cell
@@ -248,11 +282,15 @@ GridMap grid_map(const Grid& g);
 
 // Creates an index; the engine is chosen like dispatch(): device 'gpu' -> GPU
 // (error without one), 'auto' -> GPU when one is usable (CPU when its
-// allocation fails), 'cpu' -> CPU. The caller owns *out (delete it).
-Status create(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out);
+// allocation fails), 'cpu' -> CPU. The caller owns *out (delete it). An
+// empty index that would pass `budget` is ProgramLimit (nothing allocated).
+Status create(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out,
+              const MemoryBudget& budget = MemoryBudget());
 
 // The engines themselves (tests, benchmark).
-Status create_cpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out);
-Status create_gpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out);  // cuda/moving.cu
+Status create_cpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out,
+                  const MemoryBudget& budget = MemoryBudget());
+Status create_gpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out,
+                  const MemoryBudget& budget = MemoryBudget());  // cuda/moving.cu
 
 }  // namespace approx::moving

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <unordered_map>
@@ -451,6 +452,146 @@ TEST_P(MovingEngines, CancelledBatchLeavesIndexUnchanged) {
     ASSERT_TRUE(done);
     for (int64_t id : del) m.erase(id);
     check_queries(*idx, m, gen, GetParam(), 30, "after the delete");
+}
+
+// A batch large enough for many apply tasks, cancelled at every poll from the
+// last one back: every cancel (those in the apply phase included, which undo
+// the cells and in-place updates already written) leaves the index unchanged.
+TEST_P(MovingEngines, CancelInTheApplyPhaseIsUndone) {
+    mo::Grid g = grid(0, 0, 100, 100, 16, 16);
+    auto idx = make(GetParam(), g);
+    ExecContext ctx = context(GetParam());
+    Gen gen(g, 23, false);
+    Model m;
+    Batch b;
+    for (int i = 0; i < 150000; ++i) {
+        Pt p = gen.point();
+        b.add(i, p.x, p.y);
+    }
+    int64_t applied;
+    ASSERT_TRUE(idx->update(b.ids.data(), b.xs.data(), b.ys.data(), b.ids.size(), ctx, applied).ok());
+    b.apply(m);
+    Batch u;  // moves in place and across cells, new ids
+    for (int i = 0; i < 200000; ++i) {
+        int64_t id = static_cast<int64_t>(gen.rng() % 250000);
+        auto it = m.find(id);
+        Pt p = it == m.end() ? gen.point() : gen.move(it->second, gen.rng() % 4 == 0);
+        u.add(id, p.x, p.y);
+    }
+    ExecContext cctx = ctx;
+    cctx.cancel = cancel_after_n;
+    g_cancel_after = 1 << 30;  // count the polls of a batch that goes through (on a copy of the work)
+    g_polls = 0;
+    {
+        auto probe = make(GetParam(), g);
+        ASSERT_TRUE(probe->update(b.ids.data(), b.xs.data(), b.ys.data(), b.ids.size(), ctx, applied).ok());
+        ASSERT_TRUE(probe->update(u.ids.data(), u.xs.data(), u.ys.data(), u.ids.size(), cctx, applied).ok());
+    }
+    const int total = g_polls.load();
+    ASSERT_GT(total, 4);
+    // (Storage grown by a cancelled attempt stays, so a later attempt may poll
+    // less often and go through: then it is checked like a finished batch.)
+    int cancelled = 0;
+    bool done = false;
+    for (int k = total - 1; k >= std::max(0, total - 12) && !done; --k) {
+        g_cancel_after = k;
+        g_polls = 0;
+        Status st = idx->update(u.ids.data(), u.xs.data(), u.ys.data(), u.ids.size(), cctx, applied);
+        if (st.ok()) {
+            done = true;
+            break;
+        }
+        ASSERT_EQ(st.code, StatusCode::Cancelled) << "poll " << k << " of " << total << ": " << st.message;
+        ++cancelled;
+        mo::Info info;
+        idx->info(info);
+        ASSERT_EQ(info.objects, static_cast<int64_t>(m.size()));
+        check_queries(*idx, m, gen, GetParam(), 6, "after a batch cancelled late");
+    }
+    EXPECT_GE(cancelled, 1);
+    if (!done) {
+        ASSERT_TRUE(idx->update(u.ids.data(), u.xs.data(), u.ys.data(), u.ids.size(), ctx, applied).ok());
+    }
+    u.apply(m);
+    check_queries(*idx, m, gen, GetParam(), 30, "after the batch");
+}
+
+// The CPU engine polls the cancel callback in proportion to the work: every
+// pass over the entries (and the apply phase) in tasks of at most
+// kPollEntries entries, so a poll comes every ~100 ms or less whatever the
+// batch size. (It used to poll a fixed ~8 times per pass and never while
+// applying: ~200 polls for any batch.)
+TEST(MovingCancel, CpuPollsGrowWithTheBatch) {
+    mo::Grid g = grid(0, 0, 1000, 1000, 128, 128);
+    ExecContext ctx = context(Engine::Cpu1);
+    mo::Index* p = nullptr;
+    ASSERT_TRUE(mo::create_cpu(g, 1 << 24, ctx, p).ok());
+    std::unique_ptr<mo::Index> idx(p);
+    const size_t n = size_t(1) << 21;
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(0, 1000);
+    std::vector<int64_t> ids(n);
+    std::vector<double> xs(n), ys(n);
+    for (size_t i = 0; i < n; ++i) {
+        ids[i] = static_cast<int64_t>(rng() % (2 * n));
+        xs[i] = u(rng);
+        ys[i] = u(rng);
+    }
+    ExecContext cctx = ctx;
+    cctx.cancel = cancel_after_n;
+    g_cancel_after = 1 << 30;
+    g_polls = 0;
+    int64_t applied;
+    ASSERT_TRUE(idx->update(ids.data(), xs.data(), ys.data(), n, cctx, applied).ok());
+    EXPECT_GE(g_polls.load(), static_cast<int>(10 * n / mo::kPollEntries)) << "polls for " << n << " entries";
+}
+
+// Memory: an index counts what it holds; creation and growth past the budget
+// are ProgramLimit and change nothing; a small batch still fits.
+TEST_P(MovingEngines, MemoryBudget) {
+    mo::Grid big = grid(0, 0, 1, 1, 1024, 1024);
+    ExecContext ctx = context(GetParam());
+    mo::MemoryBudget tight;
+    tight.limit = 8 << 20;
+    tight.others = 1 << 20;
+    mo::Index* p = nullptr;
+    Status st = GetParam() == Engine::Gpu ? mo::create(big, 1 << 24, ctx, p, tight)
+                                          : mo::create_cpu(big, 1 << 24, ctx, p, tight);
+    ASSERT_EQ(st.code, StatusCode::ProgramLimit) << st.message;
+    EXPECT_EQ(p, nullptr);
+    EXPECT_NE(std::strstr(st.message, "approx_gpu.moving_session_memory"), nullptr) << st.message;
+
+    mo::Grid g = grid(0, 0, 1, 1, 8, 8);
+    auto idx = make(GetParam(), g);
+    const int64_t empty = idx->bytes();
+    EXPECT_GT(empty, 8 * 8 * 4);
+    idx->set_budget(tight);
+    Gen gen(g, 3, false);
+    Model m;
+    Batch small;
+    for (int i = 0; i < 100; ++i) {
+        Pt q = gen.point();
+        small.add(i, q.x, q.y);
+    }
+    int64_t applied;
+    ASSERT_TRUE(idx->update(small.ids.data(), small.xs.data(), small.ys.data(), small.ids.size(), ctx, applied).ok());
+    small.apply(m);
+    const int64_t held = idx->bytes();
+    EXPECT_GT(held, empty);
+    EXPECT_LE(held, tight.limit - tight.others);
+    Batch large;
+    for (int i = 0; i < 200000; ++i) {
+        Pt q = gen.point();
+        large.add(1000 + i, q.x, q.y);
+    }
+    st = idx->update(large.ids.data(), large.xs.data(), large.ys.data(), large.ids.size(), ctx, applied);
+    ASSERT_EQ(st.code, StatusCode::ProgramLimit) << st.message;
+    EXPECT_LE(idx->bytes(), tight.limit - tight.others);
+    check_queries(*idx, m, gen, GetParam(), 20, "after a batch over the budget");
+    idx->set_budget(mo::MemoryBudget());
+    ASSERT_TRUE(idx->update(large.ids.data(), large.xs.data(), large.ys.data(), large.ids.size(), ctx, applied).ok());
+    large.apply(m);
+    check_queries(*idx, m, gen, GetParam(), 20, "without a budget");
 }
 
 // Delete everything, then the pool's buckets are reused.
