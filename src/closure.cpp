@@ -105,7 +105,7 @@ APPROX_FUNCTION(approx_gpu_transitive_closure) {
     approx::Status st = run_engine(fn, e.skipped, e.ms_read, [&](const approx::ExecContext& ctx) {
         return cl::compute(e.src, e.dst, static_cast<size_t>(e.n), opt, ctx, &h->result);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
 
     int64* src = static_cast<int64*>(palloc(kChunk * sizeof(int64)));
     int64* dst = static_cast<int64*>(palloc(kChunk * sizeof(int64)));
@@ -116,7 +116,7 @@ APPROX_FUNCTION(approx_gpu_transitive_closure) {
         st = cl::next_pairs(h->result, src, dst, kChunk, n);
         if (!st.ok()) {
             release_holder(h);
-            raise_if_error(st, fn);
+            check_engine_result(st, fn);
         }
         if (n == 0) break;
         for (size_t i = 0; i < n; ++i) {
@@ -138,7 +138,7 @@ APPROX_FUNCTION(approx_gpu_reachability_count) {
     approx::Status st = run_engine(fn, e.skipped, e.ms_read, [&](const approx::ExecContext& ctx) {
         return cl::count_pairs(e.src, e.dst, static_cast<size_t>(e.n), opt, ctx, pairs);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     PG_RETURN_INT64(pairs);
 }
 
@@ -155,7 +155,7 @@ APPROX_FUNCTION(approx_gpu_reachable) {
     approx::Status st = run_engine(fn, e.skipped, e.ms_read, [&](const approx::ExecContext& ctx) {
         return cl::reachable(e.src, e.dst, static_cast<size_t>(e.n), source, ctx, out, cap, n);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     Datum value;
     bool null = false;
     for (size_t i = 0; i < n; ++i) {

@@ -78,7 +78,7 @@ APPROX_FUNCTION(approx_gpu_hash_join_count) {
     read_inputs(fcinfo, fn, in);
     int64 matches = 0;
     approx::Status st = run_join_engine(fn, in, glue_clock_ms() - t0, nullptr, nullptr, &matches);
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     PG_RETURN_INT64(matches);
 }
 
@@ -154,6 +154,6 @@ APPROX_FUNCTION(approx_gpu_hash_join) {
     int64 matches = 0;
     approx::Status st = run_join_engine(fn, in, glue_clock_ms() - t0, tuplestore_sink, sink, &matches);
     if (sink->error != nullptr) ReThrowError(sink->error);
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     return (Datum) 0;
 }

@@ -38,7 +38,7 @@ static double bandwidth_or_raise(const double* x, int64 n, int64 skipped, double
     approx::Status st = run_engine(fn, skipped, ms_read, [&](const approx::ExecContext& ctx) {
         return kde::bandwidth(x, static_cast<size_t>(n), kMethods[method], ctx, h);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     return h;
 }
 
@@ -64,7 +64,7 @@ static Datum lscv_or_raise(FunctionCallInfo fcinfo, const double* x, int64 n, in
     approx::Status st = run_engine(fn, skipped, ms_read, [&](const approx::ExecContext& ctx) {
         return kde::lscv(x, static_cast<size_t>(n), d, grid, kCovariances[covariance], ctx, *r);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     // h is in whitened units and always representable; h^2 * Sigma is in the
     // data's squared units and is not for data near 1e-160 or 1e155 and beyond.
     for (int a = 0; a < d; ++a) {

@@ -171,7 +171,7 @@ APPROX_FUNCTION(approx_gpu_mo_create) {
                         errmsg("%s: a moving-object index named \"%s\" already exists in this session", fn, name),
                         errhint("Drop it first with mo_drop().")));
     approx::Status st = mo::check_grid(g, max_cells_setting);
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
 
     // The registry entry first (an ERROR here leaks nothing), then the engine.
     MoEntry* e = static_cast<MoEntry*>(MemoryContextAllocZero(TopMemoryContext, sizeof(MoEntry)));
@@ -189,7 +189,7 @@ APPROX_FUNCTION(approx_gpu_mo_create) {
         return mo::create(g, max_cells, ctx, index, budget);
     });
     if (!st.ok()) pfree(e);
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     e->index = index;
     e->serial = next_serial++;
     e->next = registry;
@@ -231,7 +231,7 @@ APPROX_FUNCTION(approx_gpu_mo_load) {
         return index->update(cols.ints[0], cols.floats[1], cols.floats[2], static_cast<size_t>(cols.rows), ctx,
                              applied);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     PG_RETURN_INT64(applied);
 }
 
@@ -252,7 +252,7 @@ APPROX_FUNCTION(approx_gpu_mo_update) {
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->update(ids.data, xs.data, ys.data, static_cast<size_t>(ids.n), ctx, applied);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     PG_RETURN_INT64(applied);
 }
 
@@ -266,7 +266,7 @@ APPROX_FUNCTION(approx_gpu_mo_delete) {
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->remove(ids.data, static_cast<size_t>(ids.n), ctx, removed);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     PG_RETURN_INT64(removed);
 }
 
@@ -293,7 +293,7 @@ APPROX_FUNCTION(approx_gpu_mo_range) {
         approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
             return index->range_ids(q, ctx, nullptr, 0, found);
         });
-        raise_if_error(st, fn);
+        check_engine_result(st, fn);
         RangeResult* r = static_cast<RangeResult*>(MemoryContextAllocZero(funcctx->multi_call_memory_ctx, sizeof(RangeResult)));
         r->ids = static_cast<int64*>(
             MemoryContextAllocHuge(funcctx->multi_call_memory_ctx, sizeof(int64) * (found > 0 ? found : 1)));
@@ -301,7 +301,7 @@ APPROX_FUNCTION(approx_gpu_mo_range) {
         st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
             return index->range_ids(q, ctx, r->ids, found, filled);
         });
-        raise_if_error(st, fn);
+        check_engine_result(st, fn);
         if (filled != found)
             ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                             errmsg("%s: the index reported %zu objects, then %zu", fn, found, filled)));
@@ -336,7 +336,7 @@ APPROX_FUNCTION(approx_gpu_mo_range_count) {
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->range_count(qs, static_cast<size_t>(n), ctx, counts);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     static_assert(FLOAT8PASSBYVAL, "bigint arrays are built straight from int64 buffers");
     ArrayType* out = construct_array(reinterpret_cast<Datum*>(counts), static_cast<int>(n), INT8OID, 8, true,
                                      TYPALIGN_DOUBLE);

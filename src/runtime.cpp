@@ -124,12 +124,17 @@ static int errcode_for(StatusCode code) {
     return ERRCODE_INTERNAL_ERROR;
 }
 
+void notice_if_fell_back(const char* function_name) {
+    if (last_stats.notice[0] != '\0') ereport(NOTICE, (errmsg("%s: %s", function_name, last_stats.notice)));
+}
+
+void check_engine_result(const Status& st, const char* function_name) {
+    raise_if_error(st, function_name);
+    notice_if_fell_back(function_name);
+}
+
 void raise_if_error(const Status& st, const char* function_name) {
-    if (st.ok()) {
-        if (last_stats.notice[0] != '\0')
-            ereport(NOTICE, (errmsg("%s: %s", function_name, last_stats.notice)));
-        return;
-    }
+    if (st.ok()) return;
     if (st.code == StatusCode::Cancelled) {
         // The engine stopped because a cancel or timeout is pending: let
         // PostgreSQL raise its own message ("... due to statement timeout").

@@ -3,8 +3,8 @@
 //
 // Only src/*.cpp include this (the engines never see PostgreSQL). Rules that
 // keep ereport safe here: values that must survive an ERROR live in palloc'd
-// memory; engine results are trivially destructible; raise_if_error() runs
-// after every C++ object with a destructor is out of scope.
+// memory; engine results are trivially destructible; check_engine_result()
+// and raise_if_error() run after every C++ object with a destructor is out of scope.
 #pragma once
 
 extern "C" {
@@ -59,9 +59,17 @@ approx::Status run_engine(const char* op, int64 rows_skipped, double ms_read, Fn
 }
 
 // ereport(ERROR) for a failed Status (errcode from its code, message prefixed
-// with the function name); emits the fallback NOTICE for a successful one.
-// Call with no C++ object that owns resources alive in the caller.
+// with the function name); nothing for a successful one. Call with no C++
+// object that owns resources alive in the caller.
 void raise_if_error(const approx::Status& st, const char* function_name);
+
+// NOTICE when the last engine call fell back from the GPU to the CPU (`auto`
+// after a GPU allocation failure).
+void notice_if_fell_back(const char* function_name);
+
+// What a glue function does after its engine call: raise_if_error(), then
+// notice_if_fell_back().
+void check_engine_result(const approx::Status& st, const char* function_name);
 
 // ---- arguments ------------------------------------------------------------------
 // float8 values of an array argument, NULL elements skipped (counted), checked

@@ -374,7 +374,7 @@ Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 ski
         ctx.stats->add("sample_rows", static_cast<double>(m));
         return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     // A produced value passes the same validation as an input (a value that
     // could not be read back must never be returned or stored).
     validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));
@@ -522,7 +522,7 @@ void merge_into(SynAgg* st, MemoryContext mcxt, const double* rows, int64 m, int
     int64 written = 0;
     approx::Status status = syn::merge_samples(st->rows, st->res.size, st->res.seen, st->res.capacity, rows, m, n, k,
                                                st->d, st->res.rng, out, written);
-    raise_if_error(status, fn);
+    check_engine_result(status, fn);
     if (st->rows) pfree(st->rows);
     st->rows = out;
     st->rows_cap = target;
@@ -645,7 +645,7 @@ syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const 
     approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
         return syn::evaluate(v->s, batch, ctx, out);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     return out;
 }
 
@@ -1399,7 +1399,7 @@ APPROX_FUNCTION(approx_gpu_kde_density) {
     approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
         return syn::density(v->s, x.data, ctx, f);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     PG_RETURN_FLOAT8(f);
 }
 

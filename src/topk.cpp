@@ -95,7 +95,7 @@ static void maybe_prune(TopkState* s, const char* fn) {
     size_t kept = 0;
     approx::Status st = topk::prune(s->ids, s->scores, static_cast<size_t>(s->n), static_cast<size_t>(s->k),
                                     static_cast<Order>(s->order), kept, s->thr);
-    if (!st.ok()) raise_if_error(st, fn);
+    if (!st.ok()) check_engine_result(st, fn);
     s->n = static_cast<int64>(kept);
 }
 
@@ -161,7 +161,7 @@ APPROX_FUNCTION(approx_gpu_topk_combine) {
     approx::Status st = topk::combine(s->thr, other->thr, reinterpret_cast<const int64_t*>(other->ids), other->scores,
                                       static_cast<size_t>(other->n), order,
                                       reinterpret_cast<int64_t*>(s->ids + s->n), s->scores + s->n, appended);
-    if (!st.ok()) raise_if_error(st, fn);
+    if (!st.ok()) check_engine_result(st, fn);
     s->n += static_cast<int64>(appended);
     maybe_prune(s, fn);
     PG_RETURN_POINTER(s);
@@ -250,7 +250,7 @@ APPROX_FUNCTION(approx_gpu_topk_final) {
         return topk::select(s->ids, s->scores, static_cast<size_t>(s->n), static_cast<size_t>(s->k), order, ctx,
                             reinterpret_cast<int64_t*>(ids), scores, got);
     });
-    raise_if_error(st, fn);
+    check_engine_result(st, fn);
     PG_RETURN_ARRAYTYPE_P(scored_array(fcinfo, ids, scores, static_cast<int64>(got)));
 }
 
@@ -427,7 +427,7 @@ void nra_check_all_sums(NraCall* c, const double* mins) {
         }
         SPI_freetuptable(SPI_tuptable);
         approx::Status st = topk::check_sums(ids, values, static_cast<size_t>(got), c->m);
-        if (!st.ok()) raise_if_error(st, c->fn);
+        if (!st.ok()) check_engine_result(st, c->fn);
         if (got < chunk) break;
     }
     SPI_cursor_close(portal);
@@ -518,7 +518,7 @@ void nra_run(NraCall* c) {
     cfg.min_score = mins;
     cfg.rows_hint = c->rows_hint;
     approx::Status st = topk::nra_create(cfg, ctx, c->holder->nra);
-    if (!st.ok()) raise_if_error(st, fn);
+    if (!st.ok()) check_engine_result(st, fn);
 
     ListReceiver* recv = static_cast<ListReceiver*>(MemoryContextAllocZero(work, sizeof(ListReceiver)));
     recv->pub.receiveSlot = list_receive;
@@ -547,7 +547,7 @@ void nra_run(NraCall* c) {
         }
         c->ms_read += glue_clock_ms() - t0;
         st = topk::nra_round(c->holder->nra, lists, ctx, progress);
-        if (!st.ok()) raise_if_error(st, fn);
+        if (!st.ok()) check_engine_result(st, fn);
         if (progress.done || progress.need_unlisted) break;
     }
     for (int j = 0; j < m; ++j) SPI_cursor_close(portals[j]);
@@ -573,7 +573,7 @@ void nra_run(NraCall* c) {
         }
         c->ms_read += glue_clock_ms() - t0;
         st = topk::nra_add_unlisted(c->holder->nra, ids, static_cast<size_t>(c->unlisted), ctx);
-        if (!st.ok()) raise_if_error(st, fn);
+        if (!st.ok()) check_engine_result(st, fn);
     }
 
     // The winners (known only by their bounds) and their scores: the only random access.
@@ -582,7 +582,7 @@ void nra_run(NraCall* c) {
     int64_t* winners = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * static_cast<Size>(k)));
     size_t n_win = 0;
     st = topk::nra_winners(c->holder->nra, ctx, winners, static_cast<size_t>(k), n_win);
-    if (!st.ok()) raise_if_error(st, fn);
+    if (!st.ok()) check_engine_result(st, fn);
     c->info = topk::nra_info(c->holder->nra);
     c->random_accesses = static_cast<int64>(n_win);
 
@@ -614,7 +614,7 @@ void nra_run(NraCall* c) {
     c->out_totals = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc));
     c->n_out = 0;
     st = topk::rank_by_sum(win_ids, values, n_win, m, static_cast<size_t>(k), ctx, c->out_ids, c->out_totals, c->n_out);
-    if (!st.ok()) raise_if_error(st, fn);
+    if (!st.ok()) check_engine_result(st, fn);
     SPI_finish();
 }
 
@@ -742,6 +742,6 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
         stats.add(key, static_cast<double>(c->info.depth[j]));
     }
     MemoryContextDelete(work);
-    raise_if_error(approx::Status::Ok(), fn);  // the fallback NOTICE, if any
+    check_engine_result(approx::Status::Ok(), fn);  // the fallback NOTICE, if any
     return static_cast<Datum>(0);
 }
