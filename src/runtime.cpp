@@ -333,6 +333,13 @@ MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* fn) {
     return mcxt;
 }
 
+const char* calling_aggregate_name(FunctionCallInfo fcinfo, const char* fallback) {
+    Aggref* aggref = AggGetAggref(fcinfo);
+    if (aggref == nullptr) return fallback;
+    char* name = get_func_name(aggref->aggfnoid);
+    return name != nullptr ? name : fallback;
+}
+
 void double_column_init(DoubleColumn* c) {
     c->data = nullptr;
     c->n = 0;

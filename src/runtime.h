@@ -128,6 +128,11 @@ private:
 // The aggregate memory context, or an ERROR if called outside an aggregate.
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* fn);
 
+// The SQL name of the aggregate a support function (transition, combine,
+// final) runs for, so that a function shared by several aggregates reports
+// errors as the one the user called; `fallback` outside an aggregate call.
+const char* calling_aggregate_name(FunctionCallInfo fcinfo, const char* fallback);
+
 // A growable float8 column in one MemoryContext (no per-row palloc; huge
 // allocations past 1 GB).
 struct DoubleColumn {

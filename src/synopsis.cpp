@@ -1247,7 +1247,8 @@ APPROX_FUNCTION(approx_gpu_kde_merge_sfunc) {
 }
 
 APPROX_FUNCTION(approx_gpu_kde_synopsis_combine) {
-    const char* fn = "kde synopsis combine";
+    // shared by kde_synopsis_agg and kde_merge_agg: speak of the one called
+    const char* fn = calling_aggregate_name(fcinfo, "kde_synopsis_agg");
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     if (PG_ARGISNULL(1)) {
         if (PG_ARGISNULL(0)) PG_RETURN_NULL();
