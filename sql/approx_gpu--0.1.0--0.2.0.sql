@@ -38,3 +38,9 @@ COMMENT ON COLUMN synopses.search_path IS
 -- moving: mo_info reports the index's bytes and the session's total (issue #11)
 COMMENT ON FUNCTION mo_info(text) IS
     'A moving-object index: device, objects, cells, buckets, memory (its bytes, the session''s total and approx_gpu.moving_session_memory), and the last update and query batches (counts, milliseconds)';
+
+-- volatility: results that depend on approx_gpu.device are STABLE (issue #16)
+ALTER FUNCTION kde_bandwidth(float8[], text) STABLE;
+ALTER FUNCTION kde_lscv(float8[], int, text) STABLE;
+ALTER FUNCTION kde_bandwidth_final(internal) STABLE;
+ALTER FUNCTION kde_lscv_final(internal) STABLE;

@@ -12,14 +12,17 @@ COMMENT ON TYPE lscv_result IS
     'LSCV bandwidth: scalar h, bandwidth matrix h^2*S, objective at h, start h0, and whether h sits on the search boundary';
 
 CREATE FUNCTION kde_bandwidth(x float8[], method text DEFAULT 'plugin') RETURNS float8
-    AS 'MODULE_PATHNAME', 'approx_gpu_kde_bandwidth' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_bandwidth' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION kde_bandwidth(float8[], text) IS
     'Gaussian kernel density bandwidth of x (data units) by plugin, lscv, scott or silverman';
 
 CREATE FUNCTION kde_lscv(x float8[], grid int DEFAULT 150, covariance text DEFAULT 'full') RETURNS lscv_result
-    AS 'MODULE_PATHNAME', 'approx_gpu_kde_lscv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_lscv' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION kde_lscv(float8[], int, text) IS
     'Least-squares cross-validation bandwidth matrix h^2*S of the n x d points x (S = covariance, full or diagonal)';
+
+-- STABLE, not IMMUTABLE: the answer depends on approx_gpu.device (the GPU and
+-- CPU engines agree to about 1e-8, not bit for bit).
 
 -- Aggregates: shared internal state (the points), merged by combine.
 CREATE FUNCTION kde_bandwidth_sfunc(internal, float8) RETURNS internal
@@ -37,9 +40,9 @@ CREATE FUNCTION kde_points_serial(internal) RETURNS bytea
 CREATE FUNCTION kde_points_deserial(bytea, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_points_deserial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION kde_bandwidth_final(internal) RETURNS float8
-    AS 'MODULE_PATHNAME', 'approx_gpu_kde_bandwidth_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_bandwidth_final' LANGUAGE C STABLE PARALLEL SAFE;
 CREATE FUNCTION kde_lscv_final(internal) RETURNS lscv_result
-    AS 'MODULE_PATHNAME', 'approx_gpu_kde_lscv_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_lscv_final' LANGUAGE C STABLE PARALLEL SAFE;
 
 CREATE AGGREGATE kde_bandwidth_agg(x float8) (
     SFUNC = kde_bandwidth_sfunc, STYPE = internal, FINALFUNC = kde_bandwidth_final,
