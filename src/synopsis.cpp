@@ -56,7 +56,11 @@ struct SynValue {
 };
 
 SynValue* new_value(MemoryContext mcxt) {
-    return static_cast<SynValue*>(MemoryContextAllocZero(mcxt, sizeof(SynValue)));
+    SynValue* v = static_cast<SynValue*>(MemoryContextAllocZero(mcxt, sizeof(SynValue)));
+    // The engine's defaults for what format 1 does not store (no evidence, unscaled intervals).
+    v->s.joint_cv[0] = v->s.joint_cv[1] = -1;
+    for (syn::Column& c : v->s.cols) c = syn::Column();
+    return v;
 }
 
 [[noreturn]] void raise_value(int code, const char* what, const char* problem) {

@@ -257,6 +257,7 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
         const int d = s.d;
         s.method = method;
         s.smoothing = smoothing;
+        s.joint_cv[0] = s.joint_cv[1] = -1;  // the guard fills them (Auto)
         std::vector<std::vector<double>> columns(d, std::vector<double>(m));
         for (size_t i = 0; i < m; ++i)
             for (int j = 0; j < d; ++j) {
