@@ -240,10 +240,13 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
             const double shift = log_shift(sorted);
             std::vector<double> t(static_cast<size_t>(m));
             for (int64_t i = 0; i < m; ++i) t[i] = std::log(x[i] + shift);
+            // The log scale's bandwidth: the same cdf plug-in on t. Where it
+            // cannot be computed the log candidate is simply not offered.
             double log_h = 0;
-            APPROX_TRY(kde::plugin_bandwidth(t.data(), static_cast<size_t>(m), kde::PluginTarget::Distribution, ctx,
-                                             log_h));
-            const bool have_log = std::isfinite(log_h) && log_h > 0;
+            Status st = kde::plugin_bandwidth(t.data(), static_cast<size_t>(m), kde::PluginTarget::Distribution, ctx,
+                                              log_h);
+            if (ctx.cancelled()) return cancelled_status();
+            const bool have_log = st.ok() && std::isfinite(log_h) && log_h > 0;
             // The candidates as three columns of one ColumnParams.
             math::ColumnParams cp = {};
             for (int c = 0; c < kModes; ++c) {
