@@ -343,8 +343,9 @@ TEST(SynopsisBuild, DiscreteColumnsAndBandwidths) {
 TEST(SynopsisBuild, RepeatedValuesAreAtoms) {
     // Integer ids from 500 values in 4000 rows (each repeated 8 times on
     // average): step 1 is far below h / 2 and there are more than 64 distinct
-    // values, but the column is a set of atoms, so it is discrete. Integers
-    // from 10^5 values (almost all distinct) stay smoothed.
+    // values, but the column is a set of atoms, and the guard's
+    // cross-validation keeps it exact. Integers from 10^5 values (almost all
+    // distinct) are smoothed.
     ExecContext ctx = cpu_ctx();
     std::mt19937_64 g(5);
     std::vector<double> rows(4000 * 2);
