@@ -17,6 +17,7 @@
 // estimates the difference of their mean squared errors.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kde.hpp"
@@ -77,10 +78,13 @@ struct CvResult {
 };
 
 // in(i, b): row i lies in box b exactly; mass(i, b, c): candidate c's mass of
-// row i in box b (candidate 0 is the exact indicator).
-template <class In, class Mass>
+// row i in box b (candidate 0 is the exact indicator). rows(b) gives the
+// positions [begin, end) in `order` (nullptr: the identity over all m rows)
+// outside which every candidate's mass is exactly 0, so that only those rows
+// are visited (the sums are the same).
+template <class In, class Mass, class Rows>
 Status cross_validate(int64_t m, const Folds& folds, const CvBoxes& boxes, int cands, const ExecContext& ctx, In in,
-                      Mass mass, CvResult& out) {
+                      Mass mass, const int64_t* order, Rows rows, CvResult& out) {
     const size_t nb = boxes.size();
     out.cands = cands;
     out.a.assign(nb * cands, 0);
@@ -93,7 +97,9 @@ Status cross_validate(int64_t m, const Folds& folds, const CvBoxes& boxes, int c
         const int f = boxes.fold[b];
         double s_all[kModes + 1] = {0}, ss_all[kModes + 1] = {0}, s_f[kModes + 1] = {0}, ss_f[kModes + 1] = {0};
         double exact_all = 0, exact_f = 0;
-        for (int64_t i = 0; i < m; ++i) {
+        const std::pair<int64_t, int64_t> range = rows(b);
+        for (int64_t pos = range.first; pos < range.second; ++pos) {
+            const int64_t i = order ? order[pos] : pos;
             const bool held_out = folds.of[i] == f;
             if (in(i, b)) {
                 exact_all += 1;
@@ -279,6 +285,23 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                     boxes.edges.push_back({rows[lo_pos], rows[hi_pos]});
                 }
             }
+            // Rows sorted by value: a box only needs the rows within 40
+            // bandwidths of it on either scale (math::column_mass drops every
+            // piece beyond that, reflected ones included).
+            std::vector<int64_t> order(static_cast<size_t>(m));
+            for (int64_t i = 0; i < m; ++i) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x[a] < x[b]; });
+            auto window = [&](size_t b) {
+                double lo = std::min(boxes.lo[b] - 40 * col.box_h, boxes.lo[b]);
+                double hi = std::max(boxes.hi[b] + 40 * col.box_h, boxes.hi[b]);
+                if (have_log) {
+                    lo = std::min(lo, (boxes.lo[b] + shift) * std::exp(-40 * log_h) - shift);
+                    hi = std::max(hi, (boxes.hi[b] + shift) * std::exp(40 * log_h) - shift);
+                }
+                int64_t begin = std::lower_bound(sorted.begin(), sorted.end(), lo) - sorted.begin();
+                int64_t end = std::upper_bound(sorted.begin(), sorted.end(), hi) - sorted.begin();
+                return std::make_pair(begin, end);
+            };
             CvResult r;
             APPROX_TRY(cross_validate(
                 m, folds, boxes, cands, ctx,
@@ -288,7 +311,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                     math::column_mass(x[i], boxes.lo[b], boxes.hi[b], cp, c, false, p, unused);
                     return p;
                 },
-                r));
+                order.data(), window, r));
             Comparison cmp[kModes];
             for (int c = 0; c < cands; ++c) {
                 cmp[c] = compare(r, c, 0);
@@ -380,7 +403,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                                 unused);
                 return p;
             },
-            r));
+            nullptr, [&](size_t) { return std::make_pair(int64_t{0}, m); }, r));
         Comparison plain = compare(r, 0, 0), mixed = compare(r, 1, 0);
         s.joint_cv[0] = plain.rms;
         s.joint_cv[1] = mixed.rms;
