@@ -26,6 +26,22 @@ SELECT left(s::text, 100) AS text_form FROM syn;
 SELECT s::text::approx_gpu.kde_synopsis::text = s::text AS text_round_trip,
        s::bytea::approx_gpu.kde_synopsis::bytea = s::bytea AS binary_round_trip,
        get_byte(s::bytea, 0) AS version_byte, length(s::bytea) AS binary_bytes FROM syn;
+-- format 1 (0.1.0's stored form) is still read and answers as before: its smoothed column is a
+-- raw-scale KDE with unscaled intervals, the same as the format 2 value with mode "kde"
+CREATE TEMP TABLE syn_v1 AS SELECT
+  '{"version": 1, "N": 100, "m": 4, "d": 1, "sample_size": 4, "skipped": 0, "bandwidth": "scott", "smoothing": "auto",
+    "columns": [{"name": null, "mean": 2.5, "sd": 1.2909944487358056, "min": 1, "max": 4, "density_bandwidth": 0.5,
+                 "box_bandwidth": 0.5, "step": 1, "discrete": false}], "sample": [[1], [2], [3], [4]]}'::approx_gpu.kde_synopsis AS v1,
+  '{"version": 2, "N": 100, "m": 4, "d": 1, "sample_size": 4, "skipped": 0, "bandwidth": "scott", "smoothing": "auto",
+    "joint_cv_error": [-1, -1],
+    "columns": [{"name": null, "mean": 2.5, "sd": 1.2909944487358056, "min": 1, "max": 4, "density_bandwidth": 0.5,
+                 "box_bandwidth": 0.5, "step": 1, "shift": 0, "log_bandwidth": 0, "interval_scale": 1, "cv_coverage": -1,
+                 "discrete": false, "mode": "kde", "cv_error": [-1, -1, -1]}], "sample": [[1], [2], [3], [4]]}'::approx_gpu.kde_synopsis AS v2;
+SELECT get_byte(v1::bytea, 0) AS stored_as_version, v1::bytea = v2::bytea AS same_value,
+       approx_gpu.kde_synopsis_info(v1)->'columns'->0->>'mode' AS mode,
+       abs(approx_gpu.approx_count(v1, ARRAY[1.5], ARRAY[3.5]) - 57.93274836399427) < 1e-9 AS count_is_the_old_kde_answer,
+       (approx_gpu.approx_count_ci(v1, ARRAY[1.5], ARRAY[3.5])).upper = (approx_gpu.approx_count_ci(v2, ARRAY[1.5], ARRAY[3.5])).upper AS same_interval
+FROM syn_v1;
 -- the casts' functions by name, and the row type of the _ci functions
 SELECT approx_gpu.kde_synopsis_to_bytea(s) = s::bytea AS to_bytea_is_the_cast,
        approx_gpu.kde_synopsis_from_bytea(approx_gpu.kde_synopsis_to_bytea(s))::text = s::text AS from_bytea_round_trip,
@@ -195,7 +211,8 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_density(s, ARRAY[1, 2]::float8[]) FRO
 SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(s, (SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 100, 'scott') FROM syn_data)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(s, (SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b, c], 100, 'cdf') FROM syn_data)) FROM syn$$);
 -- malformed binary forms through the bytea cast's function: another version, truncated, trailing bytes
-SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(set_byte(s::bytea, 0, 2)) FROM syn$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(set_byte(s::bytea, 0, 3)) FROM syn$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(set_byte(s::bytea, 0, 0)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(substr(s::bytea, 1, 100)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(s::bytea || '\x00'::bytea) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(''::bytea)$$);
@@ -203,7 +220,12 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(''::bytea)$$);
 SELECT pg_temp.err($$SELECT 'not json'::approx_gpu.kde_synopsis$$);
 SELECT pg_temp.err($$SELECT '{}'::approx_gpu.kde_synopsis$$);
 SELECT pg_temp.err($$SELECT '[1, 2]'::approx_gpu.kde_synopsis$$);
-SELECT pg_temp.err($$SELECT replace(s::text, '"version": 1', '"version": 2')::approx_gpu.kde_synopsis FROM syn$$);
+SELECT pg_temp.err($$SELECT replace(s::text, '"version": 2', '"version": 3')::approx_gpu.kde_synopsis FROM syn$$);
+-- format 2's keys under version 1, an unknown mode, a mode that contradicts the discrete flag
+SELECT pg_temp.err($$SELECT replace(s::text, '"version": 2', '"version": 1')::approx_gpu.kde_synopsis FROM syn$$);
+SELECT pg_temp.err($$SELECT regexp_replace(s::text, '"mode": "[a-z_]+"', '"mode": "magic"')::approx_gpu.kde_synopsis FROM syn$$);
+SELECT pg_temp.err($$SELECT regexp_replace(s::text, '"discrete": true, "mode": "exact"', '"discrete": true, "mode": "kde"')::approx_gpu.kde_synopsis FROM syn$$);
+SELECT pg_temp.err($$SELECT regexp_replace(s::text, '"interval_scale": [0-9.e+-]+', '"interval_scale": 0.5')::approx_gpu.kde_synopsis FROM syn$$);
 SELECT pg_temp.err($$SELECT replace(s::text, '"m": 1000', '"m": 999')::approx_gpu.kde_synopsis FROM syn$$);
 SELECT pg_temp.err($$SELECT replace(s::text, '"N": 5000', '"N": 500')::approx_gpu.kde_synopsis FROM syn$$);
 SELECT pg_temp.err($$SELECT replace(s::text, '"d": 3', '"d": 40')::approx_gpu.kde_synopsis FROM syn$$);

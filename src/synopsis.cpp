@@ -39,9 +39,14 @@ constexpr int kNameMax = NAMEDATALEN - 1;
 constexpr int32 kDefaultSampleSize = 10000;
 const char* const kBandwidthNames[] = {"cdf", "plugin", "lscv", "scott"};
 const char* const kSmoothingNames[] = {"auto", "always", "never"};
-// Fixed part of the stored form: header fields and per-column fields.
-constexpr Size kHeaderBytes = 4 + 4 + 8 * 4;
-constexpr Size kColumnBytes = 7 * 8 + 1;
+const char* const kModeNames[] = {"exact", "kde", "log_kde"};
+// Fixed part of the stored form: header fields and per-column fields, format 2
+// (format 1 lacks the joint CV errors in the header and the mode fields of
+// each column).
+constexpr Size kHeaderBytes1 = 4 + 4 + 8 * 4;
+constexpr Size kColumnBytes1 = 7 * 8 + 1;
+constexpr Size kHeaderBytes = kHeaderBytes1 + 2 * 8;
+constexpr Size kColumnBytes = kColumnBytes1 + 1 + 3 * 8 + syn::kModes * 8 + 8;
 
 // A synopsis value read into aligned memory (palloc'd, trivially destructible).
 struct SynValue {
@@ -52,7 +57,11 @@ struct SynValue {
 };
 
 SynValue* new_value(MemoryContext mcxt) {
-    return static_cast<SynValue*>(MemoryContextAllocZero(mcxt, sizeof(SynValue)));
+    SynValue* v = static_cast<SynValue*>(MemoryContextAllocZero(mcxt, sizeof(SynValue)));
+    // The engine's defaults for what format 1 does not store (no evidence, unscaled intervals).
+    v->s.joint_cv[0] = v->s.joint_cv[1] = -1;
+    for (syn::Column& c : v->s.cols) c = syn::Column();
+    return v;
 }
 
 [[noreturn]] void raise_value(int code, const char* what, const char* problem) {
@@ -99,6 +108,8 @@ bytea* value_to_bytes(const SynValue* v) {
     put_i64(&w, s.m);
     put_i64(&w, s.sample_size);
     put_i64(&w, s.skipped);
+    put_f64(&w, s.joint_cv[0]);
+    put_f64(&w, s.joint_cv[1]);
     for (int j = 0; j < s.d; ++j) {
         const syn::Column& c = s.cols[j];
         put_f64(&w, c.mean);
@@ -109,6 +120,12 @@ bytea* value_to_bytes(const SynValue* v) {
         put_f64(&w, c.box_h);
         put_f64(&w, c.step);
         put_u8(&w, c.discrete ? 1 : 0);
+        put_u8(&w, static_cast<uint8>(c.mode));
+        put_f64(&w, c.shift);
+        put_f64(&w, c.log_h);
+        put_f64(&w, c.interval_scale);
+        for (double e : c.cv_error) put_f64(&w, e);
+        put_f64(&w, c.cv_coverage);
     }
     if (v->has_names)
         for (int j = 0; j < s.d; ++j) {
@@ -125,7 +142,9 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
     byte_reader_init_raw(&r, data, len, what);
     SynValue* v = new_value(CurrentMemoryContext);
     syn::Synopsis& s = v->s;
-    if (get_u8(&r) != syn::kFormatVersion) raise_value(code, what, "unsupported version");
+    const int version = get_u8(&r);
+    if (version < syn::kFormatVersionMin || version > syn::kFormatVersion)
+        raise_value(code, what, "unsupported version");
     uint8 method = get_u8(&r), smoothing = get_u8(&r), flags = get_u8(&r);
     if (method > 3) raise_value(code, what, "unknown bandwidth method");
     if (smoothing > 2) raise_value(code, what, "unknown smoothing");
@@ -139,6 +158,10 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
     s.m = get_i64(&r);
     s.sample_size = get_i64(&r);
     s.skipped = get_i64(&r);
+    if (version >= 2) {
+        s.joint_cv[0] = get_f64(&r);
+        s.joint_cv[1] = get_f64(&r);
+    }
     if (s.m < 1 || s.m > static_cast<int64>((r.end - r.p) / (8 * s.d)))
         raise_value(code, what, "sample length does not match the data");
     for (int j = 0; j < s.d; ++j) {
@@ -153,6 +176,18 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
         uint8 disc = get_u8(&r);
         if (disc > 1) raise_value(code, what, "bad discrete flag");
         c.discrete = disc == 1;
+        if (version == 1) {  // format 1: a smoothed column is a raw-scale KDE, intervals unscaled
+            c.mode = c.discrete ? syn::Mode::Exact : syn::Mode::Kde;
+            continue;
+        }
+        uint8 mode = get_u8(&r);
+        if (mode >= syn::kModes) raise_value(code, what, "unknown column mode");
+        c.mode = static_cast<syn::Mode>(mode);
+        c.shift = get_f64(&r);
+        c.log_h = get_f64(&r);
+        c.interval_scale = get_f64(&r);
+        for (double& e : c.cv_error) e = get_f64(&r);
+        c.cv_coverage = get_f64(&r);
     }
     if (v->has_names)
         for (int j = 0; j < s.d; ++j) {
@@ -196,9 +231,13 @@ char* value_to_text(const SynValue* v) {
     appendStringInfo(&out,
                      "{\"version\": %d, \"N\": " INT64_FORMAT ", \"m\": " INT64_FORMAT ", \"d\": %d, "
                      "\"sample_size\": " INT64_FORMAT ", \"skipped\": " INT64_FORMAT
-                     ", \"bandwidth\": \"%s\", \"smoothing\": \"%s\", \"columns\": [",
+                     ", \"bandwidth\": \"%s\", \"smoothing\": \"%s\", \"joint_cv_error\": [",
                      syn::kFormatVersion, s.n_rows, s.m, s.d, s.sample_size, s.skipped, syn::bandwidth_name(s.method),
                      syn::smoothing_name(s.smoothing));
+    append_double(&out, s.joint_cv[0]);
+    appendStringInfoString(&out, ", ");
+    append_double(&out, s.joint_cv[1]);
+    appendStringInfoString(&out, "], \"columns\": [");
     for (int j = 0; j < s.d; ++j) {
         const syn::Column& c = s.cols[j];
         appendStringInfoString(&out, j ? ", {\"name\": " : "{\"name\": ");
@@ -206,13 +245,21 @@ char* value_to_text(const SynValue* v) {
             escape_json(&out, v->names[j]);
         else
             appendStringInfoString(&out, "null");
-        const double fields[] = {c.mean, c.sd, c.min, c.max, c.density_h, c.box_h, c.step};
-        const char* keys[] = {"mean", "sd", "min", "max", "density_bandwidth", "box_bandwidth", "step"};
-        for (int f = 0; f < 7; ++f) {
+        const double fields[] = {c.mean, c.sd, c.min, c.max, c.density_h, c.box_h, c.step,
+                                 c.shift, c.log_h, c.interval_scale, c.cv_coverage};
+        const char* keys[] = {"mean", "sd", "min", "max", "density_bandwidth", "box_bandwidth", "step",
+                              "shift", "log_bandwidth", "interval_scale", "cv_coverage"};
+        for (int f = 0; f < 11; ++f) {
             appendStringInfo(&out, ", \"%s\": ", keys[f]);
             append_double(&out, fields[f]);
         }
-        appendStringInfo(&out, ", \"discrete\": %s}", c.discrete ? "true" : "false");
+        appendStringInfo(&out, ", \"discrete\": %s, \"mode\": \"%s\", \"cv_error\": [", c.discrete ? "true" : "false",
+                         syn::mode_name(c.mode));
+        for (int k = 0; k < syn::kModes; ++k) {
+            if (k) appendStringInfoString(&out, ", ");
+            append_double(&out, c.cv_error[k]);
+        }
+        appendStringInfoString(&out, "]}");
     }
     appendStringInfoString(&out, "], \"sample\": [");
     for (int64 i = 0; i < s.m; ++i) {
@@ -287,10 +334,11 @@ SynValue* value_from_text(const char* text) {
     Jsonb* jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
     if (!JB_ROOT_IS_OBJECT(jb)) bad_text("not a JSON object");
     JsonbContainer* root = &jb->root;
-    static const char* const keys[] = {"version", "N", "m", "d", "sample_size", "skipped", "bandwidth", "smoothing",
-                                       "columns", "sample"};
-    if (JsonContainerSize(root) != lengthof(keys)) bad_text("unexpected keys");
-    if (json_int(json_key(root, "version"), "version") != syn::kFormatVersion) bad_text("unsupported version");
+    // Format 1 has 10 keys; format 2 adds joint_cv_error (and per column shift,
+    // log_bandwidth, interval_scale, cv_coverage, mode, cv_error).
+    const int64 version = json_int(json_key(root, "version"), "version");
+    if (version < syn::kFormatVersionMin || version > syn::kFormatVersion) bad_text("unsupported version");
+    if (JsonContainerSize(root) != (version == 1 ? 10u : 11u)) bad_text("unexpected keys");
     SynValue* v = new_value(CurrentMemoryContext);
     syn::Synopsis& s = v->s;
     s.n_rows = json_int(json_key(root, "N"), "N");
@@ -302,13 +350,17 @@ SynValue* value_from_text(const char* text) {
     s.skipped = json_int(json_key(root, "skipped"), "skipped");
     s.method = static_cast<syn::Bandwidth>(json_choice(json_key(root, "bandwidth"), "bandwidth", kBandwidthNames, 4));
     s.smoothing = static_cast<syn::Smoothing>(json_choice(json_key(root, "smoothing"), "smoothing", kSmoothingNames, 3));
+    if (version >= 2) {
+        JsonbContainer* jcv = json_array(json_key(root, "joint_cv_error"), "joint_cv_error", 2);
+        for (int k = 0; k < 2; ++k) s.joint_cv[k] = json_double(getIthJsonbValueFromContainer(jcv, k), "joint_cv_error");
+    }
     JsonbContainer* cols = json_array(json_key(root, "columns"), "columns", static_cast<uint32>(s.d));
     int named = 0;
     for (int j = 0; j < s.d; ++j) {
         JsonbValue* cv = getIthJsonbValueFromContainer(cols, j);
         if (cv->type != jbvBinary || !JsonContainerIsObject(cv->val.binary.data) ||
-            JsonContainerSize(cv->val.binary.data) != 9)
-            bad_text("each column must be an object with 9 keys");
+            JsonContainerSize(cv->val.binary.data) != (version == 1 ? 9u : 15u))
+            bad_text(version == 1 ? "each column must be an object with 9 keys" : "each column must be an object with 15 keys");
         JsonbContainer* c = cv->val.binary.data;
         syn::Column& col = s.cols[j];
         col.mean = json_double(json_key(c, "mean"), "mean");
@@ -319,6 +371,18 @@ SynValue* value_from_text(const char* text) {
         col.box_h = json_double(json_key(c, "box_bandwidth"), "box_bandwidth");
         col.step = json_double(json_key(c, "step"), "step");
         col.discrete = json_bool(json_key(c, "discrete"), "discrete");
+        if (version == 1) {
+            col.mode = col.discrete ? syn::Mode::Exact : syn::Mode::Kde;
+        } else {
+            col.mode = static_cast<syn::Mode>(json_choice(json_key(c, "mode"), "mode", kModeNames, syn::kModes));
+            col.shift = json_double(json_key(c, "shift"), "shift");
+            col.log_h = json_double(json_key(c, "log_bandwidth"), "log_bandwidth");
+            col.interval_scale = json_double(json_key(c, "interval_scale"), "interval_scale");
+            col.cv_coverage = json_double(json_key(c, "cv_coverage"), "cv_coverage");
+            JsonbContainer* cve = json_array(json_key(c, "cv_error"), "cv_error", syn::kModes);
+            for (int k = 0; k < syn::kModes; ++k)
+                col.cv_error[k] = json_double(getIthJsonbValueFromContainer(cve, k), "cv_error");
+        }
         JsonbValue* name = json_key(c, "name");
         if (name->type == jbvString) {
             if (name->val.string.len < 1 || name->val.string.len > kNameMax) bad_text("bad column name length");
@@ -1144,6 +1208,16 @@ Datum info_jsonb(const SynValue* v) {
     for (int c = 0; c < s.d; ++c)
         if (s.cols[c].discrete) j.add_int(nullptr, c + 1);
     j.end_array();
+    // The guard's joint check: CV error on multi-column boxes, all exact vs the chosen modes.
+    j.begin_object("joint_cv_error");
+    if (s.joint_cv[0] >= 0) {
+        j.add_number("exact", s.joint_cv[0]);
+        j.add_number("chosen", s.joint_cv[1]);
+    } else {
+        j.add_null("exact");
+        j.add_null("chosen");
+    }
+    j.end_object();
     j.begin_array("columns");
     for (int c = 0; c < s.d; ++c) {
         const syn::Column& col = s.cols[c];
@@ -1156,6 +1230,27 @@ Datum info_jsonb(const SynValue* v) {
         j.add_number("density_bandwidth", col.density_h);
         j.add_number("box_bandwidth", col.box_h);
         j.add_bool("discrete", col.discrete);
+        j.add_string("mode", syn::mode_name(col.mode));
+        if (col.mode == syn::Mode::LogKde) {
+            j.add_number("shift", col.shift);
+            j.add_number("log_bandwidth", col.log_h);
+        }
+        j.add_number("interval_scale", col.interval_scale);
+        // The guard's evidence (smoothing = auto): cross-validated root mean
+        // squared relative COUNT error of each candidate mode (null: not a
+        // candidate or not run) and the chosen mode's CV interval coverage.
+        j.begin_object("cv_error");
+        for (int k = 0; k < syn::kModes; ++k) {
+            if (col.cv_error[k] >= 0)
+                j.add_number(kModeNames[k], col.cv_error[k]);
+            else
+                j.add_null(kModeNames[k]);
+        }
+        j.end_object();
+        if (col.cv_coverage >= 0)
+            j.add_number("cv_coverage", col.cv_coverage);
+        else
+            j.add_null("cv_coverage");
         j.add_number("step", col.step);
         j.add_number("mean", col.mean);
         j.add_number("sd", col.sd);

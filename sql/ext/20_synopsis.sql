@@ -17,7 +17,7 @@ CREATE TYPE kde_synopsis (
     RECEIVE = kde_synopsis_recv, SEND = kde_synopsis_send,
     INTERNALLENGTH = VARIABLE, STORAGE = extended);
 COMMENT ON TYPE kde_synopsis IS
-    'KDE synopsis of a relation: N, a uniform sample, per-column statistics, density and box bandwidths, discrete columns (text form: JSON)';
+    'KDE synopsis of a relation: N, a uniform sample, per-column statistics, density and box bandwidths, per-column mode (exact, kde, log_kde) with its cross-validated evidence (text form: JSON)';
 COMMENT ON FUNCTION kde_synopsis_in(cstring) IS 'kde_synopsis from its JSON text form (every field validated)';
 COMMENT ON FUNCTION kde_synopsis_out(kde_synopsis) IS 'JSON text form of a kde_synopsis (exact round trip)';
 COMMENT ON FUNCTION kde_synopsis_recv(internal) IS 'kde_synopsis from its binary form (version byte, little-endian, validated)';
@@ -83,7 +83,7 @@ CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int, bandwidth text, s
     COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int, text, text) IS
-    'KDE synopsis of the rows; smoothing auto, always or never (equal on every row)';
+    'KDE synopsis of the rows; smoothing auto (each column exact or smoothed by cross-validation on the sample), always or never (equal on every row)';
 
 CREATE FUNCTION kde_merge(a kde_synopsis, b kde_synopsis) RETURNS kde_synopsis
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_merge' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
@@ -146,7 +146,7 @@ COMMENT ON FUNCTION kde_density(kde_synopsis, float8[]) IS
 CREATE FUNCTION kde_synopsis_info(s kde_synopsis) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_info' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION kde_synopsis_info(kde_synopsis) IS
-    'N, m, d, sample size, skipped rows, bandwidth method, smoothing, bytes, per column: name, both bandwidths, discrete, step, statistics';
+    'N, m, d, sample size, skipped rows, bandwidth method, smoothing, bytes, the guard''s joint CV errors, per column: name, both bandwidths, discrete, mode, log-scale shift and bandwidth, interval scale, cross-validated errors and coverage, step, statistics';
 
 -- ---- named synopses ---------------------------------------------------------
 -- A synopsis holds raw sample rows, so it is guarded like the data: PUBLIC may

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace approx::synopsis {
 namespace {
 
 constexpr int kLscvGrid = 150;
+constexpr uint64_t kGuardSeed = 0x6a09e667f3bcc909ULL;  // the guard's folds and boxes: a synopsis is a function of its sample
 constexpr int64_t kCpuRowsPerTask = 2048;  // sample rows per task when boxes are few
 constexpr int64_t kCpuSingleThreadWork = 20000;  // box x row evaluations below which one thread runs
 
@@ -108,6 +110,15 @@ const char* bandwidth_name(Bandwidth b) {
         case Bandwidth::Plugin: return "plugin";
         case Bandwidth::Lscv: return "lscv";
         case Bandwidth::Scott: return "scott";
+    }
+    return "?";
+}
+
+const char* mode_name(Mode m) {
+    switch (m) {
+        case Mode::Exact: return "exact";
+        case Mode::Kde: return "kde";
+        case Mode::LogKde: return "log_kde";
     }
     return "?";
 }
@@ -247,6 +258,7 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
         const int d = s.d;
         s.method = method;
         s.smoothing = smoothing;
+        s.joint_cv[0] = s.joint_cv[1] = -1;  // the guard fills them (Auto)
         std::vector<std::vector<double>> columns(d, std::vector<double>(m));
         for (size_t i = 0; i < m; ++i)
             for (int j = 0; j < d; ++j) {
@@ -317,14 +329,18 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                 c.step = step;
             else if (!constant[j])
                 step_of_distinct(distinct[j], 0, c.step);  // reported only
-            switch (smoothing) {
-                case Smoothing::Never: c.discrete = true; break;
-                case Smoothing::Always: c.discrete = constant[j]; break;
-                case Smoothing::Auto:
-                    c.discrete = constant[j] || n_distinct[j] <= static_cast<size_t>(kDistinctDiscrete) || heaped ||
-                                 n_distinct[j] * kMeanRepeatsDiscrete <= m;
-                    break;
+            // Auto starts exact; the guard below decides.
+            c.mode = smoothing == Smoothing::Always && !constant[j] ? Mode::Kde : Mode::Exact;
+            c.discrete = c.mode == Mode::Exact;
+        }
+        if (smoothing == Smoothing::Auto) {
+            std::vector<const double*> cols(d);
+            std::unique_ptr<bool[]> is_constant(new bool[d]);
+            for (int j = 0; j < d; ++j) {
+                cols[j] = columns[j].data();
+                is_constant[j] = constant[j];
             }
+            APPROX_TRY(choose_modes(s, cols.data(), is_constant.get(), kGuardSeed, ctx));
         }
         return Status::Ok();
     });
@@ -366,7 +382,23 @@ Status validate(const Synopsis& s) {
             return bad("column statistics must be finite");
         if (c.sd < 0 || c.min > c.max || c.step < 0) return bad("inconsistent column statistics");
         if (!valid_positive(c.density_h) || !valid_positive(c.box_h)) return bad("bandwidths must be positive and finite");
+        if (static_cast<uint8_t>(c.mode) >= kModes) return bad("unknown column mode");
+        if (c.discrete != (c.mode == Mode::Exact)) return bad("discrete flag and mode disagree");
+        if (!std::isfinite(c.shift) || !std::isfinite(c.log_h) || !std::isfinite(c.interval_scale) ||
+            !(c.interval_scale >= 1) || c.interval_scale > 1e6 || !std::isfinite(c.cv_coverage) ||
+            !(c.cv_coverage == -1 || (c.cv_coverage >= 0 && c.cv_coverage <= 1)))
+            return bad("bad column mode parameters");
+        for (double e : c.cv_error)
+            if (!std::isfinite(e) || !(e == -1 || e >= 0)) return bad("bad cross-validated errors");
+        if (c.mode == Mode::LogKde) {
+            if (!valid_positive(c.log_h) || !(c.min + c.shift > 0) || !std::isfinite(std::log(c.min + c.shift)))
+                return bad("a log-scale column needs min + shift > 0 and a positive bandwidth");
+        } else if (c.log_h != 0 || c.shift != 0) {
+            return bad("shift and log bandwidth belong to log-scale columns only");
+        }
     }
+    for (double e : s.joint_cv)
+        if (!std::isfinite(e) || !(e == -1 || e >= 0)) return bad("bad cross-validated errors");
     for (int64_t i = 0; i < s.m; ++i)
         for (int j = 0; j < s.d; ++j)
             if (!std::isfinite(s.sample[i * s.d + j])) return bad("sample values must be finite");
@@ -406,12 +438,27 @@ math::ColumnParams column_params(const Synopsis& s) {
     math::ColumnParams p;
     for (int j = 0; j < kMaxDim; ++j) {
         bool used = j < s.d;
-        p.h[j] = used ? s.cols[j].box_h : 1.0;
-        p.lower[j] = used ? s.cols[j].min : 0.0;
-        p.upper[j] = used ? s.cols[j].max : 0.0;
-        p.discrete[j] = used && s.cols[j].discrete ? 1 : 0;
+        const Column* c = used ? &s.cols[j] : nullptr;
+        bool log_scale = used && c->mode == Mode::LogKde;
+        p.h[j] = !used ? 1.0 : log_scale ? c->log_h : c->box_h;
+        p.shift[j] = log_scale ? c->shift : 0.0;
+        p.lower[j] = !used ? 0.0 : log_scale ? std::log(c->min + c->shift) : c->min;
+        p.upper[j] = !used ? 0.0 : log_scale ? std::log(c->max + c->shift) : c->max;
+        p.discrete[j] = used && c->mode == Mode::Exact ? 1 : 0;
+        p.transform[j] = log_scale ? 1 : 0;
     }
     return p;
+}
+
+double box_interval_scale(const Synopsis& s, const double* lo, const double* hi) {
+    double extra = 0;
+    for (int j = 0; j < s.d; ++j) {
+        const Column& c = s.cols[j];
+        if (c.mode == Mode::Exact || c.interval_scale <= 1) continue;
+        if (lo[j] <= c.min && hi[j] >= c.max) continue;  // unconstrained inside the sample's range
+        extra += c.interval_scale * c.interval_scale - 1;
+    }
+    return std::sqrt(1 + extra);
 }
 
 bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b) {
@@ -553,6 +600,7 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx
             continue;
         }
         out[b] = estimate_from_sums(s, boxes.agg, sums[b]);
+        out[b].se *= box_interval_scale(s, boxes.lo + b * s.d, boxes.hi + b * s.d);
     }
     return Status::Ok();
 }

@@ -27,13 +27,13 @@
 namespace approx::synopsis {
 
 constexpr int kMaxDim = 32;                 // d limit (LSCV's limit too)
-constexpr int kDistinctDiscrete = 64;       // <= this many distinct sample values: discrete
-// A column whose sample values repeat, on average, this many times or more
-// (<= m / kMeanRepeats distinct values) is a set of atoms (ids, years,
-// counts), not a continuum: smoothing would split every atom a box edge sits
-// on. Such columns are discrete too.
-constexpr int kMeanRepeatsDiscrete = 4;
-constexpr int kFormatVersion = 1;           // version byte of the stored/binary form
+// Version byte of the stored/binary form. 1: per-column discrete flag only
+// (still read, and answered exactly as before); 2: per-column mode
+// (exact / KDE / KDE on a log scale), the transform's shift and bandwidth,
+// the interval allowance for smoothing bias and the guard's cross-validated
+// evidence.
+constexpr int kFormatVersion = 2;
+constexpr int kFormatVersionMin = 1;
 
 // How the box bandwidth is chosen (the density bandwidth follows from it).
 //   Cdf:    box = Polansky & Baker plug-in for the distribution function,
@@ -42,19 +42,37 @@ constexpr int kFormatVersion = 1;           // version byte of the stored/binary
 //   Lscv:   both = h * sd_j with h from LSCV over H = h^2 diag(Sigma);
 //   Scott:  both = 1.06 sd_j m^(-1/5).
 enum class Bandwidth : uint8_t { Cdf = 0, Plugin = 1, Lscv = 2, Scott = 3 };
-// Auto: the discrete-column rule; Always: every non-constant column smoothed;
-// Never: every column exact (the plain sample estimator).
+// Auto: the guard (synopsis_guard.cpp) picks each column's mode by
+// cross-validation on the sample; Always: every non-constant column smoothed
+// (raw scale); Never: every column exact (the plain sample estimator).
 enum class Smoothing : uint8_t { Auto = 0, Always = 1, Never = 2 };
+
+// How a column enters box estimates: exact membership (the plain sample), a
+// Gaussian kernel on the raw scale, or a Gaussian kernel on t = log(x + shift).
+enum class Mode : uint8_t { Exact = 0, Kde = 1, LogKde = 2 };
+constexpr int kModes = 3;
 
 const char* bandwidth_name(Bandwidth b);
 const char* smoothing_name(Smoothing s);
+const char* mode_name(Mode m);
 
 struct Column {
     double mean = 0, sd = 0, min = 0, max = 0;  // of the sample (sd with m - 1)
     double density_h = 0;                       // kde_density
-    double box_h = 0;                           // box integrals
+    double box_h = 0;                           // box integrals (raw scale)
     double step = 0;                            // the step delta of a heaped column (0 = none found)
-    bool discrete = false;
+    bool discrete = false;                      // = (mode == Exact)
+    // Format 2 (a version-1 value reads as mode = discrete ? Exact : Kde,
+    // log_h = shift = 0, interval_scale = 1, no evidence).
+    Mode mode = Mode::Exact;
+    double shift = 0;           // LogKde: t = log(x + shift), min + shift > 0
+    double log_h = 0;           // LogKde: the box bandwidth on the t scale (0 otherwise)
+    double interval_scale = 1;  // >= 1: the standard error's multiplier for smoothing bias (see evaluate)
+    // The guard's evidence: root mean squared relative cross-validated error of
+    // each mode's COUNT over the column's CV boxes (-1: not a candidate), and
+    // the CV coverage of the chosen mode's 95% intervals (-1: not measured).
+    double cv_error[kModes] = {-1, -1, -1};
+    double cv_coverage = -1;
 };
 
 // The synopsis model. Plain data: the sample is not owned (the glue keeps it
@@ -70,6 +88,10 @@ struct Synopsis {
     Smoothing smoothing = Smoothing::Auto;
     const double* sample = nullptr;  // m x d, row-major
     Column cols[kMaxDim];
+    // Format 2: the guard's joint check, root mean squared relative CV error
+    // of COUNT on multi-column boxes with every column exact [0] and with the
+    // chosen modes [1] (-1: not run).
+    double joint_cv[2] = {-1, -1};
 };
 
 // ---- random numbers and sampling ----------------------------------------------
@@ -114,8 +136,8 @@ Status merge_samples(const double* a, int64_t m1, int64_t n1, int64_t k1, const 
 
 // ---- building ----------------------------------------------------------------------
 
-// Fills s.cols (statistics, both bandwidths, discrete flags and steps) from
-// s.sample, s.m, s.d with the given method and smoothing. Bandwidths come from
+// Fills s.cols (statistics, both bandwidths, modes, steps) from
+// s.sample, s.m, s.d with the given method and smoothing (Auto: the guard). Bandwidths come from
 // the KDE engine (kde::plugin_bandwidth / lscv / bandwidth, which choose CPU or
 // GPU themselves). A column with fewer than two distinct sample values is
 // constant: discrete, both bandwidths 1e-9 * max(1, |value|).
@@ -129,6 +151,24 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
 // largest such delta (Euclid's algorithm on the distinct values, remainders
 // below 1e-9 max|x| taken as 0). values need not be sorted; n >= 1.
 bool find_step(const double* values, size_t n, double min_step, double& step);
+
+// The guard (smoothing = Auto): for each non-constant column j, candidate
+// modes Exact, Kde (box_h) and LogKde (log(x + shift), its own bandwidth) are
+// compared by K-fold cross-validation on the sample: random 1-D boxes with
+// edges at held-out sample values (so edges sit on atoms as often as users'
+// do), selectivities from 0.5% to 60%, each box's COUNT estimated from the
+// training folds by every mode and compared with the held-out fold's count.
+// A smoothed mode is chosen only when its paired squared relative error is
+// lower than Exact's by more than one standard error (the one-standard-error
+// rule); otherwise the column is exact. Then a joint check on multi-column
+// boxes: if the chosen modes together lose to the plain sample, every column
+// falls back to exact. The chosen mode's interval_scale is the smallest
+// factor >= 1 that makes 95% of its CV boxes covered. Fills mode, shift,
+// log_h, interval_scale, cv_error, cv_coverage, discrete; seed fixes the
+// folds and boxes. columns: d vectors of m values; constant[j] columns stay
+// exact.
+Status choose_modes(Synopsis& s, const double* const* columns, const bool* constant, uint64_t seed,
+                    const ExecContext& ctx);
 
 // Checks every invariant of a synopsis read from outside (text or binary
 // input): lengths, finite values, bandwidths > 0, m = min(sample_size, N),
@@ -151,7 +191,8 @@ struct BoxBatch {
 
 struct BoxEstimate {
     double estimate = 0;  // NaN for the AVG of an empty box (SQL NULL)
-    double se = 0;        // standard error (NaN where undefined)
+    double se = 0;        // standard error (NaN where undefined), times the box's smoothing allowance
+                          // (box_interval_scale) when a smoothed column constrains the box
     bool empty = false;   // a bound pair lo > hi
 };
 
@@ -177,6 +218,11 @@ Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext&
 // The per-column constants both engines evaluate boxes with (box bandwidth,
 // the sample's range for the boundary reflection, discrete flag).
 math::ColumnParams column_params(const Synopsis& s);
+
+// The standard error multiplier of box b: sqrt(1 + sum_j (scale_j^2 - 1))
+// over the smoothed columns j the box constrains inside the sample's range
+// (1 when none does).
+double box_interval_scale(const Synopsis& s, const double* lo, const double* hi);
 
 // True when some lo_j > hi_j in box b.
 bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b);

@@ -29,15 +29,27 @@ SYNOPSIS_HD double normal_mass(double a, double b) {
 SYNOPSIS_HD double normal_pdf(double t) { return kInvSqrt2Pi * exp(-0.5 * t * t); }
 
 // Per-column constants of box evaluation, the same on both engines: the box
-// bandwidth, the sample's range [lower, upper] (see column_mass) and the
-// discrete flag.
+// bandwidth, the sample's range [lower, upper] (see column_mass), the
+// discrete flag and the transform. A log-transformed column (transform 1) is
+// smoothed on the scale t = log(x + shift): h, lower and upper are on that
+// scale (the host computes them); sample values and box bounds are
+// transformed here, in the shared code, so both engines do the same.
 constexpr int kMaxColumns = 32;
 struct ColumnParams {
     double h[kMaxColumns];
     double lower[kMaxColumns];
     double upper[kMaxColumns];
+    double shift[kMaxColumns];
     unsigned char discrete[kMaxColumns];
+    unsigned char transform[kMaxColumns];  // 0: none, 1: log(x + shift)
 };
+
+// t = log(x + shift), -inf where x + shift <= 0 (below every sample value:
+// the sample's range starts at log(min + shift) > -inf).
+SYNOPSIS_HD double log_scale(double x, double shift) {
+    double u = x + shift;
+    return u > 0 ? log(u) : -INFINITY;
+}
 
 // Adds the mass of the Gaussian kernel centred at y inside [lo, hi] to p and,
 // when want_first_moment, its first moment y dPhi - h dphi to s. Beyond `cut`
@@ -49,6 +61,24 @@ SYNOPSIS_HD void add_kernel_piece(double y, double lo, double hi, double h, doub
     double mass = normal_mass(a, b);
     p += mass;
     if (want_first_moment) s += y * mass - h * (normal_pdf(b) - normal_pdf(a));
+}
+
+// The same piece for a log-transformed column: the kernel is Gaussian on
+// t = log(x + c), centred at y with bandwidth h; p gets its mass in [a, b]
+// (t scale) and s the first moment on the original scale,
+//   E[(e^T - c) 1{a <= T <= b}] = e^(y + h^2/2) [Phi(b' - h) - Phi(a' - h)] - c [Phi(b') - Phi(a')],
+// a' = (a - y) / h, b' = (b - y) / h (the log-normal partial expectation).
+SYNOPSIS_HD void add_log_kernel_piece(double y, double lo, double hi, double h, double c, double cut,
+                                      bool want_first_moment, double& p, double& s) {
+    double a = (lo - y) / h, b = (hi - y) / h;
+    if (a > cut || b < -cut) return;
+    double mass = normal_mass(a, b);
+    p += mass;
+    if (want_first_moment) {
+        double upper_mass = normal_mass(a - h, b - h);
+        if (upper_mass > 0) s += exp(y + 0.5 * h * h) * upper_mass;
+        s -= c * mass;
+    }
 }
 
 // A reflected piece beyond 9 bandwidths holds under 1.2e-19 of a row: dropped.
@@ -64,6 +94,9 @@ constexpr double kReflectedCut = 9.0;
 // (prices >= 0, ratings in [0.5, 5]) loses no mass there and a box reaching
 // past the sample's range counts every sample row on that side in full, as
 // the plain sample does. Far from the edges (> 9 h) nothing changes.
+// A log-transformed column does all of this on the scale t = log(x + shift)
+// (range, reflection and bounds transformed), its first moment on the
+// original scale (add_log_kernel_piece).
 SYNOPSIS_HD void column_mass(double x, double lo, double hi, const ColumnParams& cp, int j, bool want_first_moment,
                              double& p, double& s) {
     if (cp.discrete[j]) {
@@ -75,6 +108,24 @@ SYNOPSIS_HD void column_mass(double x, double lo, double hi, const ColumnParams&
     p = 0.0;
     s = 0.0;
     const double lower = cp.lower[j], upper = cp.upper[j], h = cp.h[j];
+    if (cp.transform[j]) {
+        const double c = cp.shift[j];
+        const double y = log_scale(x, c);
+        lo = log_scale(lo, c);
+        hi = log_scale(hi, c);
+        if (lo <= lower && hi >= upper) {
+            p = 1.0;
+            s = x;
+            return;
+        }
+        lo = lo > lower ? lo : lower;
+        hi = hi < upper ? hi : upper;
+        if (lo > hi) return;
+        add_log_kernel_piece(y, lo, hi, h, c, 40.0, want_first_moment, p, s);
+        add_log_kernel_piece(2.0 * lower - y, lo, hi, h, c, kReflectedCut, want_first_moment, p, s);
+        add_log_kernel_piece(2.0 * upper - y, lo, hi, h, c, kReflectedCut, want_first_moment, p, s);
+        return;
+    }
     if (lo <= lower && hi >= upper) {  // the whole range: every kernel's full mass
         p = 1.0;
         s = x;

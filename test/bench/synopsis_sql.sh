@@ -10,6 +10,11 @@
 #      200 boxes, selectivity >= 1%) and a Gaussian mixture (N = 10^6,
 #      m = 10^4, 200 boxes, selectivity 0.1-3%), over 8 sampling seeds (the
 #      boxes of one sample share its luck: coverage is reported per seed too)
+#      and the generated shapes of test/bench/synopsis_shapes.sql (2 x 10^5 rows
+#      each, 200 boxes, selectivity >= 1%): lognormal_int, pareto_int,
+#      zero_inflated, point_mass_mix, weekly_dates
+#   Per selectivity band (0.1-1%, 1-10%, 10-50%) and with the guard's decisions:
+#   build/synopsis_accuracy_bench (make bench; engine API, no PostgreSQL).
 # SIZE=N overrides the 10^7 rows (e.g. SIZE=1000000 for a quick run here);
 # PARTS=accuracy skips 1 and 2 (the mixture then needs SIZE >= 10^6 rows made
 # earlier or now); SETS=diamonds,movielens,mixture picks data sets; SEEDS="1 2".
@@ -18,7 +23,7 @@ cd "$(dirname "$0")/../.."
 SIZE=${SIZE:-10000000}
 SEEDS=${SEEDS:-1 2 3 4 5 6 7 8}
 PARTS=${PARTS:-e2e,accuracy}
-SETS=${SETS:-diamonds,movielens,mixture}
+SETS=${SETS:-diamonds,movielens,mixture,lognormal_int,pareto_int,zero_inflated,point_mass_mix,weekly_dates}
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 psql -c 'CREATE EXTENSION IF NOT EXISTS approx_gpu' >/dev/null
 psql -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name LIKE 'bench_%'" >/dev/null
@@ -81,7 +86,19 @@ psql -c "CREATE TABLE IF NOT EXISTS bench_dia (carat float8, depth float8, \"tab
 psql -c "\\copy bench_dia FROM PROGRAM 'test/bench/synopsis_data.sh diamonds' WITH (FORMAT csv)"
 psql -c "\\copy bench_ml FROM PROGRAM 'test/bench/synopsis_data.sh movielens' WITH (FORMAT csv)"
 need_rows && psql -c "DROP TABLE IF EXISTS bench_mix; CREATE TABLE bench_mix AS SELECT x1, x2, x3 FROM bench_syn LIMIT 1000000; CREATE INDEX ON bench_mix (x1, x2, x3); ANALYZE bench_mix"
+shape_seed=0.31
+for shape in lognormal_int pareto_int zero_inflated point_mass_mix weekly_dates; do
+  [[ ",$SETS," == *",$shape,"* ]] || continue
+  psql -q -c "SET client_min_messages = warning" -f test/bench/synopsis_shapes.sql \
+       -c "SELECT pg_temp.synopsis_shape('bench_$shape', '$shape', 200000, $shape_seed, false)" >/dev/null
+  shape_seed=$(awk -v s="$shape_seed" 'BEGIN { printf "%.2f", s + 0.01 }')
+done
 for set in "bench_dia|carat,depth,table,price|4|0.01|1|0.2|0.9|0.6|10000|diamonds (price)" \
+           "bench_lognormal_int|a,b|1|0.01|1|0.2|0.9|0.6|10000|lognormal_int (a)" \
+           "bench_pareto_int|a,b|1|0.01|1|0.2|0.9|0.6|10000|pareto_int (a)" \
+           "bench_zero_inflated|a,b|1|0.01|1|0.2|0.9|0.6|10000|zero_inflated (a)" \
+           "bench_point_mass_mix|a,b|2|0.01|1|0.2|0.9|0.6|10000|point_mass_mix (b)" \
+           "bench_weekly_dates|a,b|2|0.01|1|0.2|0.9|0.6|10000|weekly_dates (b)" \
            "bench_ml|year,rating,ts,userid|2|0.01|1|0.2|0.9|0.6|10000|movielens (rating)" \
            "bench_mix|x1,x2,x3|3|0.001|0.03|0.05|0.4|1.0|10000|mixture 10^6 (x3)"; do
   IFS='|' read -r tab cols agg minsel maxsel minw maxw pc m label <<<"$set"
@@ -114,5 +131,5 @@ psql -c "SELECT label AS data_set, sum(boxes) AS boxes,
 FROM bench_acc GROUP BY label ORDER BY label"
 echo "(median errors and coverage averaged over the seeds; coverage = share of boxes whose 95% interval"
 echo " holds the exact answer; plain_cover_count: the plain sample's own intervals, for comparison)"
-psql -c "DROP TABLE IF EXISTS bench_acc, bench_dia, bench_ml, bench_mix" \
+psql -c "DROP TABLE IF EXISTS bench_acc, bench_dia, bench_ml, bench_mix, bench_lognormal_int, bench_pareto_int, bench_zero_inflated, bench_point_mass_mix, bench_weekly_dates" \
      -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name = 'bench_10m'" >/dev/null

@@ -1,5 +1,5 @@
 // Synopsis engine against naive double-precision references written here:
-// sampling (reservoir, hypergeometric, merge), the discrete-column rule,
+// sampling (reservoir, hypergeometric, merge), the guard's column modes,
 // building, box estimates and intervals, density; CPU = GPU when a GPU exists.
 #include <gtest/gtest.h>
 
@@ -67,6 +67,36 @@ std::vector<double> mixed_rows(size_t m, uint64_t seed) {
 double Phi(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 double phi(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI); }
 
+// A log-scale column by quadrature: the kernel is N(y, h^2) on t = log(x + c)
+// (reflected at log(min + c) and log(max + c)); p its mass over the clipped
+// box and s = integral of (e^t - c) K over it (Simpson, 4000 panels over
+// +-12 h around each piece).
+void log_column_reference(double x, double lo, double hi, const Column& col, double& p, double& s) {
+    const double c = col.shift, h = col.log_h, L = std::log(col.min + c), U = std::log(col.max + c);
+    const double tl = lo + c > 0 ? std::log(lo + c) : -INFINITY, th = hi + c > 0 ? std::log(hi + c) : -INFINITY;
+    p = s = 0;
+    if (tl <= L && th >= U) {
+        p = 1;
+        s = x;
+        return;
+    }
+    const double l = std::max(tl, L), u = std::min(th, U);
+    if (l > u) return;
+    const double y0 = std::log(x + c);
+    for (double y : {y0, 2 * L - y0, 2 * U - y0}) {
+        p += Phi((u - y) / h) - Phi((l - y) / h);
+        double a = std::max(l, y - 12 * h), b = std::min(u, y + 12 * h);
+        if (a >= b) continue;
+        const int n = 4000;
+        double step = (b - a) / n, acc = 0;
+        for (int k = 0; k <= n; ++k) {
+            double t = a + k * step, f = (std::exp(t) - c) * phi((t - y) / h) / h;
+            acc += f * (k == 0 || k == n ? 1 : k % 2 ? 4 : 2);
+        }
+        s += acc * step / 3;
+    }
+}
+
 // Naive reference of one box: g_i then the textbook formulas.
 BoxEstimate reference(const Synopsis& s, const double* lo, const double* hi, Aggregate agg, int k) {
     std::vector<double> c(s.m), g(s.m);
@@ -77,6 +107,8 @@ BoxEstimate reference(const Synopsis& s, const double* lo, const double* hi, Agg
             if (s.cols[j].discrete) {
                 p = (x >= lo[j] && x <= hi[j]) ? 1 : 0;
                 sj = x * p;
+            } else if (s.cols[j].mode == Mode::LogKde) {
+                log_column_reference(x, lo[j], hi[j], s.cols[j], p, sj);
             } else if (lo[j] <= s.cols[j].min && hi[j] >= s.cols[j].max) {
                 p = 1;  // the box holds the sample's whole range
                 sj = x;
@@ -112,7 +144,25 @@ BoxEstimate reference(const Synopsis& s, const double* lo, const double* hi, Agg
     if (agg == Aggregate::Count) e.estimate = N * mc, e.se = N * std::sqrt(fpc * vc / (m - 1) / m);
     if (agg == Aggregate::Sum) e.estimate = N * ms, e.se = N * std::sqrt(fpc * vs / (m - 1) / m);
     if (agg == Aggregate::Avg) e.estimate = r, e.se = std::sqrt(fpc * vr / (m - 1) / m) / mc;
+    // the smoothing allowance of the smoothed columns the box constrains
+    double extra = 0;
+    for (int j = 0; j < s.d; ++j)
+        if (!s.cols[j].discrete && !(lo[j] <= s.cols[j].min && hi[j] >= s.cols[j].max))
+            extra += s.cols[j].interval_scale * s.cols[j].interval_scale - 1;
+    e.se *= std::sqrt(1 + extra);
     return e;
+}
+
+// Puts column j of a built synopsis on the log scale (positive data) with a
+// fixed shift and bandwidth and a widened interval, whatever the guard chose:
+// the engines' log path is then exercised.
+void force_log_column(Synopsis& s, int j, double shift, double log_h, double interval_scale) {
+    Column& c = s.cols[j];
+    c.mode = Mode::LogKde;
+    c.discrete = false;
+    c.shift = shift;
+    c.log_h = log_h;
+    c.interval_scale = interval_scale;
 }
 
 void random_boxes(const Synopsis& s, int64_t q, uint64_t seed, std::vector<double>& lo, std::vector<double>& hi) {
@@ -294,8 +344,9 @@ TEST(SynopsisBuild, DiscreteColumnsAndBandwidths) {
 TEST(SynopsisBuild, RepeatedValuesAreAtoms) {
     // Integer ids from 500 values in 4000 rows (each repeated 8 times on
     // average): step 1 is far below h / 2 and there are more than 64 distinct
-    // values, but the column is a set of atoms, so it is discrete. Integers
-    // from 10^5 values (almost all distinct) stay smoothed.
+    // values, but the column is a set of atoms, and the guard's
+    // cross-validation keeps it exact. Integers from 10^5 values (almost all
+    // distinct) are smoothed.
     ExecContext ctx = cpu_ctx();
     std::mt19937_64 g(5);
     std::vector<double> rows(4000 * 2);
@@ -473,6 +524,66 @@ TEST(SynopsisBoxes, MatchNaiveReference) {
                 EXPECT_NEAR(est[q].se, r.se, 1e-6 * std::fabs(r.se) + 1e-8 * std::fabs(r.estimate) + 1e-9) << q;
             }
         }
+    }
+}
+
+TEST(SynopsisBoxes, LogScaleColumnMatchesQuadrature) {
+    // Column 0 (N(10, 2), positive) smoothed on log(x + 0.5) with h = 0.03 and
+    // an interval allowance of 1.3; the rest as the guard chose. Estimates and
+    // standard errors against the quadrature reference (SUM of column 0: the
+    // log-normal partial expectation).
+    ExecContext ctx = cpu_ctx(2);
+    Built b = build(mixed_rows(2000, 23), 3, 1000000, Bandwidth::Cdf, Smoothing::Auto, ctx);
+    ASSERT_GT(b.s.cols[0].min, 0);
+    force_log_column(b.s, 0, 0.5, 0.03, 1.3);
+    ASSERT_TRUE(validate(b.s).ok());
+    std::vector<double> lo, hi;
+    random_boxes(b.s, 40, 77, lo, hi);
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        BoxBatch batch{40, lo.data(), hi.data(), agg, 0};
+        std::vector<BoxEstimate> est(40);
+        ASSERT_TRUE(evaluate(b.s, batch, ctx, est.data()).ok());
+        for (int q = 0; q < 40; ++q) {
+            BoxEstimate r = reference(b.s, &lo[q * 3], &hi[q * 3], agg, 0);
+            if (std::isnan(r.estimate)) {
+                EXPECT_TRUE(std::isnan(est[q].estimate));
+                continue;
+            }
+            EXPECT_NEAR(est[q].estimate, r.estimate, 1e-8 * std::fabs(r.estimate) + 1e-12 * 1e6) << q;
+            EXPECT_NEAR(est[q].se, r.se, 1e-6 * std::fabs(r.se) + 1e-8 * std::fabs(r.estimate) + 1e-9) << q;
+        }
+    }
+}
+
+TEST(SynopsisBuild, GuardKeepsAtomsExactAndSmoothsAContinuum) {
+    // Not tuned thresholds but evidence: integer log-normal sizes (many ties
+    // at small values, a tail of 4 orders of magnitude) stay exact, a smooth
+    // normal mixture is smoothed; the evidence is recorded.
+    ExecContext ctx = cpu_ctx(2);
+    std::mt19937_64 g(8);
+    std::normal_distribution<double> z(0, 1);
+    std::vector<double> rows(4000 * 2);
+    for (size_t i = 0; i < 4000; ++i) {
+        rows[i * 2] = std::round(std::exp(3 + 1.6 * z(g)));
+        rows[i * 2 + 1] = (g() % 2 ? 0 : 4) + z(g);
+    }
+    Built b = build(rows, 2, 100000, Bandwidth::Cdf, Smoothing::Auto, ctx);
+    EXPECT_EQ(b.s.cols[0].mode, Mode::Exact);
+    EXPECT_NE(b.s.cols[1].mode, Mode::Exact);
+    for (int j = 0; j < 2; ++j) {
+        EXPECT_GE(b.s.cols[j].cv_error[0], 0);
+        EXPECT_GE(b.s.cols[j].cv_error[1], 0);
+        EXPECT_GE(b.s.cols[j].interval_scale, 1);
+    }
+    EXPECT_LT(b.s.cols[1].cv_error[1], b.s.cols[1].cv_error[0]);
+    EXPECT_GE(b.s.cols[1].cv_coverage, 0.9);
+    // smoothing = never and always keep their meaning
+    Built never = build(rows, 2, 100000, Bandwidth::Cdf, Smoothing::Never, ctx);
+    Built always = build(rows, 2, 100000, Bandwidth::Cdf, Smoothing::Always, ctx);
+    for (int j = 0; j < 2; ++j) {
+        EXPECT_EQ(never.s.cols[j].mode, Mode::Exact);
+        EXPECT_EQ(always.s.cols[j].mode, Mode::Kde);
+        EXPECT_EQ(always.s.cols[j].cv_error[0], -1);
     }
 }
 
@@ -674,8 +785,13 @@ TEST(SynopsisGpu, BatchedBoxesMatchCpu) {
     ExecContext gpu;
     gpu.mode = DeviceMode::Gpu;
     const double N = 1e7;
-    Built b = build(mixed_rows(10000, 31), 3, static_cast<int64_t>(N), Bandwidth::Cdf, Smoothing::Auto, cpu);
+    Built built = build(mixed_rows(10000, 31), 3, static_cast<int64_t>(N), Bandwidth::Cdf, Smoothing::Auto, cpu);
+    Built logged = built;
+    logged.s.sample = logged.sample.data();
+    force_log_column(logged.s, 0, 0.5, 0.03, 1.3);  // the log-scale path (t = log(x + shift), its SUM moment)
+    for (const Built* which : {&built, &logged})
     for (int64_t q : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{40003}}) {
+        const Built& b = *which;
         std::vector<double> lo, hi;
         random_boxes(b.s, q, 100 + q, lo, hi);
         if (q > 1) std::swap(lo[3], hi[3]);  // one empty box
