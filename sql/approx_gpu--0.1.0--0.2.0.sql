@@ -53,3 +53,17 @@ COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int, text, text) IS
     'KDE synopsis of the rows; smoothing auto (each column exact or smoothed by cross-validation on the sample), always or never (equal on every row)';
 COMMENT ON FUNCTION kde_synopsis_info(kde_synopsis) IS
     'N, m, d, sample size, skipped rows, bandwidth method, smoothing, bytes, the guard''s joint CV errors, per column: name, both bandwidths, discrete, mode, log-scale shift and bandwidth, interval scale, cross-validated errors and coverage, step, statistics';
+ALTER FUNCTION approx_count(kde_synopsis, float8[], float8[]) STABLE;
+ALTER FUNCTION approx_sum(kde_synopsis, int, float8[], float8[]) STABLE;
+ALTER FUNCTION approx_avg(kde_synopsis, int, float8[], float8[]) STABLE;
+ALTER FUNCTION approx_count_ci(kde_synopsis, float8[], float8[], float8) STABLE;
+ALTER FUNCTION approx_sum_ci(kde_synopsis, int, float8[], float8[], float8) STABLE;
+ALTER FUNCTION approx_avg_ci(kde_synopsis, int, float8[], float8[], float8) STABLE;
+ALTER FUNCTION approx_count_many(kde_synopsis, float8[], float8[]) STABLE;
+ALTER FUNCTION approx_sum_many(kde_synopsis, int, float8[], float8[]) STABLE;
+ALTER FUNCTION approx_avg_many(kde_synopsis, int, float8[], float8[]) STABLE;
+ALTER FUNCTION kde_density(kde_synopsis, float8[]) STABLE;
+COMMENT ON AGGREGATE kde_synopsis_agg(float8[]) IS
+    'KDE synopsis of the rows (each row one point x): sample of 10000, cdf bandwidths, auto smoothing; the sample is random, reproducible when approx_gpu.random_seed is set';
+COMMENT ON FUNCTION kde_merge(kde_synopsis, kde_synopsis) IS
+    'Synopsis of the union of two relations (hypergeometric reservoir merge; bandwidths recomputed); random, reproducible when approx_gpu.random_seed is set';

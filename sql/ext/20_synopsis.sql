@@ -65,7 +65,7 @@ CREATE AGGREGATE kde_synopsis_agg(x float8[]) (
     COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_synopsis_agg(float8[]) IS
-    'KDE synopsis of the rows (each row one point x): sample of 10000, cdf bandwidths, auto smoothing';
+    'KDE synopsis of the rows (each row one point x): sample of 10000, cdf bandwidths, auto smoothing; the sample is random, reproducible when approx_gpu.random_seed is set';
 CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int) (
     SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
     COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
@@ -88,7 +88,7 @@ COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int, text, text) IS
 CREATE FUNCTION kde_merge(a kde_synopsis, b kde_synopsis) RETURNS kde_synopsis
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_merge' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION kde_merge(kde_synopsis, kde_synopsis) IS
-    'Synopsis of the union of two relations (hypergeometric reservoir merge; bandwidths recomputed)';
+    'Synopsis of the union of two relations (hypergeometric reservoir merge; bandwidths recomputed); random, reproducible when approx_gpu.random_seed is set';
 CREATE AGGREGATE kde_merge_agg(kde_synopsis) (
     SFUNC = kde_merge_sfunc, STYPE = internal, FINALFUNC = kde_merge_final,
     COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
@@ -97,50 +97,52 @@ COMMENT ON AGGREGATE kde_merge_agg(kde_synopsis) IS
     'Synopsis of the union of the relations behind the synopses (shards, partitions); bandwidths recomputed';
 
 -- Box estimates: lo and hi hold one bound per column; NULL or +-Infinity = unbounded.
+-- Estimates are STABLE, not IMMUTABLE: they depend on approx_gpu.device (the
+-- GPU and CPU engines agree to about 1e-9 relative, not bit for bit).
 CREATE FUNCTION approx_count(s kde_synopsis, lo float8[], hi float8[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_count(kde_synopsis, float8[], float8[]) IS
     'Estimated COUNT(*) of the rows inside the box [lo, hi]';
 CREATE FUNCTION approx_sum(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_sum(kde_synopsis, int, float8[], float8[]) IS
     'Estimated SUM of column col (1-based) over the rows inside the box [lo, hi]';
 CREATE FUNCTION approx_avg(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_avg(kde_synopsis, int, float8[], float8[]) IS
     'Estimated AVG of column col (1-based) over the rows inside the box [lo, hi]; NULL for an empty box';
 
 CREATE FUNCTION approx_count_ci(s kde_synopsis, lo float8[], hi float8[], confidence float8 DEFAULT 0.95)
     RETURNS approx_estimate
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_ci' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_ci' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_count_ci(kde_synopsis, float8[], float8[], float8) IS
     'Estimated COUNT(*) inside the box with its confidence interval (normal approximation, clipped to [0, N])';
 CREATE FUNCTION approx_sum_ci(s kde_synopsis, col int, lo float8[], hi float8[], confidence float8 DEFAULT 0.95)
     RETURNS approx_estimate
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum_ci' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum_ci' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_sum_ci(kde_synopsis, int, float8[], float8[], float8) IS
     'Estimated SUM of column col inside the box with its confidence interval';
 CREATE FUNCTION approx_avg_ci(s kde_synopsis, col int, lo float8[], hi float8[], confidence float8 DEFAULT 0.95)
     RETURNS approx_estimate
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg_ci' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg_ci' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_avg_ci(kde_synopsis, int, float8[], float8[], float8) IS
     'Estimated AVG of column col inside the box with its confidence interval (ratio estimator, delta method)';
 
 CREATE FUNCTION approx_count_many(s kde_synopsis, lo float8[], hi float8[]) RETURNS float8[]
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_many' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_many' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_count_many(kde_synopsis, float8[], float8[]) IS
     'Estimated COUNT(*) of q boxes at once: lo and hi are q x d arrays, one box per row';
 CREATE FUNCTION approx_sum_many(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8[]
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum_many' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_sum_many' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_sum_many(kde_synopsis, int, float8[], float8[]) IS
     'Estimated SUM of column col for q boxes at once (q x d bounds)';
 CREATE FUNCTION approx_avg_many(s kde_synopsis, col int, lo float8[], hi float8[]) RETURNS float8[]
-    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg_many' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_approx_avg_many' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_avg_many(kde_synopsis, int, float8[], float8[]) IS
     'Estimated AVG of column col for q boxes at once (q x d bounds); NULL elements for empty boxes';
 
 CREATE FUNCTION kde_density(s kde_synopsis, x float8[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'approx_gpu_kde_density' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'approx_gpu_kde_density' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION kde_density(kde_synopsis, float8[]) IS
     'Product-Gaussian kernel density estimate at the point x (density bandwidths, every column smoothed)';
 CREATE FUNCTION kde_synopsis_info(s kde_synopsis) RETURNS jsonb
