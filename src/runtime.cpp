@@ -166,15 +166,13 @@ FloatArray float_array_arg(FunctionCallInfo fcinfo, int argno, const char* fn, c
                         errmsg("%s: %s must be a one-dimensional array, not %d-dimensional", fn, arg, ARR_NDIM(a))));
     int total = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
     FloatArray out{static_cast<double*>(palloc(sizeof(double) * (total > 0 ? total : 1))), 0, 0};
-    const double* values = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
-    bits8* nulls = ARR_NULLBITMAP(a);
+    Float8Cursor elements(a);
     for (int i = 0; i < total; ++i) {
-        if (nulls && !(nulls[i / 8] & (1 << (i % 8)))) {
+        double v;
+        if (!elements.next(v)) {
             ++out.skipped;
             continue;
         }
-        // NULL elements take no space in the data area.
-        double v = *values++;
         check_float_value(v, fn, arg, allow_infinity);
         out.data[out.n++] = v;
     }
@@ -194,18 +192,16 @@ PointMatrix point_matrix_arg(FunctionCallInfo fcinfo, int argno, const char* fn,
                         errmsg("%s: %s has %d columns; at most %d are supported", fn, arg, d, max_d)));
     PointMatrix out{static_cast<double*>(palloc(sizeof(double) * (rows > 0 ? static_cast<size_t>(rows) * d : 1))), 0,
                     d, 0};
-    const double* values = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
-    bits8* nulls = ARR_NULLBITMAP(a);
-    int64 flat = 0;
+    Float8Cursor elements(a);
     for (int r = 0; r < rows; ++r) {
         bool has_null = false;
         double* dst = out.data + out.n * d;
-        for (int j = 0; j < d; ++j, ++flat) {
-            if (nulls && !(nulls[flat / 8] & (1 << (flat % 8)))) {
+        for (int j = 0; j < d; ++j) {
+            double v;
+            if (!elements.next(v)) {
                 has_null = true;
                 continue;
             }
-            double v = *values++;
             check_float_value(v, fn, arg, false);
             dst[j] = v;
         }

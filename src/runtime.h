@@ -95,6 +95,28 @@ PointMatrix point_matrix_arg(FunctionCallInfo fcinfo, int argno, const char* fn,
 int choice_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, const char* const* choices,
                int n_choices);
 
+// Walks the elements of a float8 array in storage order, the one reader of its
+// NULL bitmap: next() reads the next element into v and returns true, or returns
+// false (v untouched) when that element is NULL. NULLs take no space in the data
+// area. Holds no resources, so it may be live across ereport. The caller checks
+// the element type (FLOAT8OID) and reads at most ArrayGetNItems elements.
+class Float8Cursor {
+public:
+    explicit Float8Cursor(ArrayType* a)
+        : values_(reinterpret_cast<const double*>(ARR_DATA_PTR(a))), nulls_(ARR_NULLBITMAP(a)) {}
+    bool next(double& v) {
+        int64 i = index_++;
+        if (nulls_ && !(nulls_[i / 8] & (1 << (i % 8)))) return false;
+        v = *values_++;
+        return true;
+    }
+
+private:
+    const double* values_;
+    const bits8* nulls_;
+    int64 index_ = 0;
+};
+
 // Checks one float8 value (NaN / ±Infinity) the way the readers above do.
 void check_float_value(double v, const char* fn, const char* arg, bool allow_infinity);
 

@@ -553,10 +553,12 @@ bool read_row(ArrayType* a, double* out, int& d, const char* fn) {
                         errmsg("%s: x has %d elements; between 1 and %d are supported", fn, n, kMaxDim)));
     d = n;
     if (ARR_HASNULL(a)) return false;
-    const double* values = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
+    Float8Cursor elements(a);
     for (int j = 0; j < n; ++j) {
-        check_float_value(values[j], fn, "x", false);
-        out[j] = values[j];
+        double v = 0;
+        elements.next(v);  // no NULLs here
+        check_float_value(v, fn, "x", false);
+        out[j] = v;
     }
     return true;
 }
@@ -673,14 +675,13 @@ double* bounds_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const cha
         q = 1;
     }
     double* out = static_cast<double*>(palloc_extended(sizeof(double) * std::max<int64>(1, q * d), MCXT_ALLOC_HUGE));
-    const double* values = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
-    bits8* nulls = ARR_NULLBITMAP(a);
+    Float8Cursor elements(a);
     for (int64 i = 0; i < q * d; ++i) {
-        if (nulls && !(nulls[i / 8] & (1 << (i % 8)))) {
+        double v;
+        if (!elements.next(v)) {
             out[i] = upper ? INFINITY : -INFINITY;
             continue;
         }
-        double v = *values++;
         check_float_value(v, fn, arg, true);
         out[i] = v;
     }
