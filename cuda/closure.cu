@@ -35,20 +35,12 @@ namespace approx::closure::gpu {
 namespace {
 
 using approx::gpu::CubTemp;
+using approx::gpu::grid_for;
 using approx::gpu::DeviceBuffer;
 using approx::gpu::add_transfer_ms;
 
 constexpr unsigned kThreads = 256;
 constexpr int kTileWords = kTile / 32;  // 8 32-bit words per tile row
-
-unsigned grid_for(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1) b = 1;
-    return static_cast<unsigned>(b > 65536 ? 65536 : b);
-}
-
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -367,7 +359,7 @@ Status map_ids_gpu(const ExecContext& ctx, cudaStream_t s, const int64_t* src, c
     g.V = V;
     sorted.reset();
     APPROX_TRY(g.uv.alloc(ctx, n2));
-    k_map_ids<<<grid_for(n2), kThreads, 0, s>>>(keys.get(), n2, g.ids.get(), V, g.uv.get());
+    k_map_ids<<<grid_for(n2, kThreads), kThreads, 0, s>>>(keys.get(), n2, g.ids.get(), V, g.uv.get());
     APPROX_CUDA_LAUNCHED();
     APPROX_CUDA(cudaStreamSynchronize(s));
     return Status::Ok();
@@ -485,7 +477,7 @@ Status propagate_device(const ExecContext& ctx, cudaStream_t s, const Dag& dag, 
             if (l > 0) APPROX_CUDA(cudaStreamSynchronize(s));
         }
         int64_t c0 = dag.level_start[l], count = dag.level_start[l + 1] - c0;
-        k_propagate<<<grid_for(count * W), kThreads, 0, s>>>(R, ld, W, by_level.get() + c0, count, off.get(),
+        k_propagate<<<grid_for(count * W, kThreads), kThreads, 0, s>>>(R, ld, W, by_level.get() + c0, count, off.get(),
                                                              succ.get(), cyclic.get());
         APPROX_CUDA_LAUNCHED();
     }
@@ -557,7 +549,7 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
         r->ld = ld;
         APPROX_CUDA(cudaMemsetAsync(r->R.get(), 0, r->R.bytes(), s));
         const int64_t n = static_cast<int64_t>(n_edges);
-        k_set_edges<<<grid_for(n), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
+        k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
                                                      g.uv.get(), g.uv.get() + n, n);
         APPROX_CUDA_LAUNCHED();
         g.uv.reset();
@@ -603,7 +595,7 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
             APPROX_TRY(upload(ctx, s, ev, dv));
             const int64_t n = static_cast<int64_t>(eu.size());
             if (n > 0) {
-                k_set_edges<<<grid_for(n), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
+                k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
                                                              du.get(), dv.get(), n);
                 APPROX_CUDA_LAUNCHED();
             }
@@ -696,7 +688,7 @@ Status gpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int
     g.uv.reset();
     DeviceBuffer<int64_t> off;
     APPROX_TRY(off.alloc(ctx, V + 1));
-    k_offsets<<<grid_for(V + 1), kThreads, 0, s>>>(us.get(), n, V, off.get());
+    k_offsets<<<grid_for(V + 1, kThreads), kThreads, 0, s>>>(us.get(), n, V, off.get());
     APPROX_CUDA_LAUNCHED();
     us.reset();
 
@@ -715,7 +707,7 @@ Status gpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int
     for (int64_t level = 0; in > 0; ++level) {
         if (ctx.cancelled()) return cancelled_status();
         APPROX_CUDA(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), s));
-        k_expand<<<grid_for(in), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next, count.get());
+        k_expand<<<grid_for(in, kThreads), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next, count.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long got = 0;
         APPROX_CUDA(cudaMemcpyAsync(&got, count.get(), sizeof got, cudaMemcpyDeviceToHost, s));

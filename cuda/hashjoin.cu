@@ -392,11 +392,6 @@ public:
 
 // ---- join kernels ----------------------------------------------------------------------
 
-__global__ void iota_kernel(int64_t* __restrict__ v, size_t n) {
-    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n) v[i] = static_cast<int64_t>(i);
-}
-
 // Matches of each probe row: its run among the distinct build keys (or -1)
 // and that run's length.
 __global__ void probe_kernel(const int64_t* __restrict__ keys, size_t m, TableView tv,
@@ -468,8 +463,7 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
     }
     APPROX_TRY(lap.start(stream));
     if (!build.values) {
-        iota_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(vals_in.get(), n);
-        APPROX_CUDA_LAUNCHED();
+        APPROX_TRY(gpu::sequence(vals_in.get(), static_cast<int64_t>(n), int64_t(0), stream));
     }
     const int n_items = static_cast<int>(n);
     APPROX_TRY(tmp.run(ctx, [&](void* p, size_t& bytes) {

@@ -73,12 +73,9 @@ constexpr int64_t kQueryChunk = int64_t(1) << 22;
 enum { kCntDel = 0, kCntIns, kCntInp, kCntNew, kCntDistinct, kCntBad, kCntFlag, kCntMin, kCntMax, kCntN };
 constexpr uint64_t kSignBit = uint64_t(1) << 63;  // id ^ kSignBit orders like the signed id
 
-unsigned grid_for(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1) b = 1;
-    if (b > (int64_t(1) << 20)) b = int64_t(1) << 20;  // grid-stride loops cover the rest
-    return static_cast<unsigned>(b);
-}
+// Grid of the grid-stride kernels here: up to 2^20 blocks (the stride loops cover the rest).
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+unsigned grid_for(int64_t n) { return gpu::grid_for(n, kThreads, kMaxBlocks); }
 
 __host__ __device__ inline uint64_t pack(uint32_t cell, uint32_t k) { return (uint64_t(cell) << 32) | k; }
 
@@ -155,15 +152,7 @@ __device__ int64_t upper_bound_dev(const T* a, int64_t n, T v) {
     return lo;
 }
 
-// Warp-aggregated append: one atomic per warp; every lane of the warp must call it.
-__device__ __forceinline__ unsigned long long warp_append(bool pred, unsigned long long* counter) {
-    unsigned mask = __ballot_sync(kFullMask, pred);
-    unsigned lane = threadIdx.x & 31;
-    unsigned long long base = 0;
-    if (lane == 0 && mask != 0) base = atomicAdd(counter, static_cast<unsigned long long>(__popc(mask)));
-    base = __shfl_sync(kFullMask, base, 0);
-    return base + static_cast<unsigned long long>(__popc(mask & ((1u << lane) - 1u)));
-}
+using gpu::warp_append;
 
 // ---- update kernels --------------------------------------------------------------------
 
@@ -379,12 +368,6 @@ __global__ void k_rehash(const HSlot* old, uint64_t cap, DevHash nh) {
     }
 }
 
-__global__ void k_iota32(int32_t* out, int64_t n, int64_t first) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-        out[i] = static_cast<int32_t>(first + i);
-}
-
 // New directory slice sizes: the buckets a cell needs during and after the
 // batch, with room to grow.
 __global__ void k_dir_caps(int64_t cells, const int32_t* count, const int32_t* new_count, int64_t* cap64,
@@ -576,17 +559,10 @@ __global__ void k_sat_cols(int32_t nx, int32_t ny, int64_t* sat) {
     }
 }
 
-// Capacity ensure() gives b for n elements (its size when it suffices).
-template <class T>
-size_t ensure_cap(const DeviceBuffer<T>& b, size_t n) {
-    if (b.size() >= n) return b.size();
-    return std::max(n, b.size() + b.size() / 4);
-}
-
-// Bytes ensure(b, n) adds.
+// Bytes ensure(b, n) adds (gpu::grown_capacity, the shared growth rule).
 template <class T>
 int64_t ensure_growth(const DeviceBuffer<T>& b, size_t n) {
-    return static_cast<int64_t>((ensure_cap(b, n) - b.size()) * sizeof(T));
+    return static_cast<int64_t>((gpu::grown_capacity(b.size(), n) - b.size()) * sizeof(T));
 }
 
 int bits_for(uint64_t max_value) {
@@ -665,12 +641,12 @@ public:
     }
 
 private:
-    // Grows b to hold n elements (contents not kept) within the memory budget.
+    // gpu::ensure, charged to the index's memory budget first.
     template <class T>
     Status ensure(DeviceBuffer<T>& b, const ExecContext& ctx, size_t n) {
         if (b.size() >= n) return Status::Ok();
         APPROX_TRY(charge(ensure_growth(b, n), "scratch of this size"));
-        return b.alloc(ctx, ensure_cap(b, n));
+        return gpu::ensure(b, ctx, n);
     }
 
     Store store() {
@@ -767,8 +743,7 @@ private:
         if (free_top_ > 0)
             APPROX_CUDA(cudaMemcpyAsync(stack.get(), stack_.get(), static_cast<size_t>(free_top_) * 4,
                                         cudaMemcpyDeviceToDevice, stream));
-        k_iota32<<<grid_for(nb - nb_), kThreads, 0, stream>>>(stack.get() + free_top_, nb - nb_, nb_);
-        APPROX_CUDA_LAUNCHED();
+        APPROX_TRY(gpu::sequence(stack.get() + free_top_, nb - nb_, static_cast<int32_t>(nb_), stream));
         APPROX_CUDA(cudaStreamSynchronize(stream));
         pid_ = std::move(pid);
         px_ = std::move(px);

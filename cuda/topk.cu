@@ -67,24 +67,15 @@ struct BufSrc {
     __device__ __forceinline__ uint64_t idx(size_t i) const { return idxs[i]; }
 };
 
-// Appends the lanes' pairs that `want` to out[count..] (one atomic per warp);
-// slots at or past cap are counted but not written. Every lane of the warp
-// must call it.
+// Appends the lanes' pairs that `want` to out[count..] (gpu::warp_append: one
+// atomic per warp); slots at or past cap are counted but not written. Every
+// lane of the warp must call it.
 __device__ __forceinline__ void warp_append(bool want, unsigned long long* count, unsigned long long cap,
                                             Key128* keys, uint64_t* idxs, uint64_t hi, uint64_t lo, uint64_t idx) {
-    unsigned mask = __ballot_sync(0xffffffffu, want);
-    if (mask == 0) return;
-    int lane = threadIdx.x & 31;
-    int leader = __ffs(mask) - 1;
-    unsigned long long base = 0;
-    if (lane == leader) base = atomicAdd(count, static_cast<unsigned long long>(__popc(mask)));
-    base = __shfl_sync(0xffffffffu, base, leader);
-    if (want) {
-        unsigned long long slot = base + __popc(mask & ((1u << lane) - 1u));
-        if (slot < cap) {
-            keys[slot] = Key128{hi, lo};
-            idxs[slot] = idx;
-        }
+    unsigned long long slot = gpu::warp_append(want, count);
+    if (want && slot < cap) {
+        keys[slot] = Key128{hi, lo};
+        idxs[slot] = idx;
     }
 }
 
@@ -228,38 +219,11 @@ __global__ void __launch_bounds__(kBlock)
     if (threadIdx.x == 0) atomicAdd(sink, total);
 }
 
-int sm_count() {
-    static int sms = 0;
-    if (sms == 0) {
-        int dev = 0, v = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && v > 0)
-            sms = v;
-        else
-            sms = 80;
-        (void)cudaGetLastError();
-    }
-    return sms;
-}
+using gpu::ensure;
 
+// Grid of the radix passes: up to 8 blocks per SM (each block loops over its share).
 unsigned grid_for(size_t n, size_t per_block) {
-    size_t blocks = (n + per_block - 1) / per_block;
-    size_t max_blocks = static_cast<size_t>(sm_count()) * 8;
-    if (blocks > max_blocks) blocks = max_blocks;
-    return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
-template <class T>
-Status ensure(DeviceBuffer<T>& b, const ExecContext& ctx, size_t count) {
-    if (b.size() >= count) return Status::Ok();
-    size_t want = std::max(count, b.size() + b.size() / 2);
-    return b.alloc(ctx, want);
-}
-
-template <class T>
-Status ensure_pinned(PinnedBuffer<T>& b, size_t count) {
-    if (b.size() >= count) return Status::Ok();
-    return b.alloc(std::max(count, b.size() + b.size() / 2));
+    return gpu::grid_for(n, static_cast<int64_t>(per_block), int64_t(gpu::sm_count()) * 8);
 }
 
 }  // namespace
@@ -279,7 +243,7 @@ struct SelectWork {
         APPROX_TRY(ensure(counters, ctx, 4));
         APPROX_TRY(ensure(hist, ctx, kBins));
         APPROX_TRY(ensure(threshold, ctx, 1));
-        return ensure_pinned(host, kBins + 4);
+        return ensure(host, kBins + 4);
     }
 };
 
@@ -726,9 +690,9 @@ Status nra_entries_room(NraGpu* g, const ExecContext& ctx, size_t e) {
     APPROX_TRY(ensure(g->e_list, ctx, e));
     APPROX_TRY(ensure(g->e_kind, ctx, e));
     APPROX_TRY(ensure(g->e_res, ctx, e));
-    APPROX_TRY(ensure_pinned(g->h_id, e));
-    APPROX_TRY(ensure_pinned(g->h_sc, e));
-    return ensure_pinned(g->h_list, e);
+    APPROX_TRY(ensure(g->h_id, e));
+    APPROX_TRY(ensure(g->h_sc, e));
+    return ensure(g->h_list, e);
 }
 
 // Inserts/updates the e staged entries (find-or-claim, allocate, apply).
