@@ -18,6 +18,7 @@
 #include "../src/core/topk_internal.hpp"
 #include "../src/core/topk_radix.hpp"
 #include "common.cuh"
+#include "topk_device.cuh"
 
 namespace approx::topk {
 namespace detail {
@@ -198,27 +199,6 @@ __global__ void gather_kernel(const uint64_t* idx, size_t k, const int64_t* ids,
     if (out_scores) out_scores[i] = scores[j];
 }
 
-// Reads ids and scores once (the bandwidth floor of any selection).
-__global__ void __launch_bounds__(kBlock)
-    read_floor_kernel(const double* scores, const int64_t* ids, size_t n, unsigned long long* sink) {
-    using BR = cub::BlockReduce<unsigned long long, kBlock>;
-    __shared__ typename BR::TempStorage tmp;
-    unsigned long long acc = 0;
-    const size_t n2 = n / 2;
-    const double2* s2 = reinterpret_cast<const double2*>(scores);
-    const longlong2* i2 = reinterpret_cast<const longlong2*>(ids);
-    for (size_t i = size_t(blockIdx.x) * kBlock + threadIdx.x; i < n2; i += size_t(gridDim.x) * kBlock) {
-        double2 s = s2[i];
-        longlong2 d = i2[i];
-        acc += static_cast<unsigned long long>(__double_as_longlong(s.x) ^ __double_as_longlong(s.y)) +
-               static_cast<unsigned long long>(d.x ^ d.y);
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0 && (n & 1))
-        acc += static_cast<unsigned long long>(__double_as_longlong(scores[n - 1]) ^ ids[n - 1]);
-    unsigned long long total = BR(tmp).Sum(acc);
-    if (threadIdx.x == 0) atomicAdd(sink, total);
-}
-
 using gpu::ensure;
 
 // Grid of the radix passes: up to 8 blocks per SM (each block loops over its share).
@@ -228,8 +208,8 @@ unsigned grid_for(size_t n, size_t per_block) {
 
 }  // namespace
 
-// Scratch space of the device selection, kept between calls (NRA rounds,
-// benchmark repetitions) so that steady-state calls allocate nothing.
+// Scratch space of the device selection (topk_device.cuh), kept between calls
+// (NRA rounds, benchmark repetitions) so that steady-state calls allocate nothing.
 struct SelectWork {
     DeviceBuffer<unsigned long long> counters;  // [0] sure, [1] materialised, [2] fast-path candidates
     DeviceBuffer<unsigned long long> hist;
@@ -383,6 +363,11 @@ private:
     uint64_t* out_;
 };
 
+}  // namespace
+
+SelectWork* new_select_work() { return new SelectWork(); }
+void SelectWorkDeleter::operator()(SelectWork* w) const noexcept { delete w; }
+
 // The k best (0 < k <= n) of n device-resident pairs: their positions, best first, into d_out (room for k).
 Status device_select(const double* d_scores, const int64_t* d_ids, size_t n, size_t k, Order order,
                      const ExecContext& ctx, cudaStream_t s, SelectWork& w, uint64_t* d_out) {
@@ -400,9 +385,13 @@ Status gather(const uint64_t* d_idx, size_t k, const int64_t* d_ids, const doubl
     return Status::Ok();
 }
 
+namespace {
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+}  // namespace
 
 // Copies the n (id, score) inputs to the device on stream s (allocating
 // d_ids, d_scores) and waits; ms = the copy's time.
@@ -417,8 +406,6 @@ Status upload_inputs(const ExecContext& ctx, cudaStream_t s, const int64_t* ids,
     ms = ms_since(t0);
     return Status::Ok();
 }
-
-}  // namespace
 
 Status select_gpu(const int64_t* ids, const double* scores, size_t n, size_t k, Order order, const ExecContext& ctx,
                   int64_t* out_ids, double* out_scores, size_t& out_n) {
@@ -872,81 +859,5 @@ Status nra_gpu_export(NraGpu* g, const NraShared& sh, std::vector<int64_t>& ids,
 void nra_gpu_destroy(NraGpu* g) noexcept { delete g; }
 
 }  // namespace detail
-
-// ---- benchmark hook ---------------------------------------------------------------------
-
-Status gpu_select_bench(const int64_t* ids, const double* scores, size_t n, const size_t* ks, int nk, Order order,
-                        int runs, const ExecContext& ctx, GpuSelectTiming* timing, int64_t* const* out_ids) noexcept {
-    using namespace detail;
-    return guarded([&]() -> Status {
-        if (n == 0 || runs < 1) return Status::Error(StatusCode::InvalidArgument, "empty benchmark");
-        cudaStream_t s;
-        APPROX_TRY(gpu::begin(ctx, s));
-        DeviceBuffer<double> d_scores;
-        DeviceBuffer<int64_t> d_ids;
-        double ms_upload;
-        APPROX_TRY(upload_inputs(ctx, s, ids, scores, n, d_ids, d_scores, ms_upload));
-
-        cudaEvent_t e0, e1;
-        APPROX_CUDA(cudaEventCreate(&e0));
-        APPROX_CUDA(cudaEventCreate(&e1));
-        struct Events {
-            cudaEvent_t a, b;
-            ~Events() {
-                cudaEventDestroy(a);
-                cudaEventDestroy(b);
-            }
-        } events{e0, e1};
-        auto median = [](std::vector<double> v) {
-            std::sort(v.begin(), v.end());
-            return v[v.size() / 2];
-        };
-
-        DeviceBuffer<unsigned long long> sink;
-        APPROX_TRY(sink.alloc(ctx, 1));
-        std::vector<double> floor_ms;
-        for (int r = 0; r < runs + 1; ++r) {
-            APPROX_CUDA(cudaEventRecord(e0, s));
-            read_floor_kernel<<<grid_for(n / 2 + 1, kBlock), kBlock, 0, s>>>(d_scores.get(), d_ids.get(), n,
-                                                                             sink.get());
-            APPROX_CUDA_LAUNCHED();
-            APPROX_CUDA(cudaEventRecord(e1, s));
-            APPROX_CUDA(cudaEventSynchronize(e1));
-            float ms = 0;
-            APPROX_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-            if (r > 0) floor_ms.push_back(ms);
-        }
-
-        SelectWork w;
-        for (int q = 0; q < nk; ++q) {
-            size_t kk = std::min(ks[q], n);
-            DeviceBuffer<uint64_t> d_idx;
-            DeviceBuffer<int64_t> d_out;
-            APPROX_TRY(d_idx.alloc(ctx, kk));
-            APPROX_TRY(d_out.alloc(ctx, kk));
-            std::vector<double> ms_runs;
-            for (int r = 0; r < runs + 2; ++r) {  // two warm-up runs
-                APPROX_CUDA(cudaEventRecord(e0, s));
-                APPROX_TRY(device_select(d_scores.get(), d_ids.get(), n, kk, order, ctx, s, w, d_idx.get()));
-                APPROX_CUDA(cudaEventRecord(e1, s));
-                APPROX_CUDA(cudaEventSynchronize(e1));
-                float ms = 0;
-                APPROX_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-                if (r >= 2) ms_runs.push_back(ms);
-            }
-            timing[q].ms_median = median(ms_runs);
-            timing[q].ms_min = *std::min_element(ms_runs.begin(), ms_runs.end());
-            timing[q].ms_upload = ms_upload;
-            timing[q].ms_floor = median(floor_ms);
-            if (out_ids && out_ids[q]) {
-                APPROX_TRY(gather(d_idx.get(), kk, d_ids.get(), d_scores.get(), d_out.get(), nullptr, s));
-                APPROX_CUDA(
-                    cudaMemcpyAsync(out_ids[q], d_out.get(), kk * sizeof(int64_t), cudaMemcpyDeviceToHost, s));
-                APPROX_CUDA(cudaStreamSynchronize(s));
-            }
-        }
-        return Status::Ok();
-    });
-}
 
 }  // namespace approx::topk

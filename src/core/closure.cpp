@@ -478,21 +478,6 @@ Status close_matrix(uint64_t* bits, int64_t n, int64_t ld, const ExecContext& ct
                     APPROX_GPU(gpu::close_matrix(bits, n, ld, ctx)));
 }
 
-Status warshall_sequential(uint8_t* a, int64_t n, const ExecContext& ctx) {
-    return guarded([&]() -> Status {
-        for (int64_t k = 0; k < n; ++k) {
-            if ((k & 63) == 0 && ctx.cancelled()) return cancelled_status();
-            const uint8_t* rk = a + k * n;
-            for (int64_t i = 0; i < n; ++i) {
-                uint8_t* ri = a + i * n;
-                if (ri[k])
-                    for (int64_t j = 0; j < n; ++j) ri[j] |= rk[j];
-            }
-        }
-        return Status::Ok();
-    });
-}
-
 Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
                    const ExecContext& ctx, int64_t& pairs) {
     pairs = 0;

@@ -85,8 +85,4 @@ Status reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t
 // ms_transfer the copies.
 Status close_matrix(uint64_t* bits, int64_t n, int64_t ld, const ExecContext& ctx);
 
-// The paper's sequential baseline: textbook Warshall on an n x n byte matrix
-// (a[i * n + j] != 0 for an edge), CPU, one thread.
-Status warshall_sequential(uint8_t* a, int64_t n, const ExecContext& ctx);
-
 }  // namespace approx::closure
