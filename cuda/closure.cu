@@ -19,7 +19,9 @@
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda/functional>
+#include <thrust/binary_search.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/system/cuda/execution_policy.h>
 
 #include <algorithm>
 #include <chrono>
@@ -290,22 +292,6 @@ Status close_device(uint64_t* R64, int64_t Np, cudaStream_t s, const ExecContext
 
 // ---- graph preparation on the device -------------------------------------------------
 
-// Vertex index of each endpoint: binary search in the sorted distinct ids.
-__global__ void k_map_ids(const int64_t* keys, int64_t n, const int64_t* ids, int64_t V, int32_t* out) {
-    GRID_STRIDE(i, n) {
-        int64_t x = keys[i];
-        int64_t lo = 0, hi = V;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) >> 1;
-            if (ids[mid] < x)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        out[i] = static_cast<int32_t>(lo);
-    }
-}
-
 __global__ void k_set_edges(unsigned long long* R, int64_t ld, const int32_t* u, const int32_t* v, int64_t n) {
     GRID_STRIDE(e, n) {
         int64_t a = u[e], b = v[e];
@@ -359,7 +345,9 @@ Status map_ids_gpu(const ExecContext& ctx, cudaStream_t s, const int64_t* src, c
     g.V = V;
     sorted.reset();
     APPROX_TRY(g.uv.alloc(ctx, n2));
-    k_map_ids<<<grid_for(n2, kThreads), kThreads, 0, s>>>(keys.get(), n2, g.ids.get(), V, g.uv.get());
+    // Vertex index of each endpoint: its position among the sorted distinct ids.
+    thrust::lower_bound(thrust::cuda::par_nosync.on(s), g.ids.get(), g.ids.get() + V, keys.get(), keys.get() + n2,
+                        g.uv.get());
     APPROX_CUDA_LAUNCHED();
     APPROX_CUDA(cudaStreamSynchronize(s));
     return Status::Ok();
@@ -621,21 +609,6 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
 
 // ---- breadth-first search -------------------------------------------------------------------
 
-// off[x] = first edge of vertex x in the source-sorted edge list.
-__global__ void k_offsets(const int32_t* u_sorted, int64_t n, int64_t V, int64_t* off) {
-    GRID_STRIDE(x, V + 1) {
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) >> 1;
-            if (u_sorted[mid] < x)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        off[x] = lo;
-    }
-}
-
 // One BFS level: every vertex of the queue marks its unvisited successors and
 // appends them to the next queue (each vertex enters it at most once).
 __global__ void k_expand(const int32_t* queue, int64_t n, const int64_t* off, const int32_t* adj,
@@ -688,7 +661,9 @@ Status gpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int
     g.uv.reset();
     DeviceBuffer<int64_t> off;
     APPROX_TRY(off.alloc(ctx, V + 1));
-    k_offsets<<<grid_for(V + 1, kThreads), kThreads, 0, s>>>(us.get(), n, V, off.get());
+    // off[x] = first edge of vertex x in the source-sorted edge list.
+    thrust::lower_bound(thrust::cuda::par_nosync.on(s), us.get(), us.get() + n, thrust::counting_iterator<int64_t>(0),
+                        thrust::counting_iterator<int64_t>(V + 1), off.get());
     APPROX_CUDA_LAUNCHED();
     us.reset();
 
