@@ -180,7 +180,8 @@ public:
         if (t.ld * t.cols == 0) return Status::Ok();
         APPROX_CUDA(cudaMemcpyAsync(t.w, host, t.ld * t.cols * 8, cudaMemcpyHostToDevice, s_));
         if (t.rows % 64) {
-            k_mask_tails<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, t.ld - 1, tail_mask(t.rows));
+            k_mask_tails<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, t.ld - 1,
+                                                                          tail_mask(t.rows));
             APPROX_CUDA_LAUNCHED();
         }
         return Status::Ok();
@@ -281,7 +282,8 @@ public:
     }
     Status trim(int64_t i, int64_t j, Slice w, Slice out) override {
         APPROX_TRY(detail::check_trim(i, j, w, out));
-        k_trim<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), tail_mask(out.n), w.w, w.words(), i);
+        k_trim<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), tail_mask(out.n), w.w,
+                                                                      w.words(), i);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }

@@ -537,8 +537,8 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
         r->ld = ld;
         APPROX_CUDA(cudaMemsetAsync(r->R.get(), 0, r->R.bytes(), s));
         const int64_t n = static_cast<int64_t>(n_edges);
-        k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
-                                                     g.uv.get(), g.uv.get() + n, n);
+        k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(
+            reinterpret_cast<unsigned long long*>(r->R.get()), ld, g.uv.get(), g.uv.get() + n, n);
         APPROX_CUDA_LAUNCHED();
         g.uv.reset();
         APPROX_TRY(close_device(r->R.get(), Np, s, ctx));
@@ -583,8 +583,8 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
             APPROX_TRY(upload(ctx, s, ev, dv));
             const int64_t n = static_cast<int64_t>(eu.size());
             if (n > 0) {
-                k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
-                                                             du.get(), dv.get(), n);
+                k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(
+                    reinterpret_cast<unsigned long long*>(r->R.get()), ld, du.get(), dv.get(), n);
                 APPROX_CUDA_LAUNCHED();
             }
             APPROX_TRY(close_device(r->R.get(), Np, s, ctx));
@@ -682,7 +682,8 @@ Status gpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int
     for (int64_t level = 0; in > 0; ++level) {
         if (ctx.cancelled()) return cancelled_status();
         APPROX_CUDA(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), s));
-        k_expand<<<grid_for(in, kThreads), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next, count.get());
+        k_expand<<<grid_for(in, kThreads), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next,
+                                                             count.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long got = 0;
         APPROX_CUDA(cudaMemcpyAsync(&got, count.get(), sizeof got, cudaMemcpyDeviceToHost, s));

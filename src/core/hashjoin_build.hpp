@@ -57,7 +57,8 @@ Status build_table(B& backend, size_t n, uint32_t buckets, const ExecContext& ct
                 dup_checked = true;
                 int64_t dup = 0;
                 if (backend.find_duplicate(dup))
-                    return Status::Error(StatusCode::InvalidArgument, "duplicate key %lld", static_cast<long long>(dup));
+                    return Status::Error(StatusCode::InvalidArgument, "duplicate key %lld",
+                                         static_cast<long long>(dup));
             }
         }
         if (!spread) continue;
