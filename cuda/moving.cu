@@ -37,6 +37,9 @@
 // objects inside the rectangle.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
+#include <cuda/functional>
 
 #include <algorithm>
 #include <cmath>
@@ -158,8 +161,11 @@ using gpu::warp_append;
 
 // Entry numbers, the first point outside the extent (atomicMin), and the range
 // of the ids (so the sort by id only needs the bits that differ).
+using WarpReduceU64 = cub::WarpReduce<unsigned long long>;
+
 __global__ void k_stage(const int64_t* ids, const double* xs, const double* ys, int64_t n, GridMap g, uint32_t* iota,
                         unsigned long long* counters) {
+    __shared__ typename WarpReduceU64::TempStorage reduce[kThreads / 32];
     int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
     int64_t n_round = (n + 31) & ~int64_t(31);
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n_round; i += stride) {
@@ -170,11 +176,10 @@ __global__ void k_stage(const int64_t* ids, const double* xs, const double* ys, 
                 atomicMin(&counters[kCntBad], static_cast<unsigned long long>(i));
             lo = hi = static_cast<uint64_t>(ids[i]) ^ kSignBit;
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            unsigned long long a = __shfl_xor_sync(kFullMask, lo, o), b = __shfl_xor_sync(kFullMask, hi, o);
-            lo = a < lo ? a : lo;
-            hi = b > hi ? b : hi;
-        }
+        lo = WarpReduceU64(reduce[threadIdx.x >> 5]).Reduce(lo, ::cuda::minimum<>{});  // valid in lane 0
+        __syncwarp();
+        hi = WarpReduceU64(reduce[threadIdx.x >> 5]).Reduce(hi, ::cuda::maximum<>{});
+        __syncwarp();
         if ((threadIdx.x & 31) == 0 && lo <= hi) {
             atomicMin(&counters[kCntMin], lo);
             atomicMax(&counters[kCntMax], hi);
@@ -525,9 +530,12 @@ __global__ void k_emit_buckets(const int64_t* wb_off, int64_t tc, int64_t wb, co
     });
 }
 
-// Summed-area table: rows (one warp per row, shuffle scan), then columns (one
+// Summed-area table: rows (one warp per row, cub::WarpScan), then columns (one
 // thread per column walks the rows; neighbouring threads read neighbouring words).
+using WarpScanI64 = cub::WarpScan<int64_t>;
+
 __global__ void k_sat_rows(const int32_t* count, int32_t nx, int32_t ny, int64_t* sat) {
+    __shared__ typename WarpScanI64::TempStorage scan[kThreads / 32];
     int lane = threadIdx.x & 31;
     int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
     int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
@@ -537,12 +545,11 @@ __global__ void k_sat_rows(const int32_t* count, int32_t nx, int32_t ny, int64_t
         for (int64_t base = 0; base < nx; base += 32) {
             int64_t c = base + lane;
             int64_t v = c < nx ? count[r * nx + c] : 0;
-            for (int o = 1; o < 32; o <<= 1) {
-                int64_t u = __shfl_up_sync(kFullMask, v, o);
-                if (lane >= o) v += u;
-            }
+            int64_t row_part = 0;  // the 32 values' sum
+            WarpScanI64(scan[threadIdx.x >> 5]).InclusiveSum(v, v, row_part);
+            __syncwarp();
             if (c < nx) sat[(r + 1) * w1 + c + 1] = carry + v;
-            carry += __shfl_sync(kFullMask, v, 31);
+            carry += row_part;
         }
     }
 }
