@@ -57,7 +57,7 @@ NVCC_ARCH   = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
 NVCCFLAGS   = -std=c++17 -O3 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -DAPPROX_WITH_CUDA \
               -I$(CUDA_HOME)/include/cccl -Isrc --expt-relaxed-constexpr -lineinfo
 
-EXTRA_CLEAN = build src/*.bc src/core/*.bc
+EXTRA_CLEAN = build src/*.bc src/core/*.bc test/bench/*.o
 
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
@@ -69,7 +69,7 @@ include $(PGXS)
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) approx_gpu.control
 	cat $(SQL_PARTS) > $@
 
-cuda/%.o: cuda/%.cu cuda/common.cuh $(wildcard src/core/*.hpp)
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
 $(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(wildcard src/*.h src/core/*.hpp)
@@ -94,9 +94,20 @@ unit: build/unit_tests
 BENCH_SRCS  = $(wildcard test/bench/*_bench.cpp)
 BENCH_BINS  = $(patsubst test/bench/%.cpp,build/%,$(BENCH_SRCS))
 
-build/%_bench: test/bench/%_bench.cpp $(ENGINE_OBJS)
+# Benchmark-only GPU code (timing hooks, bandwidth-floor kernels): linked into
+# the benchmark binaries, never into approx_gpu.so.
+ifeq ($(WITH_CUDA),1)
+BENCH_CUDA_OBJS = test/bench/gpu_bench_kernels.o
+else
+BENCH_CUDA_OBJS =
+endif
+
+test/bench/%.o: test/bench/%.cu test/bench/gpu_bench.hpp $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp) $(BUILD_STAMP)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+build/%_bench: test/bench/%_bench.cpp test/bench/gpu_bench.hpp $(ENGINE_OBJS) $(BENCH_CUDA_OBJS)
 	@mkdir -p build
-	$(TEST_CXX) -O3 -o $@ $< $(ENGINE_OBJS) $(CUDA_LIBS) -lpthread
+	$(TEST_CXX) -O3 -o $@ $< $(ENGINE_OBJS) $(BENCH_CUDA_OBJS) $(CUDA_LIBS) -lpthread
 
 bench: $(BENCH_BINS)
 

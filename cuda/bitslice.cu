@@ -19,20 +19,12 @@ namespace approx::bitslice {
 namespace {
 
 using gpu::CubTemp;
+using gpu::grid_for;
 using gpu::DeviceBuffer;
 using gpu::PinnedBuffer;
 
 constexpr unsigned kThreads = 256;
 constexpr int64_t kNone = LLONG_MAX;
-
-unsigned grid_for(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1) b = 1;
-    return static_cast<unsigned>(b > 65536 ? 65536 : b);
-}
-
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
 __global__ void k_fill(uint64_t* w, int64_t nw, uint64_t value, uint64_t tail) {
     GRID_STRIDE(i, nw) w[i] = (i == nw - 1) ? (value & tail) : value;
@@ -188,7 +180,8 @@ public:
         if (t.ld * t.cols == 0) return Status::Ok();
         APPROX_CUDA(cudaMemcpyAsync(t.w, host, t.ld * t.cols * 8, cudaMemcpyHostToDevice, s_));
         if (t.rows % 64) {
-            k_mask_tails<<<grid_for(t.cols), kThreads, 0, s_>>>(t.w, t.ld, t.cols, t.ld - 1, tail_mask(t.rows));
+            k_mask_tails<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, t.ld - 1,
+                                                                          tail_mask(t.rows));
             APPROX_CUDA_LAUNCHED();
         }
         return Status::Ok();
@@ -221,7 +214,7 @@ public:
     Status xor_(Slice z, Slice y) override { return binop<Op::Xor>(z, y, "XOR"); }
     Status not_(Slice z) override {
         if (z.words() == 0) return Status::Ok();
-        k_not<<<grid_for(z.words()), kThreads, 0, s_>>>(z.w, z.words(), tail_mask(z.n));
+        k_not<<<grid_for(z.words(), kThreads), kThreads, 0, s_>>>(z.w, z.words(), tail_mask(z.n));
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -283,20 +276,21 @@ public:
     Status frst(Slice x) override {
         if (x.words() == 0) return Status::Ok();
         APPROX_TRY(first_one(x));
-        k_keep_found<<<grid_for(x.words()), kThreads, 0, s_>>>(x.w, x.words(), scalars_.get());
+        k_keep_found<<<grid_for(x.words(), kThreads), kThreads, 0, s_>>>(x.w, x.words(), scalars_.get());
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
     Status trim(int64_t i, int64_t j, Slice w, Slice out) override {
         APPROX_TRY(detail::check_trim(i, j, w, out));
-        k_trim<<<grid_for(out.words()), kThreads, 0, s_>>>(out.w, out.words(), tail_mask(out.n), w.w, w.words(), i);
+        k_trim<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), tail_mask(out.n), w.w,
+                                                                      w.words(), i);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
     Status rep(int64_t i, int64_t j, Slice v, Slice w) override {
         APPROX_TRY(detail::check_rep(i, j, v, w));
         int64_t o0 = i >> 6, count = (j >> 6) - o0 + 1;
-        k_rep<<<grid_for(count), kThreads, 0, s_>>>(w.w, o0, count, i, j, v.w, v.words());
+        k_rep<<<grid_for(count, kThreads), kThreads, 0, s_>>>(w.w, o0, count, i, j, v.w, v.words());
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -310,13 +304,13 @@ public:
     }
     Status row(const Table& t, int64_t i, Slice out) override {
         APPROX_TRY(detail::check_row(t, i, out, "ROW"));
-        k_row<<<grid_for(out.words()), kThreads, 0, s_>>>(out.w, out.words(), t.w, t.ld, t.cols, i);
+        k_row<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), t.w, t.ld, t.cols, i);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
     Status set_row(const Table& t, int64_t i, Slice w) override {
         APPROX_TRY(detail::check_row(t, i, w, "set ROW"));
-        k_set_row<<<grid_for(t.cols), kThreads, 0, s_>>>(t.w, t.ld, t.cols, i, w.w);
+        k_set_row<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, i, w.w);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -324,7 +318,7 @@ public:
         APPROX_TRY(detail::check_where(t, w, x));
         int64_t nw = x.words();
         if (nw == 0 || t.cols == 0) return Status::Ok();
-        k_or_where<<<grid_for(t.cols * nw), kThreads, 0, s_>>>(t.w, t.ld, t.cols, nw, w.w, x.w);
+        k_or_where<<<grid_for(t.cols * nw, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, nw, w.w, x.w);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -340,7 +334,7 @@ private:
     }
     Status fill(Slice x, uint64_t value) {
         if (x.words() == 0) return Status::Ok();
-        k_fill<<<grid_for(x.words()), kThreads, 0, s_>>>(x.w, x.words(), value, tail_mask(x.n));
+        k_fill<<<grid_for(x.words(), kThreads), kThreads, 0, s_>>>(x.w, x.words(), value, tail_mask(x.n));
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -348,7 +342,7 @@ private:
     Status binop(Slice z, Slice y, const char* name) {
         APPROX_TRY(detail::check_same(z, y, name));
         if (z.words() == 0) return Status::Ok();
-        k_binop<op><<<grid_for(z.words()), kThreads, 0, s_>>>(z.w, y.w, z.words());
+        k_binop<op><<<grid_for(z.words(), kThreads), kThreads, 0, s_>>>(z.w, y.w, z.words());
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }

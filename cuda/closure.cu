@@ -19,7 +19,9 @@
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda/functional>
+#include <thrust/binary_search.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/system/cuda/execution_policy.h>
 
 #include <algorithm>
 #include <chrono>
@@ -35,20 +37,12 @@ namespace approx::closure::gpu {
 namespace {
 
 using approx::gpu::CubTemp;
+using approx::gpu::grid_for;
 using approx::gpu::DeviceBuffer;
 using approx::gpu::add_transfer_ms;
 
 constexpr unsigned kThreads = 256;
 constexpr int kTileWords = kTile / 32;  // 8 32-bit words per tile row
-
-unsigned grid_for(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1) b = 1;
-    return static_cast<unsigned>(b > 65536 ? 65536 : b);
-}
-
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -298,22 +292,6 @@ Status close_device(uint64_t* R64, int64_t Np, cudaStream_t s, const ExecContext
 
 // ---- graph preparation on the device -------------------------------------------------
 
-// Vertex index of each endpoint: binary search in the sorted distinct ids.
-__global__ void k_map_ids(const int64_t* keys, int64_t n, const int64_t* ids, int64_t V, int32_t* out) {
-    GRID_STRIDE(i, n) {
-        int64_t x = keys[i];
-        int64_t lo = 0, hi = V;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) >> 1;
-            if (ids[mid] < x)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        out[i] = static_cast<int32_t>(lo);
-    }
-}
-
 __global__ void k_set_edges(unsigned long long* R, int64_t ld, const int32_t* u, const int32_t* v, int64_t n) {
     GRID_STRIDE(e, n) {
         int64_t a = u[e], b = v[e];
@@ -367,7 +345,9 @@ Status map_ids_gpu(const ExecContext& ctx, cudaStream_t s, const int64_t* src, c
     g.V = V;
     sorted.reset();
     APPROX_TRY(g.uv.alloc(ctx, n2));
-    k_map_ids<<<grid_for(n2), kThreads, 0, s>>>(keys.get(), n2, g.ids.get(), V, g.uv.get());
+    // Vertex index of each endpoint: its position among the sorted distinct ids.
+    thrust::lower_bound(thrust::cuda::par_nosync.on(s), g.ids.get(), g.ids.get() + V, keys.get(), keys.get() + n2,
+                        g.uv.get());
     APPROX_CUDA_LAUNCHED();
     APPROX_CUDA(cudaStreamSynchronize(s));
     return Status::Ok();
@@ -485,7 +465,7 @@ Status propagate_device(const ExecContext& ctx, cudaStream_t s, const Dag& dag, 
             if (l > 0) APPROX_CUDA(cudaStreamSynchronize(s));
         }
         int64_t c0 = dag.level_start[l], count = dag.level_start[l + 1] - c0;
-        k_propagate<<<grid_for(count * W), kThreads, 0, s>>>(R, ld, W, by_level.get() + c0, count, off.get(),
+        k_propagate<<<grid_for(count * W, kThreads), kThreads, 0, s>>>(R, ld, W, by_level.get() + c0, count, off.get(),
                                                              succ.get(), cyclic.get());
         APPROX_CUDA_LAUNCHED();
     }
@@ -557,8 +537,8 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
         r->ld = ld;
         APPROX_CUDA(cudaMemsetAsync(r->R.get(), 0, r->R.bytes(), s));
         const int64_t n = static_cast<int64_t>(n_edges);
-        k_set_edges<<<grid_for(n), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
-                                                     g.uv.get(), g.uv.get() + n, n);
+        k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(
+            reinterpret_cast<unsigned long long*>(r->R.get()), ld, g.uv.get(), g.uv.get() + n, n);
         APPROX_CUDA_LAUNCHED();
         g.uv.reset();
         APPROX_TRY(close_device(r->R.get(), Np, s, ctx));
@@ -603,8 +583,8 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
             APPROX_TRY(upload(ctx, s, ev, dv));
             const int64_t n = static_cast<int64_t>(eu.size());
             if (n > 0) {
-                k_set_edges<<<grid_for(n), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()), ld,
-                                                             du.get(), dv.get(), n);
+                k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(
+                    reinterpret_cast<unsigned long long*>(r->R.get()), ld, du.get(), dv.get(), n);
                 APPROX_CUDA_LAUNCHED();
             }
             APPROX_TRY(close_device(r->R.get(), Np, s, ctx));
@@ -628,21 +608,6 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
 }
 
 // ---- breadth-first search -------------------------------------------------------------------
-
-// off[x] = first edge of vertex x in the source-sorted edge list.
-__global__ void k_offsets(const int32_t* u_sorted, int64_t n, int64_t V, int64_t* off) {
-    GRID_STRIDE(x, V + 1) {
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) >> 1;
-            if (u_sorted[mid] < x)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        off[x] = lo;
-    }
-}
 
 // One BFS level: every vertex of the queue marks its unvisited successors and
 // appends them to the next queue (each vertex enters it at most once).
@@ -696,7 +661,9 @@ Status gpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int
     g.uv.reset();
     DeviceBuffer<int64_t> off;
     APPROX_TRY(off.alloc(ctx, V + 1));
-    k_offsets<<<grid_for(V + 1), kThreads, 0, s>>>(us.get(), n, V, off.get());
+    // off[x] = first edge of vertex x in the source-sorted edge list.
+    thrust::lower_bound(thrust::cuda::par_nosync.on(s), us.get(), us.get() + n, thrust::counting_iterator<int64_t>(0),
+                        thrust::counting_iterator<int64_t>(V + 1), off.get());
     APPROX_CUDA_LAUNCHED();
     us.reset();
 
@@ -715,7 +682,8 @@ Status gpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int
     for (int64_t level = 0; in > 0; ++level) {
         if (ctx.cancelled()) return cancelled_status();
         APPROX_CUDA(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), s));
-        k_expand<<<grid_for(in), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next, count.get());
+        k_expand<<<grid_for(in, kThreads), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next,
+                                                             count.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long got = 0;
         APPROX_CUDA(cudaMemcpyAsync(&got, count.get(), sizeof got, cudaMemcpyDeviceToHost, s));

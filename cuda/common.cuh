@@ -3,8 +3,10 @@
 // the device/stream every engine uses. One copy here, none per feature.
 #pragma once
 
+#include <cub/device/device_for.cuh>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -146,8 +148,85 @@ inline void add_transfer_ms(const ExecContext& ctx, double ms) {
     if (ctx.stats) ctx.stats->ms_transfer += ms;
 }
 
+// ---- launch geometry -------------------------------------------------------------------
+
+// Blocks to cover n items at `threads` per block, uncapped (one thread per item;
+// the kernel checks i < n). 0 when n == 0: callers skip empty launches.
 inline unsigned blocks_for(size_t n, unsigned threads) {
     return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+// Streaming multiprocessors of the current device, queried once per device and
+// cached (80, an A100's count, if the query fails).
+int sm_count();
+
+// Grid for a grid-stride kernel (GRID_STRIDE below) over n items, `per_block`
+// items per block (the block size, or block size x items per thread): at least 1
+// block, at most max_blocks; the stride loop covers what the cap leaves. The cap
+// is the caller's performance choice, so callers that need another one say so.
+constexpr int64_t kDefaultMaxBlocks = 65536;
+template <class N>
+inline unsigned grid_for(N n, int64_t per_block = 256, int64_t max_blocks = kDefaultMaxBlocks) {
+    int64_t b = (static_cast<int64_t>(n) + per_block - 1) / per_block;
+    if (b < 1) b = 1;
+    if (b > max_blocks) b = max_blocks;
+    return static_cast<unsigned>(b);
+}
+
+// for (int64_t i = this thread's first index; i < n; i += the whole grid).
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+// ---- device building blocks -----------------------------------------------------------
+
+// Warp-aggregated append: one atomicAdd on *counter per warp for the lanes whose
+// `pred` holds; returns each such lane's slot (base + its rank among them; the
+// value is meaningless for lanes with pred false). Every lane of the warp must call it.
+__device__ __forceinline__ unsigned long long warp_append(bool pred, unsigned long long* counter) {
+    unsigned mask = __ballot_sync(0xffffffffu, pred);
+    unsigned lane = threadIdx.x & 31;
+    unsigned long long base = 0;
+    if (lane == 0 && mask != 0) base = atomicAdd(counter, static_cast<unsigned long long>(__popc(mask)));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    return base + static_cast<unsigned long long>(__popc(mask & ((1u << lane) - 1u)));
+}
+
+template <class T>
+struct SequenceOp {
+    T* out;
+    T first;
+    __device__ void operator()(int64_t i) const { out[i] = static_cast<T>(first + static_cast<T>(i)); }
+};
+
+// out[i] = first + i for i in [0, n), queued on `stream` (cub::DeviceFor).
+template <class T>
+Status sequence(T* out, int64_t n, T first, cudaStream_t stream) {
+    if (n <= 0) return Status::Ok();
+    APPROX_CUDA(cub::DeviceFor::Bulk(n, SequenceOp<T>{out, first}, stream));
+    return Status::Ok();
+}
+
+// ---- buffer growth --------------------------------------------------------------------
+
+// The one growth rule of scratch buffers: a buffer that must hold `need`
+// elements and holds `have` grows to max(need, have * 5/4), so a run of slowly
+// growing requests reallocates O(log) times while overshooting by at most 25%.
+inline size_t grown_capacity(size_t have, size_t need) {
+    if (have >= need) return have;
+    return std::max(need, have + have / 4);
+}
+
+// Grows buf to hold at least `count` elements (contents not kept; never
+// shrinks), by grown_capacity(), within approx_gpu.gpu_memory_limit.
+template <class T>
+Status ensure(DeviceBuffer<T>& buf, const ExecContext& ctx, size_t count) {
+    if (buf.size() >= count) return Status::Ok();
+    return buf.alloc(ctx, grown_capacity(buf.size(), count));
+}
+template <class T>
+Status ensure(PinnedBuffer<T>& buf, size_t count) {
+    if (buf.size() >= count) return Status::Ok();
+    return buf.alloc(grown_capacity(buf.size(), count));
 }
 
 }  // namespace approx::gpu

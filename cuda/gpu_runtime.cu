@@ -97,6 +97,25 @@ void versions(int& runtime_version, int& driver_version) {
     (void)cudaGetLastError();
 }
 
+int sm_count() {
+    constexpr int kMaxDevices = 64;
+    static std::atomic<int> cached[kMaxDevices];  // 0 = not asked yet
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
+        (void)cudaGetLastError();
+        return 80;
+    }
+    int sms = cached[dev].load(std::memory_order_relaxed);
+    if (sms == 0) {
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
+            (void)cudaGetLastError();
+            sms = 80;
+        }
+        cached[dev].store(sms, std::memory_order_relaxed);
+    }
+    return sms;
+}
+
 int64_t bytes_in_use() { return held_bytes.load(); }
 
 Status reserve_bytes(const ExecContext& ctx, size_t bytes) {

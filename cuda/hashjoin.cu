@@ -21,6 +21,7 @@
 #include <climits>
 
 #include "common.cuh"
+#include "../src/core/hashjoin_build.hpp"
 #include "../src/core/hashjoin_detail.hpp"
 
 namespace approx::hashjoin {
@@ -257,6 +258,108 @@ struct GpuTable {
     TableView view() const { return TableView{slots.get(), meta.get(), buckets, seed}; }
 };
 
+// The GPU phases of build_table() (hashjoin_build.hpp): phase 1 by a count
+// kernel, CUB's exclusive scan and a scatter kernel; phase 2 one thread block
+// per bucket. Device buffers are allocated up front (no allocation between
+// kernels); the flags come back to the host after each phase.
+class GpuBuild {
+public:
+    GpuBuild(const int64_t* d_keys, const int64_t* d_values, size_t n, const int64_t* host_keys, uint32_t buckets,
+             const ExecContext& ctx, const BuildOptions& o, cudaStream_t stream, GpuTable& table, double& kernel_ms)
+        : d_keys_(d_keys), d_values_(d_values), n_(n), host_keys_(host_keys), buckets_(buckets), ctx_(ctx), o_(o),
+          stream_(stream), table_(table), kernel_ms_(kernel_ms) {}
+
+    Status init() {
+        APPROX_TRY(counts_.alloc(ctx_, static_cast<size_t>(buckets_) + 1));
+        APPROX_TRY(offsets_.alloc(ctx_, static_cast<size_t>(buckets_) + 1));
+        APPROX_TRY(flags_.alloc(ctx_, 1));
+        if (n_ > 0) {
+            APPROX_TRY(rank_.alloc(ctx_, n_));
+            APPROX_TRY(pairs_.alloc(ctx_, n_));
+        }
+        APPROX_TRY(table_.slots.alloc(ctx_, static_cast<size_t>(buckets_) * kBucketSlots));
+        APPROX_TRY(table_.meta.alloc(ctx_, buckets_));
+        // CUB's temp storage first, so that no allocation happens between kernels.
+        APPROX_TRY(scan());
+        return lap_.start(stream_);
+    }
+
+    Status spread(uint64_t seed, bool& overflow) {
+        APPROX_CUDA(cudaMemsetAsync(counts_.get(), 0, counts_.bytes(), stream_));
+        APPROX_CUDA(cudaMemsetAsync(flags_.get(), 0, sizeof(BuildFlags), stream_));
+        if (n_ > 0) {
+            count_kernel<<<blocks_for(n_, kThreads), kThreads, 0, stream_>>>(d_keys_, n_, seed, buckets_, counts_.get(),
+                                                                           rank_.get(), flags_.get());
+            APPROX_CUDA_LAUNCHED();
+        }
+        APPROX_TRY(read_flags());
+        overflow = h_.overflow != 0;
+        if (overflow) return Status::Ok();
+        APPROX_TRY(scan());
+        if (n_ > 0) {
+            scatter_kernel<<<blocks_for(n_, kThreads), kThreads, 0, stream_>>>(
+                d_keys_, d_values_, n_, seed, buckets_, offsets_.get(), rank_.get(), pairs_.get());
+            APPROX_CUDA_LAUNCHED();
+        }
+        return Status::Ok();
+    }
+
+    bool find_duplicate(int64_t& key) const { return host_keys_ && hashjoin::find_duplicate(host_keys_, n_, key); }
+
+    Status build_buckets(uint64_t seed, int fail_attempts, BucketsResult& r) {
+        BuildParams params{o_.max_bucket_attempts, o_.max_cuckoo_rounds, fail_attempts};
+        bucket_kernel<<<buckets_, kBuildThreads, 0, stream_>>>(pairs_.get(), offsets_.get(), seed, params,
+                                                               table_.slots.get(), table_.meta.get(), flags_.get());
+        APPROX_CUDA_LAUNCHED();
+        APPROX_TRY(read_flags());
+        r.restarts = static_cast<int64_t>(h_.restarts);
+        r.dup = h_.dup != 0;
+        r.dup_key = static_cast<int64_t>(h_.dup_key);
+        r.failed = h_.failed != 0;
+        r.max_keys = h_.max_keys;
+        return Status::Ok();
+    }
+
+    Status finish(uint64_t seed) {
+        APPROX_TRY(lap_.stop(stream_, kernel_ms_));
+        table_.buckets = buckets_;
+        table_.seed = seed;
+        return Status::Ok();
+    }
+
+    void abandon() {}
+
+private:
+    Status scan() {
+        return tmp_.run(ctx_, [&](void* p, size_t& bytes) {
+            return cub::DeviceScan::ExclusiveSum(p, bytes, counts_.get(), offsets_.get(), buckets_ + 1, stream_);
+        });
+    }
+    Status read_flags() {
+        APPROX_CUDA(cudaMemcpyAsync(&h_, flags_.get(), sizeof h_, cudaMemcpyDeviceToHost, stream_));
+        APPROX_CUDA(cudaStreamSynchronize(stream_));
+        return Status::Ok();
+    }
+
+    const int64_t* d_keys_;
+    const int64_t* d_values_;
+    size_t n_;
+    const int64_t* host_keys_;
+    uint32_t buckets_;
+    const ExecContext& ctx_;
+    const BuildOptions& o_;
+    cudaStream_t stream_;
+    GpuTable& table_;
+    double& kernel_ms_;
+    DeviceBuffer<uint32_t> counts_, offsets_;
+    DeviceBuffer<uint16_t> rank_;
+    DeviceBuffer<Slot> pairs_;  // the pairs, bucket by bucket
+    DeviceBuffer<BuildFlags> flags_;
+    CubTemp tmp_;
+    Lap lap_;
+    BuildFlags h_{};
+};
+
 // Builds a table from n pairs already on the device (d_values == nullptr:
 // value = index). host_keys, when given, explains a phase-1 failure by a
 // repeated key. Adds kernel time to kernel_ms.
@@ -269,88 +372,9 @@ Status build_on_device(const int64_t* d_keys, const int64_t* d_values, size_t n,
         return Status::Error(StatusCode::ProgramLimit, "too many buckets (%u) for one GPU launch", buckets);
     info = TableInfo();
     info.device = Device::Gpu;
-
-    DeviceBuffer<uint32_t> counts, offsets;
-    DeviceBuffer<uint16_t> rank;
-    DeviceBuffer<Slot> pairs;  // the pairs, bucket by bucket
-    DeviceBuffer<BuildFlags> flags;
-    APPROX_TRY(counts.alloc(ctx, static_cast<size_t>(buckets) + 1));
-    APPROX_TRY(offsets.alloc(ctx, static_cast<size_t>(buckets) + 1));
-    APPROX_TRY(flags.alloc(ctx, 1));
-    if (n > 0) {
-        APPROX_TRY(rank.alloc(ctx, n));
-        APPROX_TRY(pairs.alloc(ctx, n));
-    }
-    APPROX_TRY(table.slots.alloc(ctx, static_cast<size_t>(buckets) * kBucketSlots));
-    APPROX_TRY(table.meta.alloc(ctx, buckets));
-    CubTemp tmp;
-    // CUB's temp storage first, so that no allocation happens between kernels.
-    APPROX_TRY(tmp.run(ctx, [&](void* p, size_t& bytes) {
-        return cub::DeviceScan::ExclusiveSum(p, bytes, counts.get(), offsets.get(), buckets + 1, stream);
-    }));
-
-    Lap lap;
-    APPROX_TRY(lap.start(stream));
-    bool dup_checked = host_keys == nullptr;
-    BuildFlags h{};
-    for (int build = 0; build < o.max_table_builds; ++build) {
-        ++info.table_builds;
-        bool spread = false;
-        uint64_t seed = 0;
-        for (int a = 0; a < o.max_phase1_attempts && !spread; ++a) {
-            if (ctx.cancelled()) return cancelled_status();
-            seed = table_seed(o.seed, static_cast<uint32_t>(build), static_cast<uint32_t>(a));
-            ++info.phase1_attempts;
-            APPROX_CUDA(cudaMemsetAsync(counts.get(), 0, counts.bytes(), stream));
-            APPROX_CUDA(cudaMemsetAsync(flags.get(), 0, sizeof(BuildFlags), stream));
-            if (n > 0) {
-                count_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(d_keys, n, seed, buckets, counts.get(),
-                                                                             rank.get(), flags.get());
-                APPROX_CUDA_LAUNCHED();
-            }
-            APPROX_CUDA(cudaMemcpyAsync(&h, flags.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
-            APPROX_CUDA(cudaStreamSynchronize(stream));
-            if (h.overflow) {
-                if (!dup_checked) {
-                    dup_checked = true;
-                    int64_t dup = 0;
-                    if (find_duplicate(host_keys, n, dup))
-                        return Status::Error(StatusCode::InvalidArgument, "duplicate key %lld",
-                                             static_cast<long long>(dup));
-                }
-                continue;
-            }
-            APPROX_TRY(tmp.run(ctx, [&](void* p, size_t& bytes) {
-                return cub::DeviceScan::ExclusiveSum(p, bytes, counts.get(), offsets.get(), buckets + 1, stream);
-            }));
-            if (n > 0) {
-                scatter_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
-                    d_keys, d_values, n, seed, buckets, offsets.get(), rank.get(), pairs.get());
-                APPROX_CUDA_LAUNCHED();
-            }
-            spread = true;
-        }
-        if (!spread) continue;
-        if (ctx.cancelled()) return cancelled_status();
-        BuildParams params{o.max_bucket_attempts, o.max_cuckoo_rounds, build == 0 ? o.test_fail_bucket_attempts : 0};
-        bucket_kernel<<<buckets, kBuildThreads, 0, stream>>>(pairs.get(), offsets.get(), seed, params,
-                                                             table.slots.get(), table.meta.get(), flags.get());
-        APPROX_CUDA_LAUNCHED();
-        APPROX_CUDA(cudaMemcpyAsync(&h, flags.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
-        APPROX_CUDA(cudaStreamSynchronize(stream));
-        info.bucket_restarts += static_cast<int64_t>(h.restarts);
-        if (h.dup)
-            return Status::Error(StatusCode::InvalidArgument, "duplicate key %lld", static_cast<long long>(h.dup_key));
-        if (h.failed) continue;
-        APPROX_TRY(lap.stop(stream, kernel_ms));
-        table.buckets = buckets;
-        table.seed = seed;
-        info.max_bucket_keys = h.max_keys;
-        describe_table(info, n, buckets);
-        return Status::Ok();
-    }
-    return Status::Error(StatusCode::Internal, "could not build the hash table in %d table builds (%d phase-1 seeds)",
-                         o.max_table_builds, info.phase1_attempts);
+    GpuBuild backend(d_keys, d_values, n, host_keys, buckets, ctx, o, stream, table, kernel_ms);
+    APPROX_TRY(backend.init());
+    return build_table(backend, n, buckets, ctx, o, info);
 }
 
 class GpuStorage final : public TableStorage {
@@ -391,11 +415,6 @@ public:
 };
 
 // ---- join kernels ----------------------------------------------------------------------
-
-__global__ void iota_kernel(int64_t* __restrict__ v, size_t n) {
-    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n) v[i] = static_cast<int64_t>(i);
-}
 
 // Matches of each probe row: its run among the distinct build keys (or -1)
 // and that run's length.
@@ -468,8 +487,7 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
     }
     APPROX_TRY(lap.start(stream));
     if (!build.values) {
-        iota_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(vals_in.get(), n);
-        APPROX_CUDA_LAUNCHED();
+        APPROX_TRY(gpu::sequence(vals_in.get(), static_cast<int64_t>(n), int64_t(0), stream));
     }
     const int n_items = static_cast<int>(n);
     APPROX_TRY(tmp.run(ctx, [&](void* p, size_t& bytes) {

@@ -489,12 +489,7 @@ long long chunk_tiles_for(double pairs_per_tile, long long grid) {
 // Resident blocks per SM times SMs.
 template <class Kernel>
 Status query_resident_blocks(Kernel kernel, long long& blocks) {
-    static int sms = 0;  // device 0 is the only one used (gpu::begin)
-    if (sms == 0) {
-        int dev = 0;
-        APPROX_CUDA(cudaGetDevice(&dev));
-        APPROX_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    }
+    int sms = gpu::sm_count();
     int per_sm = 0;
     APPROX_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, 0));
     blocks = static_cast<long long>(std::max(1, per_sm)) * std::max(1, sms);
@@ -537,12 +532,7 @@ private:
     CubTemp temp_;
 };
 
-// Grows buf to at least count elements (never shrinks: passes reuse it).
-template <class T>
-Status ensure(const ExecContext& ctx, DeviceBuffer<T>& buf, size_t count) {
-    if (buf.size() < count) APPROX_TRY(buf.alloc(ctx, count));
-    return Status::Ok();
-}
+using gpu::ensure;  // never shrinks: passes reuse the buffers
 
 // ---- plug-in engine ------------------------------------------------------------
 
@@ -606,7 +596,7 @@ private:
         APPROX_TRY((resident_blocks<psi_kernel<R, RPT>>(grid)));
         const long long nt = (n + T - 1) / T, tiles = tile_pairs(nt);
         grid = std::min(grid, tiles);
-        APPROX_TRY(ensure(ctx_, partial_, grid));
+        APPROX_TRY(ensure(partial_, ctx_, grid));
         APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * grid, stream_));
         // Tiles whose every |t| > 10.5 are skipped: such a term is below
         // |He_6(110)| e^-55 < 2e-18 (n^2 of them stay below 1e-13 of the sum).
@@ -723,7 +713,7 @@ private:
         APPROX_TRY((resident_blocks<lscv_pass_kernel<DP, NH, PRECISE>>(grid)));
         const long long nt = (n + kBlock - 1) / kBlock, tiles = tile_pairs(nt);
         grid = std::min(grid, tiles);
-        APPROX_TRY(ensure(ctx_, partial_, 2 * NH * grid));
+        APPROX_TRY(ensure(partial_, ctx_, 2 * NH * grid));
         APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * 2 * NH * grid, stream_));
         const float* z = z_.get();
         double* partial = partial_.get();
@@ -751,7 +741,7 @@ private:
         APPROX_TRY((resident_blocks<lscv_precise_kernel<DP>>(grid)));
         const long long nt = (n + kBlock - 1) / kBlock, tiles = tile_pairs(nt);
         grid = std::min(grid, tiles);
-        APPROX_TRY(ensure(ctx_, partial_, 2 * grid));
+        APPROX_TRY(ensure(partial_, ctx_, 2 * grid));
         APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * 2 * grid, stream_));
         const double* z = z64_.get();
         double* partial = partial_.get();
@@ -776,7 +766,7 @@ private:
         const int hgroups = (nh + 31) / 32;
         std::vector<float2> cf(static_cast<size_t>(hgroups) * 32, make_float2(1.0f, 0.0f));
         for (int k = 0; k < nh; ++k) cf[k] = split_coef(h[k]);
-        APPROX_TRY(ensure(ctx_, coef_, cf.size()));
+        APPROX_TRY(ensure(coef_, ctx_, cf.size()));
         APPROX_CUDA(cudaMemcpyAsync(coef_.get(), cf.data(), sizeof(float2) * cf.size(), cudaMemcpyHostToDevice,
                                     stream_));
         long long blocks_max;
@@ -784,7 +774,7 @@ private:
         const long long nt = (n + kGridTile - 1) / kGridTile, tiles = tile_pairs(nt);
         blocks_max = std::min(blocks_max, tiles);
         const long long P = blocks_max * kWarps;
-        APPROX_TRY(ensure(ctx_, partial_, 2 * static_cast<size_t>(nh) * P));
+        APPROX_TRY(ensure(partial_, ctx_, 2 * static_cast<size_t>(nh) * P));
         APPROX_CUDA(cudaMemsetAsync(partial_.get(), 0, sizeof(double) * 2 * nh * P, stream_));
         const float* z = z_.get();
         const float2* coef = coef_.get();

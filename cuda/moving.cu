@@ -37,6 +37,9 @@
 // objects inside the rectangle.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
+#include <cuda/functional>
 
 #include <algorithm>
 #include <cmath>
@@ -73,12 +76,9 @@ constexpr int64_t kQueryChunk = int64_t(1) << 22;
 enum { kCntDel = 0, kCntIns, kCntInp, kCntNew, kCntDistinct, kCntBad, kCntFlag, kCntMin, kCntMax, kCntN };
 constexpr uint64_t kSignBit = uint64_t(1) << 63;  // id ^ kSignBit orders like the signed id
 
-unsigned grid_for(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1) b = 1;
-    if (b > (int64_t(1) << 20)) b = int64_t(1) << 20;  // grid-stride loops cover the rest
-    return static_cast<unsigned>(b);
-}
+// Grid of the grid-stride kernels here: up to 2^20 blocks (the stride loops cover the rest).
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+unsigned grid_for(int64_t n) { return gpu::grid_for(n, kThreads, kMaxBlocks); }
 
 __host__ __device__ inline uint64_t pack(uint32_t cell, uint32_t k) { return (uint64_t(cell) << 32) | k; }
 
@@ -155,22 +155,17 @@ __device__ int64_t upper_bound_dev(const T* a, int64_t n, T v) {
     return lo;
 }
 
-// Warp-aggregated append: one atomic per warp; every lane of the warp must call it.
-__device__ __forceinline__ unsigned long long warp_append(bool pred, unsigned long long* counter) {
-    unsigned mask = __ballot_sync(kFullMask, pred);
-    unsigned lane = threadIdx.x & 31;
-    unsigned long long base = 0;
-    if (lane == 0 && mask != 0) base = atomicAdd(counter, static_cast<unsigned long long>(__popc(mask)));
-    base = __shfl_sync(kFullMask, base, 0);
-    return base + static_cast<unsigned long long>(__popc(mask & ((1u << lane) - 1u)));
-}
+using gpu::warp_append;
 
 // ---- update kernels --------------------------------------------------------------------
 
 // Entry numbers, the first point outside the extent (atomicMin), and the range
 // of the ids (so the sort by id only needs the bits that differ).
+using WarpReduceU64 = cub::WarpReduce<unsigned long long>;
+
 __global__ void k_stage(const int64_t* ids, const double* xs, const double* ys, int64_t n, GridMap g, uint32_t* iota,
                         unsigned long long* counters) {
+    __shared__ typename WarpReduceU64::TempStorage reduce[kThreads / 32];
     int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
     int64_t n_round = (n + 31) & ~int64_t(31);
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n_round; i += stride) {
@@ -181,11 +176,10 @@ __global__ void k_stage(const int64_t* ids, const double* xs, const double* ys, 
                 atomicMin(&counters[kCntBad], static_cast<unsigned long long>(i));
             lo = hi = static_cast<uint64_t>(ids[i]) ^ kSignBit;
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            unsigned long long a = __shfl_xor_sync(kFullMask, lo, o), b = __shfl_xor_sync(kFullMask, hi, o);
-            lo = a < lo ? a : lo;
-            hi = b > hi ? b : hi;
-        }
+        lo = WarpReduceU64(reduce[threadIdx.x >> 5]).Reduce(lo, ::cuda::minimum<>{});  // valid in lane 0
+        __syncwarp();
+        hi = WarpReduceU64(reduce[threadIdx.x >> 5]).Reduce(hi, ::cuda::maximum<>{});
+        __syncwarp();
         if ((threadIdx.x & 31) == 0 && lo <= hi) {
             atomicMin(&counters[kCntMin], lo);
             atomicMax(&counters[kCntMax], hi);
@@ -379,12 +373,6 @@ __global__ void k_rehash(const HSlot* old, uint64_t cap, DevHash nh) {
     }
 }
 
-__global__ void k_iota32(int32_t* out, int64_t n, int64_t first) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-        out[i] = static_cast<int32_t>(first + i);
-}
-
 // New directory slice sizes: the buckets a cell needs during and after the
 // batch, with room to grow.
 __global__ void k_dir_caps(int64_t cells, const int32_t* count, const int32_t* new_count, int64_t* cap64,
@@ -542,9 +530,12 @@ __global__ void k_emit_buckets(const int64_t* wb_off, int64_t tc, int64_t wb, co
     });
 }
 
-// Summed-area table: rows (one warp per row, shuffle scan), then columns (one
+// Summed-area table: rows (one warp per row, cub::WarpScan), then columns (one
 // thread per column walks the rows; neighbouring threads read neighbouring words).
+using WarpScanI64 = cub::WarpScan<int64_t>;
+
 __global__ void k_sat_rows(const int32_t* count, int32_t nx, int32_t ny, int64_t* sat) {
+    __shared__ typename WarpScanI64::TempStorage scan[kThreads / 32];
     int lane = threadIdx.x & 31;
     int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
     int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
@@ -554,12 +545,11 @@ __global__ void k_sat_rows(const int32_t* count, int32_t nx, int32_t ny, int64_t
         for (int64_t base = 0; base < nx; base += 32) {
             int64_t c = base + lane;
             int64_t v = c < nx ? count[r * nx + c] : 0;
-            for (int o = 1; o < 32; o <<= 1) {
-                int64_t u = __shfl_up_sync(kFullMask, v, o);
-                if (lane >= o) v += u;
-            }
+            int64_t row_part = 0;  // the 32 values' sum
+            WarpScanI64(scan[threadIdx.x >> 5]).InclusiveSum(v, v, row_part);
+            __syncwarp();
             if (c < nx) sat[(r + 1) * w1 + c + 1] = carry + v;
-            carry += __shfl_sync(kFullMask, v, 31);
+            carry += row_part;
         }
     }
 }
@@ -576,17 +566,10 @@ __global__ void k_sat_cols(int32_t nx, int32_t ny, int64_t* sat) {
     }
 }
 
-// Capacity ensure() gives b for n elements (its size when it suffices).
-template <class T>
-size_t ensure_cap(const DeviceBuffer<T>& b, size_t n) {
-    if (b.size() >= n) return b.size();
-    return std::max(n, b.size() + b.size() / 4);
-}
-
-// Bytes ensure(b, n) adds.
+// Bytes ensure(b, n) adds (gpu::grown_capacity, the shared growth rule).
 template <class T>
 int64_t ensure_growth(const DeviceBuffer<T>& b, size_t n) {
-    return static_cast<int64_t>((ensure_cap(b, n) - b.size()) * sizeof(T));
+    return static_cast<int64_t>((gpu::grown_capacity(b.size(), n) - b.size()) * sizeof(T));
 }
 
 int bits_for(uint64_t max_value) {
@@ -665,12 +648,12 @@ public:
     }
 
 private:
-    // Grows b to hold n elements (contents not kept) within the memory budget.
+    // gpu::ensure, charged to the index's memory budget first.
     template <class T>
     Status ensure(DeviceBuffer<T>& b, const ExecContext& ctx, size_t n) {
         if (b.size() >= n) return Status::Ok();
         APPROX_TRY(charge(ensure_growth(b, n), "scratch of this size"));
-        return b.alloc(ctx, ensure_cap(b, n));
+        return gpu::ensure(b, ctx, n);
     }
 
     Store store() {
@@ -767,8 +750,7 @@ private:
         if (free_top_ > 0)
             APPROX_CUDA(cudaMemcpyAsync(stack.get(), stack_.get(), static_cast<size_t>(free_top_) * 4,
                                         cudaMemcpyDeviceToDevice, stream));
-        k_iota32<<<grid_for(nb - nb_), kThreads, 0, stream>>>(stack.get() + free_top_, nb - nb_, nb_);
-        APPROX_CUDA_LAUNCHED();
+        APPROX_TRY(gpu::sequence(stack.get() + free_top_, nb - nb_, static_cast<int32_t>(nb_), stream));
         APPROX_CUDA(cudaStreamSynchronize(stream));
         pid_ = std::move(pid);
         px_ = std::move(px);

@@ -18,6 +18,7 @@
 #include "../src/core/topk_internal.hpp"
 #include "../src/core/topk_radix.hpp"
 #include "common.cuh"
+#include "topk_device.cuh"
 
 namespace approx::topk {
 namespace detail {
@@ -67,24 +68,15 @@ struct BufSrc {
     __device__ __forceinline__ uint64_t idx(size_t i) const { return idxs[i]; }
 };
 
-// Appends the lanes' pairs that `want` to out[count..] (one atomic per warp);
-// slots at or past cap are counted but not written. Every lane of the warp
-// must call it.
+// Appends the lanes' pairs that `want` to out[count..] (gpu::warp_append: one
+// atomic per warp); slots at or past cap are counted but not written. Every
+// lane of the warp must call it.
 __device__ __forceinline__ void warp_append(bool want, unsigned long long* count, unsigned long long cap,
                                             Key128* keys, uint64_t* idxs, uint64_t hi, uint64_t lo, uint64_t idx) {
-    unsigned mask = __ballot_sync(0xffffffffu, want);
-    if (mask == 0) return;
-    int lane = threadIdx.x & 31;
-    int leader = __ffs(mask) - 1;
-    unsigned long long base = 0;
-    if (lane == leader) base = atomicAdd(count, static_cast<unsigned long long>(__popc(mask)));
-    base = __shfl_sync(0xffffffffu, base, leader);
-    if (want) {
-        unsigned long long slot = base + __popc(mask & ((1u << lane) - 1u));
-        if (slot < cap) {
-            keys[slot] = Key128{hi, lo};
-            idxs[slot] = idx;
-        }
+    unsigned long long slot = gpu::warp_append(want, count);
+    if (want && slot < cap) {
+        keys[slot] = Key128{hi, lo};
+        idxs[slot] = idx;
     }
 }
 
@@ -207,65 +199,17 @@ __global__ void gather_kernel(const uint64_t* idx, size_t k, const int64_t* ids,
     if (out_scores) out_scores[i] = scores[j];
 }
 
-// Reads ids and scores once (the bandwidth floor of any selection).
-__global__ void __launch_bounds__(kBlock)
-    read_floor_kernel(const double* scores, const int64_t* ids, size_t n, unsigned long long* sink) {
-    using BR = cub::BlockReduce<unsigned long long, kBlock>;
-    __shared__ typename BR::TempStorage tmp;
-    unsigned long long acc = 0;
-    const size_t n2 = n / 2;
-    const double2* s2 = reinterpret_cast<const double2*>(scores);
-    const longlong2* i2 = reinterpret_cast<const longlong2*>(ids);
-    for (size_t i = size_t(blockIdx.x) * kBlock + threadIdx.x; i < n2; i += size_t(gridDim.x) * kBlock) {
-        double2 s = s2[i];
-        longlong2 d = i2[i];
-        acc += static_cast<unsigned long long>(__double_as_longlong(s.x) ^ __double_as_longlong(s.y)) +
-               static_cast<unsigned long long>(d.x ^ d.y);
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0 && (n & 1))
-        acc += static_cast<unsigned long long>(__double_as_longlong(scores[n - 1]) ^ ids[n - 1]);
-    unsigned long long total = BR(tmp).Sum(acc);
-    if (threadIdx.x == 0) atomicAdd(sink, total);
-}
+using gpu::ensure;
 
-int sm_count() {
-    static int sms = 0;
-    if (sms == 0) {
-        int dev = 0, v = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && v > 0)
-            sms = v;
-        else
-            sms = 80;
-        (void)cudaGetLastError();
-    }
-    return sms;
-}
-
+// Grid of the radix passes: up to 8 blocks per SM (each block loops over its share).
 unsigned grid_for(size_t n, size_t per_block) {
-    size_t blocks = (n + per_block - 1) / per_block;
-    size_t max_blocks = static_cast<size_t>(sm_count()) * 8;
-    if (blocks > max_blocks) blocks = max_blocks;
-    return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
-template <class T>
-Status ensure(DeviceBuffer<T>& b, const ExecContext& ctx, size_t count) {
-    if (b.size() >= count) return Status::Ok();
-    size_t want = std::max(count, b.size() + b.size() / 2);
-    return b.alloc(ctx, want);
-}
-
-template <class T>
-Status ensure_pinned(PinnedBuffer<T>& b, size_t count) {
-    if (b.size() >= count) return Status::Ok();
-    return b.alloc(std::max(count, b.size() + b.size() / 2));
+    return gpu::grid_for(n, static_cast<int64_t>(per_block), int64_t(gpu::sm_count()) * 8);
 }
 
 }  // namespace
 
-// Scratch space of the device selection, kept between calls (NRA rounds,
-// benchmark repetitions) so that steady-state calls allocate nothing.
+// Scratch space of the device selection (topk_device.cuh), kept between calls
+// (NRA rounds, benchmark repetitions) so that steady-state calls allocate nothing.
 struct SelectWork {
     DeviceBuffer<unsigned long long> counters;  // [0] sure, [1] materialised, [2] fast-path candidates
     DeviceBuffer<unsigned long long> hist;
@@ -279,7 +223,7 @@ struct SelectWork {
         APPROX_TRY(ensure(counters, ctx, 4));
         APPROX_TRY(ensure(hist, ctx, kBins));
         APPROX_TRY(ensure(threshold, ctx, 1));
-        return ensure_pinned(host, kBins + 4);
+        return ensure(host, kBins + 4);
     }
 };
 
@@ -419,6 +363,11 @@ private:
     uint64_t* out_;
 };
 
+}  // namespace
+
+SelectWork* new_select_work() { return new SelectWork(); }
+void SelectWorkDeleter::operator()(SelectWork* w) const noexcept { delete w; }
+
 // The k best (0 < k <= n) of n device-resident pairs: their positions, best first, into d_out (room for k).
 Status device_select(const double* d_scores, const int64_t* d_ids, size_t n, size_t k, Order order,
                      const ExecContext& ctx, cudaStream_t s, SelectWork& w, uint64_t* d_out) {
@@ -436,9 +385,13 @@ Status gather(const uint64_t* d_idx, size_t k, const int64_t* d_ids, const doubl
     return Status::Ok();
 }
 
+namespace {
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+}  // namespace
 
 // Copies the n (id, score) inputs to the device on stream s (allocating
 // d_ids, d_scores) and waits; ms = the copy's time.
@@ -453,8 +406,6 @@ Status upload_inputs(const ExecContext& ctx, cudaStream_t s, const int64_t* ids,
     ms = ms_since(t0);
     return Status::Ok();
 }
-
-}  // namespace
 
 Status select_gpu(const int64_t* ids, const double* scores, size_t n, size_t k, Order order, const ExecContext& ctx,
                   int64_t* out_ids, double* out_scores, size_t& out_n) {
@@ -726,9 +677,9 @@ Status nra_entries_room(NraGpu* g, const ExecContext& ctx, size_t e) {
     APPROX_TRY(ensure(g->e_list, ctx, e));
     APPROX_TRY(ensure(g->e_kind, ctx, e));
     APPROX_TRY(ensure(g->e_res, ctx, e));
-    APPROX_TRY(ensure_pinned(g->h_id, e));
-    APPROX_TRY(ensure_pinned(g->h_sc, e));
-    return ensure_pinned(g->h_list, e);
+    APPROX_TRY(ensure(g->h_id, e));
+    APPROX_TRY(ensure(g->h_sc, e));
+    return ensure(g->h_list, e);
 }
 
 // Inserts/updates the e staged entries (find-or-claim, allocate, apply).
@@ -908,81 +859,5 @@ Status nra_gpu_export(NraGpu* g, const NraShared& sh, std::vector<int64_t>& ids,
 void nra_gpu_destroy(NraGpu* g) noexcept { delete g; }
 
 }  // namespace detail
-
-// ---- benchmark hook ---------------------------------------------------------------------
-
-Status gpu_select_bench(const int64_t* ids, const double* scores, size_t n, const size_t* ks, int nk, Order order,
-                        int runs, const ExecContext& ctx, GpuSelectTiming* timing, int64_t* const* out_ids) noexcept {
-    using namespace detail;
-    return guarded([&]() -> Status {
-        if (n == 0 || runs < 1) return Status::Error(StatusCode::InvalidArgument, "empty benchmark");
-        cudaStream_t s;
-        APPROX_TRY(gpu::begin(ctx, s));
-        DeviceBuffer<double> d_scores;
-        DeviceBuffer<int64_t> d_ids;
-        double ms_upload;
-        APPROX_TRY(upload_inputs(ctx, s, ids, scores, n, d_ids, d_scores, ms_upload));
-
-        cudaEvent_t e0, e1;
-        APPROX_CUDA(cudaEventCreate(&e0));
-        APPROX_CUDA(cudaEventCreate(&e1));
-        struct Events {
-            cudaEvent_t a, b;
-            ~Events() {
-                cudaEventDestroy(a);
-                cudaEventDestroy(b);
-            }
-        } events{e0, e1};
-        auto median = [](std::vector<double> v) {
-            std::sort(v.begin(), v.end());
-            return v[v.size() / 2];
-        };
-
-        DeviceBuffer<unsigned long long> sink;
-        APPROX_TRY(sink.alloc(ctx, 1));
-        std::vector<double> floor_ms;
-        for (int r = 0; r < runs + 1; ++r) {
-            APPROX_CUDA(cudaEventRecord(e0, s));
-            read_floor_kernel<<<grid_for(n / 2 + 1, kBlock), kBlock, 0, s>>>(d_scores.get(), d_ids.get(), n,
-                                                                             sink.get());
-            APPROX_CUDA_LAUNCHED();
-            APPROX_CUDA(cudaEventRecord(e1, s));
-            APPROX_CUDA(cudaEventSynchronize(e1));
-            float ms = 0;
-            APPROX_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-            if (r > 0) floor_ms.push_back(ms);
-        }
-
-        SelectWork w;
-        for (int q = 0; q < nk; ++q) {
-            size_t kk = std::min(ks[q], n);
-            DeviceBuffer<uint64_t> d_idx;
-            DeviceBuffer<int64_t> d_out;
-            APPROX_TRY(d_idx.alloc(ctx, kk));
-            APPROX_TRY(d_out.alloc(ctx, kk));
-            std::vector<double> ms_runs;
-            for (int r = 0; r < runs + 2; ++r) {  // two warm-up runs
-                APPROX_CUDA(cudaEventRecord(e0, s));
-                APPROX_TRY(device_select(d_scores.get(), d_ids.get(), n, kk, order, ctx, s, w, d_idx.get()));
-                APPROX_CUDA(cudaEventRecord(e1, s));
-                APPROX_CUDA(cudaEventSynchronize(e1));
-                float ms = 0;
-                APPROX_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-                if (r >= 2) ms_runs.push_back(ms);
-            }
-            timing[q].ms_median = median(ms_runs);
-            timing[q].ms_min = *std::min_element(ms_runs.begin(), ms_runs.end());
-            timing[q].ms_upload = ms_upload;
-            timing[q].ms_floor = median(floor_ms);
-            if (out_ids && out_ids[q]) {
-                APPROX_TRY(gather(d_idx.get(), kk, d_ids.get(), d_scores.get(), d_out.get(), nullptr, s));
-                APPROX_CUDA(
-                    cudaMemcpyAsync(out_ids[q], d_out.get(), kk * sizeof(int64_t), cudaMemcpyDeviceToHost, s));
-                APPROX_CUDA(cudaStreamSynchronize(s));
-            }
-        }
-        return Status::Ok();
-    });
-}
 
 }  // namespace approx::topk

@@ -65,6 +65,8 @@ END $$;
 SELECT * FROM pg_temp.check_all('auto');
 SELECT * FROM pg_temp.check_all('blocked');
 SELECT * FROM pg_temp.check_all('condensed');
+-- the STAR machine (WARSHALL-adapt) gives the same counts and sets
+SELECT * FROM pg_temp.check_all('star');
 
 -- a closure in SQL: (v, v) only on cycles; the pairs of the 2-cycle and the self-loops
 SELECT * FROM approx_gpu.transitive_closure('SELECT src, dst FROM g_loops') ORDER BY src, dst;

@@ -1,5 +1,5 @@
 
--- ---- transitive closure (STAR machine; blocked bit-matrix closure) ----------
+-- ---- transitive closure (blocked/condensed bit matrices; STAR with closure_algorithm) ----
 
 CREATE FUNCTION transitive_closure(edges_query text) RETURNS TABLE(src bigint, dst bigint)
     AS 'MODULE_PATHNAME', 'approx_gpu_transitive_closure' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "bitslice.hpp"
 #include "closure_internal.hpp"
 
 namespace approx::closure {
@@ -382,6 +383,48 @@ Status cpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
     return Status::Ok();
 }
 
+// The STAR engine (Algorithm::Star): WARSHALL-adapt on a STAR machine of
+// `device` (bitslice.hpp). The machine's table is column-major (column j holds
+// the predecessors of j), so the edges are loaded transposed and the closed
+// table is transposed back into the row bit matrix of a HostResult.
+Status star_closure(Device device, const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
+                    const ExecContext& ctx, HostResult& r) {
+    Mapped m;
+    APPROX_TRY(map_ids_cpu(src, dst, n_edges, m));
+    const int64_t V = static_cast<int64_t>(m.ids.size());
+    const int64_t W = words_for(V);
+    APPROX_TRY(check_matrix_bytes(V, V, W, false, opt));
+    add_stats(ctx, V, V, 0, false, V * W * 8);
+    std::vector<uint64_t> cols(static_cast<size_t>(V * W), 0);  // column j: bit i = edge i -> j
+    for (size_t e = 0; e < n_edges; ++e) set_bit(cols.data() + m.v[e] * W, m.u[e]);
+    m.u = std::vector<int32_t>();
+    m.v = std::vector<int32_t>();
+    {
+        std::unique_ptr<bitslice::Machine> machine;
+        APPROX_TRY(bitslice::make_machine(device, ctx, machine));
+        bitslice::Table t;
+        APPROX_TRY(machine->new_table(V, V, t));
+        if (t.ld != W) return Status::Error(StatusCode::Internal, "STAR table of %lld words per column, not %lld",
+                                            static_cast<long long>(t.ld), static_cast<long long>(W));
+        APPROX_TRY(machine->load_table(t, cols.data()));
+        APPROX_TRY(bitslice::warshall_adapt(*machine, t, ctx));
+        APPROX_TRY(machine->store_table(t, cols.data()));
+        APPROX_TRY(machine->sync());
+    }
+    r.bits.assign(static_cast<size_t>(V * W), 0);
+    r.ld = W;
+    for (int64_t j = 0; j < V; ++j) {
+        const uint64_t* col = cols.data() + j * W;
+        for (int64_t w = 0; w < W; ++w)
+            for (uint64_t x = col[w]; x; x &= x - 1) set_bit(r.bits.data() + (w * 64 + __builtin_ctzll(x)) * W, j);
+    }
+    r.comps = V;
+    identity_groups(V, r.comp_start, r.members);
+    APPROX_TRY(count_matrix_pairs(r.bits.data(), V, W, nullptr, ctx, r.pairs));
+    r.ids = std::move(m.ids);
+    return Status::Ok();
+}
+
 Status cpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t source, const ExecContext& ctx,
                      int64_t* out, size_t cap, size_t& n) {
     n = 0;
@@ -435,21 +478,6 @@ Status close_matrix(uint64_t* bits, int64_t n, int64_t ld, const ExecContext& ct
                     APPROX_GPU(gpu::close_matrix(bits, n, ld, ctx)));
 }
 
-Status warshall_sequential(uint8_t* a, int64_t n, const ExecContext& ctx) {
-    return guarded([&]() -> Status {
-        for (int64_t k = 0; k < n; ++k) {
-            if ((k & 63) == 0 && ctx.cancelled()) return cancelled_status();
-            const uint8_t* rk = a + k * n;
-            for (int64_t i = 0; i < n; ++i) {
-                uint8_t* ri = a + i * n;
-                if (ri[k])
-                    for (int64_t j = 0; j < n; ++j) ri[j] |= rk[j];
-            }
-        }
-        return Status::Ok();
-    });
-}
-
 Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
                    const ExecContext& ctx, int64_t& pairs) {
     pairs = 0;
@@ -461,8 +489,17 @@ Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const
         pairs = r.pairs;
         return Status::Ok();
     };
-    Status st = dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
-                         APPROX_GPU(gpu::count_pairs(src, dst, n_edges, opt, ctx, pairs)));
+    auto star = [&](Device device) -> Status {
+        HostResult r;
+        APPROX_TRY(star_closure(device, src, dst, n_edges, opt, ctx, r));
+        pairs = r.pairs;
+        return Status::Ok();
+    };
+    Status st = opt.algorithm == Algorithm::Star
+                    ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
+                               APPROX_GPU(star(Device::Gpu)))
+                    : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
+                               APPROX_GPU(gpu::count_pairs(src, dst, n_edges, opt, ctx, pairs)));
     if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(pairs));
     return st;
 }
@@ -477,9 +514,18 @@ Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Opt
         *out = r.release();
         return Status::Ok();
     };
+    auto star = [&](Device device) -> Status {
+        std::unique_ptr<HostResult> r(new HostResult());
+        APPROX_TRY(star_closure(device, src, dst, n_edges, opt, ctx, *r));
+        *out = r.release();
+        return Status::Ok();
+    };
     if (n_edges == 0) return guarded(cpu);
-    Status st = dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
-                         APPROX_GPU(gpu::compute(src, dst, n_edges, opt, ctx, out)));
+    Status st = opt.algorithm == Algorithm::Star
+                    ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
+                               APPROX_GPU(star(Device::Gpu)))
+                    : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
+                               APPROX_GPU(gpu::compute(src, dst, n_edges, opt, ctx, out)));
     if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(result_pairs(*out)));
     return st;
 }

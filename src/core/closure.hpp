@@ -1,7 +1,8 @@
 // Transitive closure of a directed graph (plain C++ API; CPU engine in
 // closure.cpp, GPU engine in cuda/closure.cu). The STAR machine and the three
-// Warshall variants of the paper are in bitslice.hpp; this is the fast path
-// users get, built on bit matrices (64 vertices per word).
+// Warshall variants of the paper are in bitslice.hpp; Algorithm::Star runs
+// WARSHALL-adapt on it, the others are the fast paths built on row bit
+// matrices (64 vertices per word).
 //
 // Closure semantics: (u, v) is in the closure when there is a path of length
 // >= 1 from u to v; so (v, v) only when v lies on a cycle (a self-loop counts).
@@ -19,6 +20,9 @@
 //     The count and the pairs are expanded back through component sizes.
 //   - Auto: Condensed (never slower in practice: it costs O(V + E) on top and
 //     shrinks every cyclic part of the graph to one vertex).
+//   - Star: the paper's STAR machine (bitslice.hpp): WARSHALL-adapt on the V x V
+//     table, on the CPU or GPU machine by dispatch(). Same results, slower; a
+//     reference and the paper's algorithm as a product choice.
 // The bit matrix needs rows * words * 8 bytes (about C^2 / 8 for C vertices or
 // components; the GPU pads C to a multiple of 256); past Options::max_bytes the
 // call fails with ProgramLimit naming the bytes needed, before allocating.
@@ -31,7 +35,7 @@
 
 namespace approx::closure {
 
-enum class Algorithm { Auto, Blocked, Condensed };
+enum class Algorithm { Auto, Blocked, Condensed, Star };
 
 // How the GPU engine closes a component DAG: by its cost estimate, level by
 // level, or with the blocked closure (the last two for tests).
@@ -80,9 +84,5 @@ Status reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t
 // RunStats::ms_compute holds the device time of the closure kernels and
 // ms_transfer the copies.
 Status close_matrix(uint64_t* bits, int64_t n, int64_t ld, const ExecContext& ctx);
-
-// The paper's sequential baseline: textbook Warshall on an n x n byte matrix
-// (a[i * n + j] != 0 for an edge), CPU, one thread.
-Status warshall_sequential(uint8_t* a, int64_t n, const ExecContext& ctx);
 
 }  // namespace approx::closure

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "hashjoin_build.hpp"
 #include "hashjoin_detail.hpp"
 
 namespace approx::hashjoin {
@@ -192,7 +193,7 @@ struct BucketWork {
 };
 
 bool build_bucket(const int64_t* k, const int64_t* v, int c, uint32_t b, uint64_t seed, const BuildOptions& o,
-                  bool first_build, BucketWork& w, Slot* out, BucketMeta& meta, int64_t& restarts, bool& dup,
+                  int fail_attempts, BucketWork& w, Slot* out, BucketMeta& meta, int64_t& restarts, bool& dup,
                   int64_t& dup_key) {
     for (int i = 0; i < c; ++i) w.u[i] = mix_key(k[i], seed);
     for (int attempt = 0; attempt < o.max_bucket_attempts; ++attempt) {
@@ -221,7 +222,7 @@ bool build_bucket(const int64_t* k, const int64_t* v, int c, uint32_t b, uint64_
                 sub = (sub + 1) % kSubtables;
             }
         }
-        if (first_build && attempt < o.test_fail_bucket_attempts) ok = false;
+        if (attempt < fail_attempts) ok = false;
         if (!ok) {
             ++restarts;
             continue;
@@ -256,74 +257,59 @@ bool build_bucket(const int64_t* k, const int64_t* v, int c, uint32_t b, uint64_
     return false;
 }
 
-Status build_cpu_storage(const int64_t* keys, const int64_t* values, size_t n, const ExecContext& ctx,
-                         const BuildOptions& o, bool check_duplicates, CpuStorage& st, TableInfo& info) {
-    APPROX_TRY(check_options(o));
-    if (n > kMaxTableKeys)
-        return Status::Error(StatusCode::ProgramLimit, "a hash table holds at most %llu keys, not %zu",
-                             static_cast<unsigned long long>(kMaxTableKeys), n);
-    uint32_t buckets = bucket_count(n, o);
-    info = TableInfo();
-    info.device = Device::Cpu;
-    std::vector<int64_t> bk(n), bv(n);
-    std::vector<uint64_t> offsets;
-    bool dup_checked = false;
-    for (int build = 0; build < o.max_table_builds; ++build) {
-        ++info.table_builds;
-        // Phase 1: buckets of at most kBucketCapacity keys.
-        bool spread = false;
-        uint64_t seed = 0;
-        for (int a = 0; a < o.max_phase1_attempts && !spread; ++a) {
-            if (ctx.cancelled()) return cancelled_status();
-            seed = table_seed(o.seed, static_cast<uint32_t>(build), static_cast<uint32_t>(a));
-            ++info.phase1_attempts;
-            bool stopped = false;
-            APPROX_TRY(partition(
-                ctx, n, buckets, [&](size_t i) { return bucket_of(mix_key(keys[i], seed), buckets); },
-                [&](const std::vector<uint64_t>& totals) {
-                    for (uint64_t t : totals)
-                        if (t > static_cast<uint64_t>(kBucketCapacity)) return false;
-                    return true;
-                },
-                [&](size_t i, uint64_t dest) {
-                    bk[dest] = keys[i];
-                    bv[dest] = values ? values[i] : static_cast<int64_t>(i);
-                },
-                offsets, stopped));
-            spread = !stopped;
-            if (stopped && check_duplicates && !dup_checked) {
-                // Unique keys overflow a bucket almost never; many equal keys always.
-                dup_checked = true;
-                int64_t dup = 0;
-                if (find_duplicate(keys, n, dup))
-                    return Status::Error(StatusCode::InvalidArgument, "duplicate key %lld", static_cast<long long>(dup));
-            }
-        }
-        if (!spread) continue;
-        // Phase 2: a cuckoo table per bucket.
-        st.seed = seed;
-        st.buckets = buckets;
-        st.slots.assign(static_cast<size_t>(buckets) * kBucketSlots, Slot{0, 0});
-        st.meta.assign(buckets, BucketMeta{});
+// The CPU phases of build_table() (hashjoin_build.hpp): phase 1 by a stable
+// parallel partition into bk/bv, phase 2 over buckets in parallel.
+class CpuBuild {
+public:
+    CpuBuild(const int64_t* keys, const int64_t* values, size_t n, uint32_t buckets, const ExecContext& ctx,
+             const BuildOptions& o, bool check_duplicates, CpuStorage& st)
+        : keys_(keys), values_(values), n_(n), buckets_(buckets), ctx_(ctx), o_(o),
+          check_duplicates_(check_duplicates), st_(st), bk_(n), bv_(n) {}
+
+    Status spread(uint64_t seed, bool& overflow) {
+        bool stopped = false;
+        APPROX_TRY(partition(
+            ctx_, n_, buckets_, [&](size_t i) { return bucket_of(mix_key(keys_[i], seed), buckets_); },
+            [&](const std::vector<uint64_t>& totals) {
+                for (uint64_t t : totals)
+                    if (t > static_cast<uint64_t>(kBucketCapacity)) return false;
+                return true;
+            },
+            [&](size_t i, uint64_t dest) {
+                bk_[dest] = keys_[i];
+                bv_[dest] = values_ ? values_[i] : static_cast<int64_t>(i);
+            },
+            offsets_, stopped));
+        overflow = stopped;
+        return Status::Ok();
+    }
+
+    bool find_duplicate(int64_t& key) const { return check_duplicates_ && hashjoin::find_duplicate(keys_, n_, key); }
+
+    Status build_buckets(uint64_t seed, int fail_attempts, BucketsResult& r) {
+        st_.seed = seed;
+        st_.buckets = buckets_;
+        st_.slots.assign(static_cast<size_t>(buckets_) * kBucketSlots, Slot{0, 0});
+        st_.meta.assign(buckets_, BucketMeta{});
         std::atomic<bool> failed{false}, dup_found{false};
         std::atomic<int64_t> restarts{0}, dup_key_shared{0};
         std::atomic<int> max_keys{0};
         const size_t per_task = 256;
-        size_t threads = ctx.cpu_threads < 1 ? 1 : static_cast<size_t>(ctx.cpu_threads);
-        std::vector<std::unique_ptr<BucketWork>> work(std::min(threads, tasks_for(buckets, per_task)) + 1);
-        APPROX_TRY(parallel_for(ctx, tasks_for(buckets, per_task), [&](size_t t, size_t worker) {
+        size_t threads = ctx_.cpu_threads < 1 ? 1 : static_cast<size_t>(ctx_.cpu_threads);
+        std::vector<std::unique_ptr<BucketWork>> work(std::min(threads, tasks_for(buckets_, per_task)) + 1);
+        APPROX_TRY(parallel_for(ctx_, tasks_for(buckets_, per_task), [&](size_t t, size_t worker) {
             if (!work[worker]) work[worker].reset(new BucketWork);
             int64_t local_restarts = 0;
             int local_max = 0;
-            size_t lo = t * per_task, hi = std::min<size_t>(buckets, lo + per_task);
+            size_t lo = t * per_task, hi = std::min<size_t>(buckets_, lo + per_task);
             for (size_t b = lo; b < hi && !failed.load(std::memory_order_relaxed); ++b) {
-                int c = static_cast<int>(offsets[b + 1] - offsets[b]);
+                int c = static_cast<int>(offsets_[b + 1] - offsets_[b]);
                 local_max = std::max(local_max, c);
                 bool dup = false;
                 int64_t dup_key = 0;
-                bool ok = build_bucket(bk.data() + offsets[b], bv.data() + offsets[b], c, static_cast<uint32_t>(b), seed,
-                                       o, build == 0, *work[worker], st.slots.data() + b * kBucketSlots, st.meta[b],
-                                       local_restarts, dup, dup_key);
+                bool ok = build_bucket(bk_.data() + offsets_[b], bv_.data() + offsets_[b], c, static_cast<uint32_t>(b),
+                                       seed, o_, fail_attempts, *work[worker], st_.slots.data() + b * kBucketSlots,
+                                       st_.meta[b], local_restarts, dup, dup_key);
                 if (dup && !dup_found.exchange(true)) dup_key_shared.store(dup_key);
                 if (!ok) failed.store(true);
             }
@@ -333,19 +319,45 @@ Status build_cpu_storage(const int64_t* keys, const int64_t* values, size_t n, c
             }
             return Status::Ok();
         }));
-        info.bucket_restarts += restarts.load();
-        if (dup_found.load())
-            return Status::Error(StatusCode::InvalidArgument, "duplicate key %lld",
-                                 static_cast<long long>(dup_key_shared.load()));
-        if (failed.load()) continue;  // rebuild the whole table with a new seed
-        info.max_bucket_keys = max_keys.load();
-        describe_table(info, n, buckets);
+        r.restarts = restarts.load();
+        r.dup = dup_found.load();
+        r.dup_key = dup_key_shared.load();
+        r.failed = failed.load();
+        r.max_keys = max_keys.load();
         return Status::Ok();
     }
-    st.slots.clear();
-    st.meta.clear();
-    return Status::Error(StatusCode::Internal, "could not build the hash table in %d table builds (%d phase-1 seeds)",
-                         o.max_table_builds, info.phase1_attempts);
+
+    Status finish(uint64_t) { return Status::Ok(); }
+
+    void abandon() {
+        st_.slots.clear();
+        st_.meta.clear();
+    }
+
+private:
+    const int64_t* keys_;
+    const int64_t* values_;
+    size_t n_;
+    uint32_t buckets_;
+    const ExecContext& ctx_;
+    const BuildOptions& o_;
+    bool check_duplicates_;
+    CpuStorage& st_;
+    std::vector<int64_t> bk_, bv_;  // the pairs, bucket by bucket
+    std::vector<uint64_t> offsets_;
+};
+
+Status build_cpu_storage(const int64_t* keys, const int64_t* values, size_t n, const ExecContext& ctx,
+                         const BuildOptions& o, bool check_duplicates, CpuStorage& st, TableInfo& info) {
+    APPROX_TRY(check_options(o));
+    if (n > kMaxTableKeys)
+        return Status::Error(StatusCode::ProgramLimit, "a hash table holds at most %llu keys, not %zu",
+                             static_cast<unsigned long long>(kMaxTableKeys), n);
+    uint32_t buckets = bucket_count(n, o);
+    info = TableInfo();
+    info.device = Device::Cpu;
+    CpuBuild backend(keys, values, n, buckets, ctx, o, check_duplicates, st);
+    return build_table(backend, n, buckets, ctx, o, info);
 }
 
 }  // namespace

@@ -194,17 +194,4 @@ Status rank_by_sum(const int64_t* ids, const double* values, size_t n, int m, si
 // overflows: OutOfRange naming its id; Ok when none does.
 Status check_sums(const int64_t* ids, const double* values, size_t n, int m) noexcept;
 
-// ---- benchmark hooks (CUDA builds; the data is uploaded once) -----------------------
-
-struct GpuSelectTiming {
-    double ms_median = 0;  // device time of select() on resident data (CUDA events), median of runs
-    double ms_min = 0;
-    double ms_upload = 0;  // host -> device copy of ids and scores (pageable)
-    double ms_floor = 0;   // reading ids and scores once (a plain streaming kernel), median
-};
-// For each ks[i]: warm-up, then `runs` timed selections; out_ids[i] (room for
-// ks[i], may be null) receives the last run's ids.
-Status gpu_select_bench(const int64_t* ids, const double* scores, size_t n, const size_t* ks, int nk, Order order,
-                        int runs, const ExecContext& ctx, GpuSelectTiming* timing, int64_t* const* out_ids) noexcept;
-
 }  // namespace approx::topk

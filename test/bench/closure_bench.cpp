@@ -28,6 +28,7 @@
 #include "core/bitslice.hpp"
 #include "core/closure.hpp"
 #include "core/gpu.hpp"
+#include "../ref/warshall_sequential.hpp"
 
 using approx::Device;
 using approx::DeviceMode;

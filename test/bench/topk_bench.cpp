@@ -28,6 +28,7 @@
 
 #include "core/gpu.hpp"
 #include "core/topk.hpp"
+#include "gpu_bench.hpp"
 
 using approx::DeviceMode;
 using approx::ExecContext;

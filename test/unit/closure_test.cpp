@@ -17,6 +17,7 @@
 #include "core/bitslice.hpp"
 #include "core/closure.hpp"
 #include "core/gpu.hpp"
+#include "../ref/warshall_sequential.hpp"
 
 using approx::Device;
 using approx::DeviceMode;
@@ -606,6 +607,65 @@ TEST(ClosureGraph, GpuCondensedLevels) {
 TEST(ClosureGraph, GpuCondensedBlockedDag) {
     SKIP_WITHOUT_GPU();
     graph_calls(DeviceMode::Gpu, cl::Algorithm::Condensed, cl::DagClosure::Blocked);
+}
+
+TEST(ClosureGraph, CpuStar) { graph_calls(DeviceMode::Cpu, cl::Algorithm::Star); }
+TEST(ClosureGraph, GpuStar) {
+    SKIP_WITHOUT_GPU();
+    graph_calls(DeviceMode::Gpu, cl::Algorithm::Star);
+}
+
+// The closure's pairs by one algorithm (count_pairs and compute must agree).
+std::set<std::pair<int64_t, int64_t>> closure_pairs(const IdGraph& ig, cl::Algorithm alg, const ExecContext& ctx) {
+    cl::Options opt;
+    opt.algorithm = alg;
+    std::set<std::pair<int64_t, int64_t>> got;
+    int64_t pairs = -1;
+    Status st = cl::count_pairs(ig.src.data(), ig.dst.data(), ig.src.size(), opt, ctx, pairs);
+    EXPECT_TRUE(st.ok()) << st.message;
+    cl::Result* r = nullptr;
+    st = cl::compute(ig.src.data(), ig.dst.data(), ig.src.size(), opt, ctx, &r);
+    EXPECT_TRUE(st.ok()) << st.message;
+    if (!st.ok() || r == nullptr) return got;
+    std::vector<int64_t> a(1000), b(1000);
+    for (;;) {
+        size_t n = 0;
+        st = cl::next_pairs(r, a.data(), b.data(), a.size(), n);
+        EXPECT_TRUE(st.ok()) << st.message;
+        if (!st.ok() || n == 0) break;
+        for (size_t i = 0; i < n; ++i) got.insert({a[i], b[i]});
+    }
+    cl::release(r);
+    EXPECT_EQ(pairs, static_cast<int64_t>(got.size()));
+    return got;
+}
+
+TEST(ClosureGraph, StarEqualsBlockedAndCondensed) {
+    // random graphs with cycles and self-loops (and their DAG versions), on
+    // each engine: the STAR machine's closure is the blocked and the condensed one
+    std::mt19937_64 rng(77);
+    std::vector<Graph> graphs;
+    for (int64_t n : {1, 7, 64, 65, 130, 300})
+        for (double deg : {0.3, 1.5, 6.0})
+            for (bool dag : {false, true}) {
+                Graph g = random_graph(rng, n, deg, dag);
+                if (!dag)
+                    for (int64_t v = 0; v < n; v += 5) g.edges.push_back({int(v), int(v)});  // self-loops
+                graphs.push_back(g);
+            }
+    for (DeviceMode mode : {DeviceMode::Cpu, DeviceMode::Gpu}) {
+        if (mode == DeviceMode::Gpu && !gpu_usable()) continue;
+        ExecContext ctx = mode == DeviceMode::Cpu ? cpu_ctx() : gpu_ctx();
+        for (size_t gi = 0; gi < graphs.size(); ++gi) {
+            SCOPED_TRACE(std::string(mode == DeviceMode::Cpu ? "cpu" : "gpu") + " graph " + std::to_string(gi) +
+                         " with " + std::to_string(graphs[gi].n) + " vertices");
+            IdGraph ig = with_ids(graphs[gi], rng);
+            auto star = closure_pairs(ig, cl::Algorithm::Star, ctx);
+            EXPECT_TRUE(star == closure_pairs(ig, cl::Algorithm::Blocked, ctx));
+            EXPECT_TRUE(star == closure_pairs(ig, cl::Algorithm::Condensed, ctx));
+            EXPECT_TRUE(star == ig.closure);
+        }
+    }
 }
 
 TEST(ClosureGraph, LongCycleAndLongPath) {
