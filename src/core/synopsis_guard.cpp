@@ -210,6 +210,14 @@ double log_shift(const std::vector<double>& sorted) {
 
 }  // namespace
 
+// A column answered by exact membership (the plain sample's estimator).
+static void make_exact(Column& c) {
+    c.mode = Mode::Exact;
+    c.discrete = true;
+    c.shift = c.log_h = 0;
+    c.interval_scale = 1;
+}
+
 Status choose_modes(Synopsis& s, const double* const* columns, const bool* constant, uint64_t seed,
                     const ExecContext& ctx) {
     return guarded([&]() -> Status {
@@ -217,10 +225,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         const int64_t m = s.m;
         for (int j = 0; j < d; ++j) {
             Column& c = s.cols[j];
-            c.mode = Mode::Exact;
-            c.discrete = true;
-            c.shift = c.log_h = 0;
-            c.interval_scale = 1;
+            make_exact(c);
             for (double& e : c.cv_error) e = -1;
             c.cv_coverage = -1;
         }
@@ -409,13 +414,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         s.joint_cv[1] = mixed.rms;
         if (mixed.mean_diff - mixed.se_diff > 0) {
             // Together the smoothed columns lose to the plain sample: exact everywhere.
-            for (int j = 0; j < d; ++j) {
-                Column& c = s.cols[j];
-                c.mode = Mode::Exact;
-                c.discrete = true;
-                c.shift = c.log_h = 0;
-                c.interval_scale = 1;
-            }
+            for (int j = 0; j < d; ++j) make_exact(s.cols[j]);
         }
         return Status::Ok();
     });
