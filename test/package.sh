@@ -12,10 +12,14 @@ cd "$(dirname "$0")/.."
 PKG_DEPS="debhelper dpkg-dev fakeroot postgresql-all postgresql-server-dev-all"
 ensure_packages $PKG_DEPS || { echo "not ok package (build dependencies)"; exit 1; }
 out=${1:-$(mktemp -d)}
-src=$(mktemp -d)/approx-gpu
+# The build tree must be readable by the server's user: installcheck runs a
+# throwaway cluster (pg_virtualenv) that reads the extension from debian/.
+parent=$(mktemp -d); chmod 755 "$parent"
+src=$parent/approx-gpu
 mkdir -p "$src"
 # Tracked and untracked-but-not-ignored files: what a clean clone would hold.
 git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents {} "$src"/ 2>/dev/null
+chmod -R a+rX "$src"
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/package-build.log" 2>&1 \
   || { tail -40 "$out/package-build.log"; echo "not ok package (dpkg-buildpackage failed)"; exit 1; }
 deb=$(ls "$(dirname "$src")"/postgresql-15-approx-gpu_*.deb 2>/dev/null | head -1)
