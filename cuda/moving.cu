@@ -656,6 +656,33 @@ private:
         return gpu::ensure(b, ctx, n);
     }
 
+    Status reserve_batch_scratch(bool is_delete, size_t n, const ExecContext& ctx) {
+        APPROX_TRY(ensure(d_ids_, ctx, n));
+        APPROX_TRY(ensure(skey_, ctx, n));
+        APPROX_TRY(ensure(ukey_, ctx, n));
+        APPROX_TRY(ensure(ukey2_, ctx, n));
+        APPROX_TRY(ensure(sidx0_, ctx, n));
+        APPROX_TRY(ensure(sidx_, ctx, n));
+        APPROX_TRY(ensure(ent_hs_, ctx, n));
+        APPROX_TRY(ensure(dkey_, ctx, n));
+        APPROX_TRY(ensure(dkey2_, ctx, n));
+        APPROX_TRY(ensure(dval_, ctx, n));
+        APPROX_TRY(ensure(dval2_, ctx, n));
+        if (!is_delete) {
+            APPROX_TRY(ensure(d_xs_, ctx, n));
+            APPROX_TRY(ensure(d_ys_, ctx, n));
+            APPROX_TRY(ensure(ikey_, ctx, n));
+            APPROX_TRY(ensure(ikey2_, ctx, n));
+            APPROX_TRY(ensure(inp_, ctx, n));
+        }
+        return Status::Ok();
+    }
+    void release_batch_scratch() {
+        d_ids_.reset(), skey_.reset(), ukey_.reset(), ukey2_.reset(), sidx0_.reset(), sidx_.reset();
+        ent_hs_.reset(), dkey_.reset(), dkey2_.reset(), dval_.reset(), dval2_.reset();
+        d_xs_.reset(), d_ys_.reset(), ikey_.reset(), ikey2_.reset(), inp_.reset();
+    }
+
     Store store() {
         return Store{count_.get(), dir_off_.get(), dir_.get(), pid_.get(), px_.get(), py_.get()};
     }
@@ -820,24 +847,15 @@ private:
         }
         const int64_t nn = static_cast<int64_t>(n);
 
-        // scratch for n entries (grown, kept between batches)
-        APPROX_TRY(ensure(d_ids_, ctx, n));
-        APPROX_TRY(ensure(skey_, ctx, n));
-        APPROX_TRY(ensure(ukey_, ctx, n));
-        APPROX_TRY(ensure(ukey2_, ctx, n));
-        APPROX_TRY(ensure(sidx0_, ctx, n));
-        APPROX_TRY(ensure(sidx_, ctx, n));
-        APPROX_TRY(ensure(ent_hs_, ctx, n));
-        APPROX_TRY(ensure(dkey_, ctx, n));
-        APPROX_TRY(ensure(dkey2_, ctx, n));
-        APPROX_TRY(ensure(dval_, ctx, n));
-        APPROX_TRY(ensure(dval2_, ctx, n));
-        if (!is_delete) {
-            APPROX_TRY(ensure(d_xs_, ctx, n));
-            APPROX_TRY(ensure(d_ys_, ctx, n));
-            APPROX_TRY(ensure(ikey_, ctx, n));
-            APPROX_TRY(ensure(ikey2_, ctx, n));
-            APPROX_TRY(ensure(inp_, ctx, n));
+        // scratch for n entries (grown, kept between batches); a batch refused
+        // its scratch keeps none of it, so the refusal leaves the index's
+        // memory as it was
+        {
+            Status st = reserve_batch_scratch(is_delete, n, ctx);
+            if (!st.ok()) {
+                release_batch_scratch();
+                return st;
+            }
         }
         APPROX_TRY(upload(d_ids_.get(), ids, n, stream));
         if (!is_delete) {
