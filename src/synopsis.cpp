@@ -1080,6 +1080,7 @@ struct NamedRow {
     text* query;
     char* search_path;  // nullptr: unknown (a row stored by 0.1.0)
     bytea* synopsis;    // when asked for
+    char* ctid;         // the row version read (refresh updates exactly it)
 };
 
 // Finds the synopsis `name` among the rows the caller may see -- its own and
@@ -1091,15 +1092,15 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     Oid caller = GetUserId();
     Oid types[2] = {TEXTOID, OIDOID};
     Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(caller)};
-    Datum values[4];
-    bool nulls[4];
+    Datum values[5];
+    bool nulls[5];
     const char* sql = psprintf(
-        "SELECT owner::pg_catalog.oid, query, %s, %s FROM approx_gpu.synopses "
+        "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text FROM approx_gpu.synopses "
         "WHERE name OPERATOR(pg_catalog.=) $1 AND pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') "
         "ORDER BY owner::pg_catalog.oid OPERATOR(pg_catalog.<>) $2 LIMIT 2%s",
         table_is_current() ? "search_path" : "NULL::pg_catalog.text",
         want_synopsis ? "synopsis" : "NULL::approx_gpu.kde_synopsis", lock ? " FOR UPDATE" : "");
-    int64 n = as_table_owner(sql, 2, types, args, nullptr, values, nulls, 4, !lock);
+    int64 n = as_table_owner(sql, 2, types, args, nullptr, values, nulls, 5, !lock);
     if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
@@ -1118,6 +1119,7 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     row.query = DatumGetTextPP(values[1]);
     row.search_path = nulls[2] ? nullptr : TextDatumGetCString(values[2]);
     row.synopsis = want_synopsis ? DatumGetByteaPP(values[3]) : nullptr;
+    row.ctid = TextDatumGetCString(values[4]);
     return row;
 }
 
@@ -1571,11 +1573,20 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
     Datum syn_datum = build_named(text_to_cstring(row.query), row.owner, path,
                                   static_cast<int32>(std::min<int64>(k, INT32_MAX)), static_cast<int>(old->s.method),
                                   static_cast<int>(old->s.smoothing), fn);
-    Oid types[4] = {synopsis_type_oid(), TEXTOID, OIDOID, TEXTOID};
-    Datum args[4] = {syn_datum, PointerGetDatum(name), ObjectIdGetDatum(row.owner), CStringGetTextDatum(path)};
-    as_table_owner("UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now(), search_path = $4 "
-                   "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2",
-                   4, types, args, nullptr, nullptr, nullptr, 0);
+    // The stored query ran user SQL: it may have dropped or re-created this
+    // synopsis. Update exactly the row version read before it, or nothing.
+    Oid types[5] = {synopsis_type_oid(), TEXTOID, OIDOID, TEXTOID, TEXTOID};
+    Datum args[5] = {syn_datum, PointerGetDatum(name), ObjectIdGetDatum(row.owner), CStringGetTextDatum(path),
+                     CStringGetTextDatum(row.ctid)};
+    int64 updated = as_table_owner(
+        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now(), search_path = $4 "
+        "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2 "
+        "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid",
+        5, types, args, nullptr, nullptr, nullptr, 0);
+    if (updated != 1)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: synopsis \"%s\" was dropped or replaced while its query ran", fn,
+                               text_to_cstring(name))));
     owner_grant(row.owner, true);  // a row kept from 0.1.0 gets it here
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }

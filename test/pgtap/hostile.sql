@@ -28,7 +28,7 @@ SET search_path = approx_gpu, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)
-\set hand_tests 57
+\set hand_tests 58
 BEGIN;
 
 -- ---- sentinel: the postmaster's start time and this backend -------------------------
@@ -409,6 +409,11 @@ SELECT ok(pg_temp.proper(pg_temp.outcome($$SELECT create_synopsis('hostile_f', '
           'create_synopsis: its query drops a synopsis and then reads it');
 SELECT is(pg_temp.state($$SELECT approx_count('hostile_a', '{}'), drop_synopsis('hostile_a') FROM generate_series(1, 2)$$),
           '42704', 'approx_count next to drop_synopsis of the same name in one statement -> 42704 on the second row');
+-- a stored query that drops its own synopsis when refreshed (at creation there is nothing to drop)
+SELECT create_synopsis('hostile_r', $q$SELECT a, b FROM public.hostile_syn_t WHERE (SELECT count(*) FROM
+  (SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name = 'hostile_r') d) >= 0$q$) IS NOT NULL AS created_r \gset
+SELECT is(pg_temp.state($$SELECT refresh_synopsis('hostile_r')$$), '55000',
+          'refresh_synopsis: its query drops the same synopsis -> 55000 (was a silent no-op)');
 DROP TABLE public.hostile_syn_t;
 SELECT is(pg_temp.state($$SELECT refresh_synopsis('hostile_a')$$), '42P01', 'refresh_synopsis after its table was dropped -> 42P01');
 SELECT is((SELECT approx_count('hostile_a', '{}')), 100::float8, 'a synopsis still answers after its table was dropped');
