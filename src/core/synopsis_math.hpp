@@ -108,23 +108,12 @@ SYNOPSIS_HD void column_mass(double x, double lo, double hi, const ColumnParams&
     p = 0.0;
     s = 0.0;
     const double lower = cp.lower[j], upper = cp.upper[j], h = cp.h[j];
-    if (cp.transform[j]) {
-        const double c = cp.shift[j];
-        const double y = log_scale(x, c);
+    const bool logged = cp.transform[j];
+    const double c = cp.shift[j];
+    const double y = logged ? log_scale(x, c) : x;  // the kernel's centre on the smoothing scale
+    if (logged) {
         lo = log_scale(lo, c);
         hi = log_scale(hi, c);
-        if (lo <= lower && hi >= upper) {
-            p = 1.0;
-            s = x;
-            return;
-        }
-        lo = lo > lower ? lo : lower;
-        hi = hi < upper ? hi : upper;
-        if (lo > hi) return;
-        add_log_kernel_piece(y, lo, hi, h, c, 40.0, want_first_moment, p, s);
-        add_log_kernel_piece(2.0 * lower - y, lo, hi, h, c, kReflectedCut, want_first_moment, p, s);
-        add_log_kernel_piece(2.0 * upper - y, lo, hi, h, c, kReflectedCut, want_first_moment, p, s);
-        return;
     }
     if (lo <= lower && hi >= upper) {  // the whole range: every kernel's full mass
         p = 1.0;
@@ -134,9 +123,15 @@ SYNOPSIS_HD void column_mass(double x, double lo, double hi, const ColumnParams&
     lo = lo > lower ? lo : lower;
     hi = hi < upper ? hi : upper;
     if (lo > hi) return;
-    add_kernel_piece(x, lo, hi, h, 40.0, want_first_moment, p, s);
-    add_kernel_piece(2.0 * lower - x, lo, hi, h, kReflectedCut, want_first_moment, p, s);
-    add_kernel_piece(2.0 * upper - x, lo, hi, h, kReflectedCut, want_first_moment, p, s);
+    if (logged) {
+        add_log_kernel_piece(y, lo, hi, h, c, 40.0, want_first_moment, p, s);
+        add_log_kernel_piece(2.0 * lower - y, lo, hi, h, c, kReflectedCut, want_first_moment, p, s);
+        add_log_kernel_piece(2.0 * upper - y, lo, hi, h, c, kReflectedCut, want_first_moment, p, s);
+    } else {
+        add_kernel_piece(y, lo, hi, h, 40.0, want_first_moment, p, s);
+        add_kernel_piece(2.0 * lower - y, lo, hi, h, kReflectedCut, want_first_moment, p, s);
+        add_kernel_piece(2.0 * upper - y, lo, hi, h, kReflectedCut, want_first_moment, p, s);
+    }
 }
 
 // g of one sample row for one box: c = prod_j P_j and, for column k >= 0,
