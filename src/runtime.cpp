@@ -94,7 +94,6 @@ approx::ExecContext exec_context(const char* op) {
     ctx.gpu_min_rows = gpu_min_rows_setting;
     ctx.cpu_threads = effective_cpu_threads();
     ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
-    ctx.seed = random_seed_for_call();
     ctx.cancel = query_cancel_requested;
     last_stats.reset(op);
     ctx.stats = &last_stats;

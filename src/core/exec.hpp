@@ -54,10 +54,6 @@ struct ExecContext {
     int64_t gpu_min_rows = 10000;
     int cpu_threads = 1;
     int64_t gpu_memory_limit = 0;  // bytes one backend may allocate on the GPU; 0 = no cap
-    // Seed of any sampling the call does: approx_gpu.random_seed when set,
-    // else a fresh one the glue drew with pg_strong_random(). Engines never
-    // draw seeds themselves (std::random_device can throw).
-    uint64_t seed = 0;
     CancelFn cancel = nullptr;
     RunStats* stats = nullptr;  // may be null (unit tests)
 
