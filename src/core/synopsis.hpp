@@ -73,7 +73,30 @@ struct Column {
     // the CV coverage of the chosen mode's 95% intervals (-1: not measured).
     double cv_error[kModes] = {-1, -1, -1};
     double cv_coverage = -1;
+    // Format 3 (table synopses, issue 13).
+    // categorical: set by the caller before finalize for a dictionary-coded
+    // column (bool, text, enum: the values are codes 0..K-1, not numbers):
+    // always Exact, never smoothed, never a guard candidate.
+    bool categorical = false;
+    int64_t null_count = 0;  // sample rows whose value is NULL (NaN) in this column
 };
+
+// A stratum of a stratified sample: sample rows [begin, end) are a uniform
+// sample of n_rows table rows (end - begin <= n_rows). Strata are contiguous
+// and in order (strata[0].begin = 0, strata[g].end = strata[g+1].begin,
+// strata[last].end = m); the sum of n_rows is N.
+struct Stratum {
+    int64_t n_rows = 0;
+    int64_t begin = 0;
+    int64_t end = 0;
+};
+
+// How a box treats a sample row whose value is NULL (NaN) in a column.
+//   Any:     no predicate on the column: NULL passes, the bounds are ignored
+//            for NULL rows (non-NULL rows still meet the bounds);
+//   NotNull: a comparison on the column: NULL fails, the bounds apply;
+//   IsNull:  IS NULL: only NULL passes (the bounds are ignored).
+enum class NullPolicy : uint8_t { Any = 0, NotNull = 1, IsNull = 2 };
 
 // The synopsis model. Plain data: the sample is not owned (the glue keeps it
 // in palloc'd memory, the tests in vectors), so the struct is trivially
@@ -92,6 +115,13 @@ struct Synopsis {
     // of COUNT on multi-column boxes with every column exact [0] and with the
     // chosen modes [1] (-1: not run).
     double joint_cv[2] = {-1, -1};
+    // Format 3: NULLs are data -- a sample value NaN is SQL NULL (statistics,
+    // bandwidths and the guard use each column's non-NULL values). Strata:
+    // n_strata = 0 is one stratum of every row (N rows, sample rows [0, m));
+    // otherwise n_strata entries (not owned, like sample), each row of
+    // stratum g weighted n_rows_g / m_g, variances summed over strata.
+    int n_strata = 0;
+    const Stratum* strata = nullptr;
 };
 
 // ---- random numbers and sampling ----------------------------------------------
@@ -133,6 +163,17 @@ int64_t merged_size(int64_t k1, int64_t n1, int64_t k2, int64_t n2);
 // m' - K from b. The result is a uniform sample of the union.
 Status merge_samples(const double* a, int64_t m1, int64_t n1, int64_t k1, const double* b, int64_t m2, int64_t n2,
                      int64_t k2, int d, Rng& rng, double* out, int64_t& m_out);
+
+// Congressional allocation (Acharya, Gibbons & Poosala, SIGMOD 2000) of a
+// stratified sample of about sample_size rows over `groups` strata of
+// group_rows[g] > 0 rows each: every stratum keeps min(rows_g, floor) rows
+// (small groups exactly, rare groups never lost) and what remains of
+// sample_size is shared in proportion to the group sizes, never more than a
+// stratum's rows: m_out[g] = min(rows_g, max(min(rows_g, floor), share_g)).
+// The total may exceed sample_size when the floors alone do (every group is
+// kept). InvalidArgument for groups < 1, a non-positive size or floor < 1.
+Status congressional_allocation(const int64_t* group_rows, int64_t groups, int64_t sample_size, int64_t floor,
+                                int64_t* m_out);
 
 // ---- building ----------------------------------------------------------------------
 
@@ -187,6 +228,12 @@ struct BoxBatch {
     const double* hi = nullptr;
     Aggregate agg = Aggregate::Count;
     int column = 0;  // 0-based, for Sum / Avg
+    // Format 3 (optional): q x d NullPolicy values (nullptr: Any everywhere),
+    // and per box the stratum it is evaluated over (nullptr, or -1: every
+    // stratum; a stratum's box estimates that stratum's rows only, and its
+    // COUNT interval is clipped to [0, n_rows of the stratum]).
+    const uint8_t* nulls = nullptr;
+    const int32_t* stratum = nullptr;
 };
 
 struct BoxEstimate {
@@ -194,6 +241,8 @@ struct BoxEstimate {
     double se = 0;        // standard error (NaN where undefined), times the box's smoothing allowance
                           // (box_interval_scale) when a smoothed column constrains the box
     bool empty = false;   // a bound pair lo > hi
+    int64_t support = 0;  // sample rows with a positive COUNT weight in the box (0: no sample row in it)
+    double n_rows = 0;    // rows of the population the box was evaluated over (N, or its stratum's)
 };
 
 // The per-box sums every engine produces: g_i shifted by the box's first
