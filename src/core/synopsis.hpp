@@ -102,8 +102,8 @@ enum class NullPolicy : uint8_t { Any = 0, NotNull = 1, IsNull = 2 };
 // in palloc'd memory, the tests in vectors), so the struct is trivially
 // copyable and may live across an ereport.
 struct Synopsis {
-    int64_t n_rows = 0;       // N: rows with every column non-NULL
-    int64_t m = 0;            // sample rows, = min(sample_size, N)
+    int64_t n_rows = 0;       // N: rows of the relation (formats 1-2: rows with every column non-NULL)
+    int64_t m = 0;            // sample rows, = min(sample_size, N) (stratified: the strata's total)
     int64_t sample_size = 0;  // requested sample size (the reservoir's capacity)
     int64_t skipped = 0;      // rows skipped for a NULL
     int d = 0;
@@ -182,7 +182,13 @@ Status congressional_allocation(const int64_t* group_rows, int64_t groups, int64
 // the KDE engine (kde::plugin_bandwidth / lscv / bandwidth, which choose CPU or
 // GPU themselves). A column with fewer than two distinct sample values is
 // constant: discrete, both bandwidths 1e-9 * max(1, |value|).
-// Errors: d outside [1, kMaxDim] or m < 1 -> InvalidArgument; non-finite
+// NULLs (NaN): every statistic, bandwidth and the guard use each column's
+// non-NULL values; null_count counts the NaN rows; an all-NULL column is
+// exact with statistics 0 and bandwidths 1e-9; Lscv is fitted on the rows
+// with no NULL in the smoothed columns (at least two). A column with
+// categorical = true (kept through finalize) is exact under every smoothing,
+// never a guard candidate, bandwidths 0.5 (half a code step, never used).
+// Errors: d outside [1, kMaxDim] or m < 1 -> InvalidArgument; infinite
 // sample values -> DataException; the KDE engine's errors.
 Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecContext& ctx);
 
@@ -206,14 +212,21 @@ bool find_step(const double* values, size_t n, double min_step, double& step);
 // falls back to exact. The chosen mode's interval_scale is the smallest
 // factor >= 1 that makes 95% of its CV boxes covered. Fills mode, shift,
 // log_h, interval_scale, cv_error, cv_coverage, discrete; seed fixes the
-// folds and boxes. columns: d vectors of m values; constant[j] columns stay
-// exact.
+// folds and boxes. columns: d vectors of m values (NaN = NULL: a column is
+// cross-validated on its non-NULL rows, each kept in its row's fold, and
+// stays exact with fewer than 200 of them; joint boxes treat NULL as failing
+// a constrained column and passing an unconstrained one); constant[j]
+// columns stay exact.
 Status choose_modes(Synopsis& s, const double* const* columns, const bool* constant, uint64_t seed,
                     const ExecContext& ctx);
 
 // Checks every invariant of a synopsis read from outside (text or binary
-// input): lengths, finite values, bandwidths > 0, m = min(sample_size, N),
-// sample values inside [min, max]. InvalidArgument names the first problem.
+// input): lengths, values finite or NULL (NaN; +-inf rejected), null_count =
+// the column's NaN rows, statistics of the non-NULL values, bandwidths > 0,
+// categorical columns exact; unstratified: m = min(sample_size, N);
+// stratified: strata contiguous and in order from row 0 to m, each with
+// 1 <= end - begin <= n_rows, n_rows adding up to N (m may exceed
+// sample_size, never N). InvalidArgument names the first problem.
 Status validate(const Synopsis& s);
 
 // ---- box evaluation ---------------------------------------------------------------------
@@ -266,9 +279,15 @@ struct Piece {
     int32_t stratum = -1;
 };
 
-// Estimates and standard errors for every box (out has q entries). Runs on
-// the GPU (cuda/synopsis.cu) or the CPU (threads over boxes, or over sample
-// chunks for few boxes) under ctx. InvalidArgument for a bad column.
+// Estimates and standard errors for every box (out has q entries). Each box
+// is expanded into pieces (one per stratum it is evaluated over), the engine
+// sums each piece, and estimate_from_pieces combines them; a box with one
+// piece (unstratified, or one stratum) gets the plain formulas above with
+// that piece's N and m. Runs on the GPU (cuda/synopsis.cu: one block per run
+// of a piece's rows) or the CPU (threads over pieces, or over row chunks for
+// few pieces) under ctx. NULL semantics: see math::row_terms (for SUM / AVG
+// of column k, rows whose k is NULL count for neither: AVG = SUM(x) /
+// COUNT(x) in the box). InvalidArgument for a bad column, stratum or policy.
 Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxEstimate* out);
 
 // The engines alone (tests and benchmark; evaluate() dispatches): the sums of

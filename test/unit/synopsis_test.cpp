@@ -777,6 +777,657 @@ TEST(SynopsisBoxes, CancelStopsTheCpuEngine) {
               StatusCode::Cancelled);
 }
 
+// ---- format 3: NULLs, categorical columns, strata, support, allocation ------------------
+
+namespace {
+
+// A synopsis owning its sample and strata (pointers re-aimed by point()).
+struct Owned {
+    std::vector<double> sample;
+    std::vector<Stratum> strata;
+    Synopsis s;
+    void point() {
+        s.sample = sample.data();
+        s.strata = strata.empty() ? nullptr : strata.data();
+        s.n_strata = static_cast<int>(strata.size());
+    }
+};
+
+Owned make_owned(std::vector<double> rows, int d, int64_t n_rows, Smoothing sm, std::vector<Stratum> strata = {},
+                 std::vector<int> categorical = {}, Bandwidth bw = Bandwidth::Scott) {
+    Owned o;
+    o.sample = std::move(rows);
+    o.strata = std::move(strata);
+    o.s.d = d;
+    o.s.m = static_cast<int64_t>(o.sample.size()) / d;
+    o.s.n_rows = n_rows;
+    o.s.sample_size = o.s.m;
+    for (int j : categorical) o.s.cols[j].categorical = true;
+    o.point();
+    Status st = finalize(o.s, bw, sm, cpu_ctx());
+    EXPECT_TRUE(st.ok()) << st.message;
+    o.point();
+    return o;
+}
+
+// d = 3: col 0 integers 0..9 (never NULL), col 1 normal with ~20% NULL,
+// col 2 integers 0..4 with ~10% NULL.
+std::vector<double> null_rows(size_t m, uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::normal_distribution<double> n01;
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<double> r(m * 3);
+    for (size_t i = 0; i < m; ++i) {
+        r[i * 3] = static_cast<double>(g() % 10);
+        r[i * 3 + 1] = u(g) < 0.2 ? NAN : n01(g) * 3 + 20;
+        r[i * 3 + 2] = u(g) < 0.1 ? NAN : static_cast<double>(g() % 5);
+    }
+    return r;
+}
+
+BoxBatch batch_of(int64_t q, const std::vector<double>& lo, const std::vector<double>& hi, Aggregate agg, int k,
+                  const std::vector<uint8_t>* nulls = nullptr, const std::vector<int32_t>* stratum = nullptr) {
+    BoxBatch b;
+    b.q = q;
+    b.lo = lo.data();
+    b.hi = hi.data();
+    b.agg = agg;
+    b.column = k;
+    b.nulls = nulls ? nulls->data() : nullptr;
+    b.stratum = stratum ? stratum->data() : nullptr;
+    return b;
+}
+
+// Direct stratified reference from per-row c_i, s_i: strata given as
+// (N_g, begin, end); COUNT / SUM / AVG as in estimate_from_pieces, computed
+// with two-pass variances.
+BoxEstimate stratified_reference(const std::vector<double>& c, const std::vector<double>& s,
+                                 const std::vector<Stratum>& strata, Aggregate agg) {
+    double C = 0, S = 0;
+    for (const Stratum& st : strata) {
+        double m = static_cast<double>(st.end - st.begin), N = static_cast<double>(st.n_rows);
+        for (int64_t i = st.begin; i < st.end; ++i) C += N / m * c[i], S += N / m * s[i];
+    }
+    const double R = S / C;
+    double vc = 0, vs = 0, vr = 0;
+    for (const Stratum& st : strata) {
+        double m = static_cast<double>(st.end - st.begin), N = static_cast<double>(st.n_rows);
+        double fpc = m >= N ? 0 : (N - m) / (N - 1);
+        double mc = 0, ms = 0, mr = 0;
+        for (int64_t i = st.begin; i < st.end; ++i) mc += c[i] / m, ms += s[i] / m, mr += (s[i] - R * c[i]) / m;
+        double qc = 0, qs = 0, qr = 0;
+        for (int64_t i = st.begin; i < st.end; ++i) {
+            qc += (c[i] - mc) * (c[i] - mc);
+            qs += (s[i] - ms) * (s[i] - ms);
+            double r = s[i] - R * c[i] - mr;
+            qr += r * r;
+        }
+        double dof = m > 1 ? m - 1 : 1;
+        vc += N * N * fpc * qc / dof / m;
+        vs += N * N * fpc * qs / dof / m;
+        vr += N * N * fpc * qr / dof / m;
+    }
+    BoxEstimate e;
+    if (agg == Aggregate::Count) e.estimate = C, e.se = std::sqrt(vc);
+    if (agg == Aggregate::Sum) e.estimate = S, e.se = std::sqrt(vs);
+    if (agg == Aggregate::Avg) e.estimate = R, e.se = std::sqrt(vr) / C;
+    return e;
+}
+
+// Exact-membership per-row terms of a box (every column exact), SQL NULL
+// semantics written out: policy Any / NotNull / IsNull per column; for SUM /
+// AVG of column k a NULL k leaves the row out.
+void exact_terms(const Synopsis& s, const double* lo, const double* hi, const uint8_t* nulls, int k,
+                 std::vector<double>& c, std::vector<double>& g) {
+    c.assign(s.m, 0);
+    g.assign(s.m, 0);
+    for (int64_t i = 0; i < s.m; ++i) {
+        bool in = true;
+        for (int j = 0; j < s.d; ++j) {
+            double x = s.sample[i * s.d + j];
+            int p = nulls ? nulls[j] : 0;
+            bool null = std::isnan(x);
+            if (j == k && null) in = false;
+            else if (p == 2) in = in && null;
+            else if (null) in = in && p == 0;
+            else in = in && x >= lo[j] && x <= hi[j];
+        }
+        c[i] = in ? 1 : 0;
+        g[i] = in && k >= 0 ? s.sample[i * s.d + k] : 0;
+    }
+}
+
+}  // namespace
+
+TEST(SynopsisNulls, FinalizeUsesNonNullValues) {
+    Owned o = make_owned(null_rows(4000, 1), 3, 4000, Smoothing::Auto);
+    const Synopsis& s = o.s;
+    for (int j = 0; j < 3; ++j) {
+        int64_t nulls = 0;
+        double lo = INFINITY, hi = -INFINITY, sum = 0;
+        for (int64_t i = 0; i < s.m; ++i) {
+            double v = s.sample[i * 3 + j];
+            if (std::isnan(v)) {
+                ++nulls;
+                continue;
+            }
+            lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
+        }
+        EXPECT_EQ(s.cols[j].null_count, nulls) << j;
+        EXPECT_EQ(s.cols[j].min, lo) << j;
+        EXPECT_EQ(s.cols[j].max, hi) << j;
+        EXPECT_NEAR(s.cols[j].mean, sum / static_cast<double>(s.m - nulls), 1e-12 * std::fabs(hi)) << j;
+        EXPECT_GT(s.cols[j].box_h, 0);
+        EXPECT_TRUE(std::isfinite(s.cols[j].sd));
+    }
+    EXPECT_GT(s.cols[1].null_count, 600);
+    EXPECT_GT(s.cols[2].null_count, 250);
+    EXPECT_EQ(s.cols[0].null_count, 0);
+    EXPECT_EQ(s.cols[2].step, 1);  // integers, NULLs ignored
+    EXPECT_TRUE(validate(s).ok()) << validate(s).message;
+    // the guard ran on the non-NULL values: the continuous column is a candidate
+    EXPECT_GE(s.cols[1].cv_error[1], 0);
+    // every smoothing and bandwidth method builds with NULLs
+    for (Smoothing sm : {Smoothing::Always, Smoothing::Never})
+        for (Bandwidth bw : {Bandwidth::Cdf, Bandwidth::Plugin, Bandwidth::Lscv, Bandwidth::Scott}) {
+            Owned p = make_owned(null_rows(600, 2), 3, 6000, sm, {}, {}, bw);
+            EXPECT_TRUE(validate(p.s).ok()) << validate(p.s).message;
+            EXPECT_EQ(p.s.cols[1].mode, sm == Smoothing::Always ? Mode::Kde : Mode::Exact);
+        }
+}
+
+TEST(SynopsisNulls, CountWithNullsElsewhereIsTheExactCount) {
+    // Every row sampled (m = N): a count over column 0 counts every row in the
+    // range, whatever columns 1 and 2 hold; with m < N it is N / m times that.
+    for (int64_t N : {int64_t{3000}, int64_t{90000}}) {
+        for (Smoothing sm : {Smoothing::Never, Smoothing::Always}) {
+            Owned o = make_owned(null_rows(3000, 3), 3, N, sm);
+            std::vector<double> lo = {2, -INFINITY, -INFINITY}, hi = {6, INFINITY, INFINITY};
+            if (sm == Smoothing::Always) {
+                ASSERT_EQ(o.s.cols[1].mode, Mode::Kde);
+                // integer column 0 smoothed: the box edges half-way between atoms keep the count close, not exact
+                o.s.cols[0].mode = Mode::Exact;
+                o.s.cols[0].discrete = true;
+            }
+            BoxEstimate e;
+            ASSERT_TRUE(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Count, 0), cpu_ctx(), &e).ok());
+            int64_t count = 0;
+            for (int64_t i = 0; i < o.s.m; ++i) count += o.sample[i * 3] >= 2 && o.sample[i * 3] <= 6;
+            EXPECT_NEAR(e.estimate, static_cast<double>(N) / 3000 * count, 1e-9 * N) << N;
+            EXPECT_EQ(e.support, count);
+            EXPECT_EQ(e.n_rows, static_cast<double>(N));
+            if (N == 3000) EXPECT_EQ(e.se, 0);
+        }
+    }
+}
+
+TEST(SynopsisNulls, IsNullNotNullAndAny) {
+    for (Smoothing sm : {Smoothing::Never, Smoothing::Always}) {
+        Owned o = make_owned(null_rows(5000, 4), 3, 50000, sm);
+        const Synopsis& s = o.s;
+        // four boxes on column 1: Any with bounds, NotNull with bounds,
+        // NotNull unbounded, IsNull (with bounds that IsNull ignores)
+        const double a = 18, b = 23;
+        std::vector<double> lo, hi;
+        std::vector<uint8_t> nulls;
+        const uint8_t pol[4] = {0, 1, 1, 2};
+        for (int q = 0; q < 4; ++q) {
+            lo.insert(lo.end(), {-INFINITY, q == 2 ? -INFINITY : a, -INFINITY});
+            hi.insert(hi.end(), {INFINITY, q == 2 ? INFINITY : b, INFINITY});
+            nulls.insert(nulls.end(), {0, pol[q], 0});
+        }
+        std::vector<BoxEstimate> e(4);
+        ASSERT_TRUE(evaluate(s, batch_of(4, lo, hi, Aggregate::Count, 0, &nulls), cpu_ctx(), e.data()).ok());
+        const double w = 50000.0 / 5000;
+        const double n_null = static_cast<double>(s.cols[1].null_count);
+        EXPECT_NEAR(e[3].estimate, w * n_null, 1e-9);  // IS NULL: exactly the NULL rows, smoothed or not
+        EXPECT_EQ(e[3].support, s.cols[1].null_count);
+        EXPECT_NEAR(e[2].estimate, w * (5000 - n_null), 1e-9);  // IS NOT NULL
+        EXPECT_NEAR(e[0].estimate - e[1].estimate, w * n_null, 1e-8);  // Any = NotNull + the NULL rows
+        if (sm == Smoothing::Never) {
+            std::vector<double> c, g;
+            exact_terms(s, &lo[3], &hi[3], &nulls[3], -1, c, g);
+            double in = 0;
+            for (double v : c) in += v;
+            EXPECT_NEAR(e[1].estimate, w * in, 1e-9);
+        }
+        // the same boxes on the GPU code path's shared row terms: nullptr policies = Any everywhere
+        BoxEstimate any;
+        ASSERT_TRUE(evaluate(s, batch_of(1, lo, hi, Aggregate::Count, 0), cpu_ctx(), &any).ok());
+        EXPECT_EQ(any.estimate, e[0].estimate);
+        EXPECT_EQ(any.se, e[0].se);
+    }
+}
+
+TEST(SynopsisNulls, AllNullColumn) {
+    std::vector<double> rows = null_rows(1000, 5);
+    for (size_t i = 0; i < 1000; ++i) rows[i * 3 + 2] = NAN;
+    for (Smoothing sm : {Smoothing::Auto, Smoothing::Always}) {
+        Owned o = make_owned(rows, 3, 10000, sm);
+        const Column& c = o.s.cols[2];
+        EXPECT_EQ(c.null_count, 1000);
+        EXPECT_EQ(c.mode, Mode::Exact);
+        EXPECT_TRUE(c.discrete);
+        EXPECT_EQ(c.mean, 0);
+        EXPECT_EQ(c.sd, 0);
+        EXPECT_EQ(c.min, 0);
+        EXPECT_EQ(c.max, 0);
+        EXPECT_GT(c.box_h, 0);
+        EXPECT_GT(c.density_h, 0);
+        EXPECT_TRUE(validate(o.s).ok()) << validate(o.s).message;
+        std::vector<double> lo = {-INFINITY, -INFINITY, 0, -INFINITY, -INFINITY, -INFINITY},
+                            hi = {INFINITY, INFINITY, 5, INFINITY, INFINITY, INFINITY};
+        std::vector<uint8_t> nulls = {0, 0, 1, 0, 0, 2};
+        std::vector<BoxEstimate> e(2);
+        ASSERT_TRUE(evaluate(o.s, batch_of(2, lo, hi, Aggregate::Count, 0, &nulls), cpu_ctx(), e.data()).ok());
+        EXPECT_EQ(e[0].estimate, 0);  // a comparison on an all-NULL column: nothing
+        EXPECT_EQ(e[0].support, 0);
+        EXPECT_DOUBLE_EQ(e[1].estimate, 10000);  // IS NULL: every row
+        // AVG of the all-NULL column: no row has a value
+        ASSERT_TRUE(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Avg, 2), cpu_ctx(), e.data()).ok());
+        EXPECT_TRUE(std::isnan(e[0].estimate));
+        ASSERT_TRUE(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Sum, 2), cpu_ctx(), e.data()).ok());
+        EXPECT_EQ(e[0].estimate, 0);
+    }
+}
+
+TEST(SynopsisNulls, SumAndAvgSkipNullsOfTheirColumn) {
+    Owned o = make_owned(null_rows(4000, 6), 3, 400000, Smoothing::Never);
+    const Synopsis& s = o.s;
+    std::vector<double> lo, hi;
+    std::vector<uint8_t> nulls;
+    // box 0: col 0 in [1, 7]; box 1: and col 2 NOT NULL <= 3; box 2: col 2 IS NULL;
+    // box 3: col 1 IS NULL (its own SUM column: nothing)
+    lo = {1, -INFINITY, -INFINITY, 1, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0, 0, 0};
+    hi = {7, INFINITY, INFINITY, 7, INFINITY, 3, INFINITY, INFINITY, INFINITY, 9, 9, 9};
+    nulls = {0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 2, 0};
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        std::vector<BoxEstimate> e(4);
+        ASSERT_TRUE(evaluate(s, batch_of(4, lo, hi, agg, 1, &nulls), cpu_ctx(), e.data()).ok());
+        for (int q = 0; q < 3; ++q) {
+            std::vector<double> c, g;
+            exact_terms(s, &lo[q * 3], &hi[q * 3], &nulls[q * 3], 1, c, g);
+            BoxEstimate r = stratified_reference(c, g, {Stratum{400000, 0, 4000}}, agg);
+            EXPECT_NEAR(e[q].estimate, r.estimate, 1e-10 * std::fabs(r.estimate)) << q;
+            EXPECT_NEAR(e[q].se, r.se, 1e-7 * r.se) << q;
+            int64_t support = 0;
+            for (double v : c) support += v > 0;
+            EXPECT_EQ(e[q].support, support) << q;  // rows with a non-NULL x in the box
+            // brute force: SUM over rows with x non-NULL, AVG = that / their count
+            double sum = 0, n = 0;
+            for (int64_t i = 0; i < s.m; ++i) {
+                const double* row = &s.sample[i * 3];
+                bool in = row[0] >= lo[q * 3] && row[0] <= hi[q * 3] && !std::isnan(row[1]);
+                if (q == 1) in = in && !std::isnan(row[2]) && row[2] <= 3;
+                if (q == 2) in = in && std::isnan(row[2]);
+                if (in) sum += row[1], n += 1;
+            }
+            double want = agg == Aggregate::Sum ? sum * 100 : sum / n;
+            EXPECT_NEAR(e[q].estimate, want, 1e-9 * std::fabs(want)) << q;
+        }
+        EXPECT_EQ(e[3].support, 0);
+        if (agg == Aggregate::Sum) EXPECT_EQ(e[3].estimate, 0);
+        if (agg == Aggregate::Avg) EXPECT_TRUE(std::isnan(e[3].estimate));
+    }
+}
+
+TEST(SynopsisNulls, CategoricalColumnsStayExact) {
+    // continuous values in column 0 that the guard would smooth, marked categorical
+    std::mt19937_64 g(8);
+    std::normal_distribution<double> n01;
+    std::vector<double> rows(3000 * 2);
+    for (size_t i = 0; i < 3000; ++i) rows[i * 2] = n01(g), rows[i * 2 + 1] = n01(g);
+    for (Smoothing sm : {Smoothing::Auto, Smoothing::Always}) {
+        Owned o = make_owned(rows, 2, 30000, sm, {}, {0});
+        EXPECT_TRUE(o.s.cols[0].categorical);
+        EXPECT_EQ(o.s.cols[0].mode, Mode::Exact);
+        EXPECT_TRUE(o.s.cols[0].discrete);
+        EXPECT_EQ(o.s.cols[0].cv_error[1], -1);  // never a guard candidate
+        if (sm == Smoothing::Always) EXPECT_EQ(o.s.cols[1].mode, Mode::Kde);
+        EXPECT_TRUE(validate(o.s).ok()) << validate(o.s).message;
+        Synopsis bad = o.s;
+        bad.cols[0].mode = Mode::Kde;
+        bad.cols[0].discrete = false;
+        EXPECT_EQ(validate(bad).code, StatusCode::InvalidArgument);
+    }
+}
+
+TEST(SynopsisBuild, ValidateNullsAndStrata) {
+    // 3 strata of 10 rows each (N_g 10, 40, 100), col 0 the stratum, col 1 values with a NULL
+    std::vector<double> rows;
+    for (int g = 0; g < 3; ++g)
+        for (int i = 0; i < 10; ++i) rows.push_back(g), rows.push_back(i == 3 ? NAN : g * 10 + i * 0.7);
+    Owned o = make_owned(rows, 2, 150, Smoothing::Never, {{10, 0, 10}, {40, 10, 20}, {100, 20, 30}});
+    o.s.sample_size = 12;  // a congressional sample holds more than sample_size rows
+    ASSERT_TRUE(validate(o.s).ok()) << validate(o.s).message;
+    EXPECT_EQ(o.s.cols[1].null_count, 3);
+    auto broken = [&](auto edit) {
+        Owned b = o;
+        b.point();
+        edit(b);
+        return validate(b.s).code == StatusCode::InvalidArgument;
+    };
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[0].begin = 1; }));
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[1].begin = 11; }));             // a gap
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[0].end = 11; }));               // overlap
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[2].end = 29; }));               // does not end at m
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[2].n_rows = 99; }));            // rows do not add up to N
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[0].n_rows = 9; b.strata[2].n_rows = 101; }));  // m_g > N_g
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[1].end = 10; b.strata[2].begin = 10; }));       // empty stratum
+    EXPECT_TRUE(broken([](Owned& b) { b.s.strata = nullptr; }));
+    EXPECT_TRUE(broken([](Owned& b) { b.s.n_strata = -1; }));
+    EXPECT_TRUE(broken([](Owned& b) { b.s.n_rows = 29; }));                    // m > N
+    EXPECT_TRUE(broken([](Owned& b) { b.sample[3] = INFINITY; }));             // inf is not NULL
+    EXPECT_TRUE(broken([](Owned& b) { b.sample[3] = -INFINITY; }));
+    EXPECT_TRUE(broken([](Owned& b) { b.s.cols[1].null_count = 2; }));         // NULL count must match
+    EXPECT_TRUE(broken([](Owned& b) { b.sample[5] = NAN; }));                  // a NULL more than counted
+    EXPECT_TRUE(broken([](Owned& b) { b.s.cols[1].min = 0.5; }));              // statistics of the non-NULL values
+    // unstratified: m = min(sample_size, N) still holds
+    EXPECT_TRUE(broken([](Owned& b) { b.strata.clear(); b.point(); }));
+    EXPECT_FALSE(broken([](Owned& b) { b.strata.clear(); b.point(); b.s.sample_size = 30; }));
+}
+
+TEST(SynopsisStrata, FullySampledStrataGiveExactAnswers) {
+    // 20 strata, every row of each in the sample: every estimate is the exact answer, se 0
+    std::mt19937_64 g(9);
+    std::normal_distribution<double> n01;
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<double> rows;
+    std::vector<Stratum> strata;
+    for (int k = 0; k < 20; ++k) {
+        int rows_k = 1 + static_cast<int>(g() % 40);
+        strata.push_back({rows_k, static_cast<int64_t>(rows.size() / 2), static_cast<int64_t>(rows.size() / 2) + rows_k});
+        for (int i = 0; i < rows_k; ++i) rows.push_back(k), rows.push_back(u(g) < 0.1 ? NAN : n01(g) + k);
+    }
+    const int64_t N = static_cast<int64_t>(rows.size() / 2);
+    Owned o = make_owned(rows, 2, N, Smoothing::Never, strata);
+    ASSERT_TRUE(validate(o.s).ok()) << validate(o.s).message;
+    // box 0 over every stratum, boxes 1..20 one stratum each; all with col 1 in [k - 0.5, k + 1]
+    std::vector<double> lo, hi;
+    std::vector<int32_t> which;
+    for (int q = 0; q <= 20; ++q) {
+        lo.insert(lo.end(), {-INFINITY, 2.5});
+        hi.insert(hi.end(), {INFINITY, 12});
+        which.push_back(q - 1);
+    }
+    std::vector<uint8_t> nulls(21 * 2, 0);
+    for (int q = 0; q <= 20; ++q) nulls[q * 2 + 1] = 1;
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        std::vector<BoxEstimate> e(21);
+        ASSERT_TRUE(evaluate(o.s, batch_of(21, lo, hi, agg, 1, &nulls, &which), cpu_ctx(), e.data()).ok());
+        for (int q = 0; q <= 20; ++q) {
+            double count = 0, sum = 0;
+            for (int64_t i = 0; i < N; ++i) {
+                double key = rows[i * 2], v = rows[i * 2 + 1];
+                if ((q == 0 || key == q - 1) && !std::isnan(v) && v >= 2.5 && v <= 12) count += 1, sum += v;
+            }
+            double want = agg == Aggregate::Count ? count : agg == Aggregate::Sum ? sum : sum / count;
+            if (count == 0 && agg == Aggregate::Avg) {
+                EXPECT_TRUE(std::isnan(e[q].estimate)) << q;
+                continue;
+            }
+            EXPECT_NEAR(e[q].estimate, want, 1e-12 * std::fabs(want) + 1e-12) << q;
+            EXPECT_NEAR(e[q].se, 0, 1e-9) << q;
+            EXPECT_EQ(e[q].support, static_cast<int64_t>(count)) << q;
+            EXPECT_EQ(e[q].n_rows, q == 0 ? static_cast<double>(N) : static_cast<double>(strata[q - 1].n_rows)) << q;
+            if (agg == Aggregate::Count) {
+                double lower, upper;
+                interval(o.s, agg, e[q], 0.95, lower, upper);
+                EXPECT_LE(upper, e[q].n_rows);
+            }
+        }
+    }
+}
+
+namespace {
+
+// 200 strata of 2..30 sample rows out of N_g = 5..2000 rows; col 0 the
+// stratum code, col 1 normal with NULLs, col 2 exponential.
+Owned weighted_strata(int groups, uint64_t seed, Smoothing sm) {
+    std::mt19937_64 g(seed);
+    std::normal_distribution<double> n01;
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<double> rows;
+    std::vector<Stratum> strata;
+    int64_t N = 0;
+    for (int k = 0; k < groups; ++k) {
+        int64_t n_k = 5 + static_cast<int64_t>(g() % 2000);
+        int64_t m_k = std::min<int64_t>(n_k, 2 + static_cast<int64_t>(g() % 29));
+        int64_t begin = static_cast<int64_t>(rows.size() / 3);
+        strata.push_back({n_k, begin, begin + m_k});
+        N += n_k;
+        for (int64_t i = 0; i < m_k; ++i)
+            rows.insert(rows.end(), {static_cast<double>(k), u(g) < 0.15 ? NAN : n01(g) * 2 + 5, -std::log(1 - u(g))});
+    }
+    return make_owned(rows, 3, N, sm, strata, {0});
+}
+
+}  // namespace
+
+TEST(SynopsisStrata, EstimatesAndVariancesMatchTheDirectFormulas) {
+    Owned o = weighted_strata(200, 10, Smoothing::Never);
+    ASSERT_TRUE(validate(o.s).ok()) << validate(o.s).message;
+    std::vector<double> lo = {-INFINITY, 4, 0.2, 10, 3, -INFINITY, 17, -INFINITY, -INFINITY},
+                        hi = {INFINITY, 8, 2, 60, INFINITY, 1, 17, INFINITY, INFINITY};
+    std::vector<uint8_t> nulls = {0, 1, 0, 0, 0, 0, 0, 2, 0};
+    std::vector<int32_t> which = {-1, -1, 17};
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg})
+        for (int threads : {1, 4}) {
+            std::vector<BoxEstimate> e(3);
+            ASSERT_TRUE(evaluate(o.s, batch_of(3, lo, hi, agg, 2, &nulls, &which), cpu_ctx(threads), e.data()).ok());
+            for (int q = 0; q < 3; ++q) {
+                std::vector<double> c, g;
+                exact_terms(o.s, &lo[q * 3], &hi[q * 3], &nulls[q * 3], agg == Aggregate::Count ? -1 : 2, c, g);
+                std::vector<Stratum> over = o.strata;
+                if (which[q] >= 0) over = {o.strata[which[q]]};
+                BoxEstimate r = stratified_reference(c, g, over, agg);
+                if (std::isnan(r.estimate)) {
+                    EXPECT_TRUE(std::isnan(e[q].estimate)) << q;
+                    continue;
+                }
+                EXPECT_NEAR(e[q].estimate, r.estimate, 1e-11 * std::fabs(r.estimate)) << q;
+                EXPECT_NEAR(e[q].se, r.se, 1e-8 * r.se + 1e-12) << q;
+                double pop = 0;
+                for (const Stratum& st : over) pop += static_cast<double>(st.n_rows);
+                EXPECT_EQ(e[q].n_rows, pop);
+            }
+        }
+}
+
+TEST(SynopsisStrata, SmoothedColumnsAndThreadsAgree) {
+    Owned o = weighted_strata(300, 11, Smoothing::Always);
+    ASSERT_EQ(o.s.cols[0].mode, Mode::Exact);  // categorical
+    ASSERT_EQ(o.s.cols[2].mode, Mode::Kde);
+    std::vector<double> lo, hi;
+    random_boxes(o.s, 40, 5, lo, hi);
+    std::vector<int32_t> which(40);
+    for (int q = 0; q < 40; ++q) which[q] = q % 3 == 0 ? -1 : q * 7 % 300;
+    std::vector<uint8_t> nulls(40 * 3, 1);
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        std::vector<BoxEstimate> one(40), many(40);
+        ASSERT_TRUE(evaluate(o.s, batch_of(40, lo, hi, agg, 2, &nulls, &which), cpu_ctx(1), one.data()).ok());
+        ASSERT_TRUE(evaluate(o.s, batch_of(40, lo, hi, agg, 2, &nulls, &which), cpu_ctx(8), many.data()).ok());
+        for (int q = 0; q < 40; ++q) {
+            if (std::isnan(one[q].estimate)) {
+                EXPECT_TRUE(std::isnan(many[q].estimate));
+                continue;
+            }
+            EXPECT_NEAR(one[q].estimate, many[q].estimate, 1e-11 * std::fabs(one[q].estimate) + 1e-9);
+            EXPECT_EQ(one[q].support, many[q].support);
+        }
+    }
+}
+
+TEST(SynopsisStrata, OneStratumEqualsUnstratified) {
+    // a single stratum of every row and stratum 0 of an unstratified synopsis
+    // give the unstratified results; NULL policies of Any equal no policies
+    Built b = build(mixed_rows(5000, 12), 3, 1000000, Bandwidth::Cdf, Smoothing::Auto, cpu_ctx());
+    std::vector<double> lo, hi;
+    random_boxes(b.s, 30, 6, lo, hi);
+    std::vector<uint8_t> any(30 * 3, 0);
+    std::vector<int32_t> zero(30, 0), all(30, -1);
+    Synopsis one = b.s;
+    Stratum whole{1000000, 0, 5000};
+    one.n_strata = 1;
+    one.strata = &whole;
+    one.sample_size = 5000;
+    ASSERT_TRUE(validate(one).ok()) << validate(one).message;
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        std::vector<BoxEstimate> plain(30), e1(30), e2(30), e3(30);
+        ASSERT_TRUE(evaluate(b.s, batch_of(30, lo, hi, agg, 1), cpu_ctx(), plain.data()).ok());
+        ASSERT_TRUE(evaluate(b.s, batch_of(30, lo, hi, agg, 1, &any, &zero), cpu_ctx(), e1.data()).ok());
+        ASSERT_TRUE(evaluate(one, batch_of(30, lo, hi, agg, 1, nullptr, &all), cpu_ctx(), e2.data()).ok());
+        ASSERT_TRUE(evaluate(one, batch_of(30, lo, hi, agg, 1, &any, &zero), cpu_ctx(), e3.data()).ok());
+        for (int q = 0; q < 30; ++q)
+            for (const auto* e : {&e1, &e2, &e3}) {
+                if (std::isnan(plain[q].estimate)) {
+                    EXPECT_TRUE(std::isnan((*e)[q].estimate));
+                    continue;
+                }
+                EXPECT_EQ((*e)[q].estimate, plain[q].estimate) << q;
+                EXPECT_EQ((*e)[q].se, plain[q].se) << q;
+                EXPECT_EQ((*e)[q].support, plain[q].support) << q;
+                EXPECT_EQ((*e)[q].n_rows, 1e6);
+            }
+    }
+    // and estimate_from_sums is the one-piece formula
+    BoxSums sums;
+    ASSERT_TRUE(box_sums_cpu(b.s, batch_of(1, lo, hi, Aggregate::Count, 0), cpu_ctx(), &sums).ok());
+    BoxEstimate e, direct = estimate_from_sums(b.s, Aggregate::Count, sums);
+    ASSERT_TRUE(evaluate(b.s, batch_of(1, lo, hi, Aggregate::Count, 0), cpu_ctx(), &e).ok());
+    EXPECT_EQ(direct.estimate, e.estimate);
+    EXPECT_EQ(direct.support, e.support);
+}
+
+TEST(SynopsisStrata, BadArguments) {
+    Owned o = weighted_strata(10, 13, Smoothing::Never);
+    std::vector<double> lo(3, -INFINITY), hi(3, INFINITY);
+    std::vector<int32_t> which = {10};
+    std::vector<uint8_t> nulls = {0, 3, 0};
+    BoxEstimate e;
+    EXPECT_EQ(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Count, 0, nullptr, &which), cpu_ctx(), &e).code,
+              StatusCode::InvalidArgument);
+    which[0] = -2;
+    EXPECT_EQ(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Count, 0, nullptr, &which), cpu_ctx(), &e).code,
+              StatusCode::InvalidArgument);
+    EXPECT_EQ(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Count, 0, &nulls), cpu_ctx(), &e).code,
+              StatusCode::InvalidArgument);
+    // unstratified: stratum 0 and -1 only
+    Built b = build(mixed_rows(100, 1), 3, 1000, Bandwidth::Scott, Smoothing::Never, cpu_ctx());
+    which[0] = 1;
+    EXPECT_EQ(evaluate(b.s, batch_of(1, lo, hi, Aggregate::Count, 0, nullptr, &which), cpu_ctx(), &e).code,
+              StatusCode::InvalidArgument);
+    // the whole table's count interval is clipped to [0, N]; a stratum's to [0, N_g]
+    which[0] = 4;
+    ASSERT_TRUE(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Count, 0, nullptr, &which), cpu_ctx(), &e).ok());
+    double lower, upper;
+    interval(o.s, Aggregate::Count, e, 0.95, lower, upper);
+    EXPECT_LE(upper, static_cast<double>(o.strata[4].n_rows));
+    BoxEstimate legacy = e;
+    legacy.n_rows = 0;  // not filled: the synopsis's N
+    legacy.estimate = 1e12;
+    interval(o.s, Aggregate::Count, legacy, 0.95, lower, upper);
+    EXPECT_EQ(upper, static_cast<double>(o.s.n_rows));
+}
+
+TEST(SynopsisSupport, CountsRowsWithPositiveWeight) {
+    Built b = build(mixed_rows(6000, 14), 3, 1e6, Bandwidth::Scott, Smoothing::Always, cpu_ctx());
+    std::vector<double> lo, hi;
+    random_boxes(b.s, 9, 8, lo, hi);
+    for (int threads : {1, 8}) {  // one task per box, and chunks of rows
+        std::vector<BoxEstimate> e(9);
+        ASSERT_TRUE(evaluate(b.s, batch_of(9, lo, hi, Aggregate::Count, 0), cpu_ctx(threads), e.data()).ok());
+        for (int q = 0; q < 9; ++q) {
+            int64_t positive = 0, inside = 0;
+            for (int64_t i = 0; i < b.s.m; ++i) {
+                double c, s;
+                math::row_terms(&b.sample[i * 3], &lo[q * 3], &hi[q * 3], column_params(b.s), 3, -1, c, s);
+                positive += c > 0;
+                bool in = true;
+                for (int j = 0; j < 3; ++j) in = in && b.sample[i * 3 + j] >= lo[q * 3 + j] && b.sample[i * 3 + j] <= hi[q * 3 + j];
+                inside += in;
+            }
+            EXPECT_EQ(e[q].support, positive) << q;
+            EXPECT_GE(e[q].support, inside) << q;  // kernels reach past the box: at least the rows inside
+        }
+    }
+    // an empty box has no support
+    std::swap(lo[0], hi[0]);
+    BoxEstimate e;
+    ASSERT_TRUE(evaluate(b.s, batch_of(1, lo, hi, Aggregate::Count, 0), cpu_ctx(), &e).ok());
+    EXPECT_TRUE(e.empty);
+    EXPECT_EQ(e.support, 0);
+}
+
+TEST(SynopsisSampling, CongressionalAllocation) {
+    auto alloc = [](std::vector<int64_t> rows, int64_t size, int64_t floor, std::vector<int64_t>& m) {
+        m.assign(rows.size(), -1);
+        return congressional_allocation(rows.data(), static_cast<int64_t>(rows.size()), size, floor, m.data());
+    };
+    std::vector<int64_t> m;
+    // small groups whole, rare groups at their floor, the rest in proportion
+    ASSERT_TRUE(alloc({10, 50, 1000, 100000}, 2000, 100, m).ok());
+    EXPECT_EQ(m[0], 10);
+    EXPECT_EQ(m[1], 50);
+    EXPECT_EQ(m[0] + m[1] + m[2] + m[3], 2000);
+    EXPECT_EQ(m[2], 100);  // its share 1000 * 1840 / 100000 < 100
+    EXPECT_EQ(m[3], 1840);
+    // one big group: the others keep the floor, the big one the rest
+    ASSERT_TRUE(alloc({100000, 200, 300}, 1000, 100, m).ok());
+    EXPECT_EQ(m, (std::vector<int64_t>{800, 100, 100}));
+    // equal groups: equal shares
+    ASSERT_TRUE(alloc({1000, 1000, 1000, 1000}, 1000, 100, m).ok());
+    EXPECT_EQ(m, (std::vector<int64_t>{250, 250, 250, 250}));
+    // proportional above the floors, rounded to the exact total
+    ASSERT_TRUE(alloc({3000, 7000, 20000, 70000, 5}, 1001, 50, m).ok());
+    int64_t total = 0;
+    for (int64_t v : m) total += v;
+    EXPECT_EQ(total, 1001);
+    EXPECT_EQ(m[4], 5);
+    EXPECT_EQ(m[0], 50);  // 3000 * lambda < 50
+    const double lambda = static_cast<double>(1001 - 55) / 97000;  // groups 1..3 proportional
+    for (int g = 1; g <= 3; ++g) EXPECT_LE(std::fabs(m[g] - lambda * static_cast<double>(std::vector<int64_t>{3000, 7000, 20000, 70000}[g])), 1.0) << g;
+    // the floors alone exceed sample_size: every group keeps its floor
+    std::vector<int64_t> many(50, 1000);
+    many[7] = 30;
+    ASSERT_TRUE(alloc(many, 1000, 100, m).ok());
+    total = 0;
+    for (int g = 0; g < 50; ++g) {
+        EXPECT_EQ(m[g], g == 7 ? 30 : 100);
+        total += m[g];
+    }
+    EXPECT_EQ(total, 4930);
+    // fewer rows than sample_size: everything
+    ASSERT_TRUE(alloc({5, 17, 300}, 1000, 100, m).ok());
+    EXPECT_EQ(m, (std::vector<int64_t>{5, 17, 300}));
+    // random cases: invariants
+    std::mt19937_64 g(15);
+    for (int t = 0; t < 200; ++t) {
+        std::vector<int64_t> rows(1 + g() % 30);
+        for (auto& r : rows) r = 1 + static_cast<int64_t>(g() % (g() % 2 ? 100000 : 300));
+        int64_t size = 1 + static_cast<int64_t>(g() % 20000), floor = 1 + static_cast<int64_t>(g() % 200);
+        ASSERT_TRUE(alloc(rows, size, floor, m).ok());
+        int64_t sum = 0, floors = 0, all = 0;
+        for (size_t k = 0; k < rows.size(); ++k) {
+            EXPECT_GE(m[k], std::min(rows[k], floor));
+            EXPECT_LE(m[k], rows[k]);
+            sum += m[k];
+            floors += std::min(rows[k], floor);
+            all += rows[k];
+        }
+        EXPECT_EQ(sum, all <= size ? all : std::max(floors, size)) << t;
+    }
+    // invalid arguments
+    std::vector<int64_t> out(3);
+    std::vector<int64_t> good = {10, 20, 30}, zero_row = {10, 0, 30};
+    EXPECT_EQ(congressional_allocation(good.data(), 0, 100, 10, out.data()).code, StatusCode::InvalidArgument);
+    EXPECT_EQ(congressional_allocation(zero_row.data(), 3, 100, 10, out.data()).code, StatusCode::InvalidArgument);
+    EXPECT_EQ(congressional_allocation(good.data(), 3, 0, 10, out.data()).code, StatusCode::InvalidArgument);
+    EXPECT_EQ(congressional_allocation(good.data(), 3, 100, 0, out.data()).code, StatusCode::InvalidArgument);
+    EXPECT_EQ(congressional_allocation(nullptr, 3, 100, 10, out.data()).code, StatusCode::InvalidArgument);
+    EXPECT_EQ(congressional_allocation(good.data(), 3, 100, 10, nullptr).code, StatusCode::InvalidArgument);
+}
+
 // ---- GPU = CPU ------------------------------------------------------------------------
 
 TEST(SynopsisGpu, BatchedBoxesMatchCpu) {
@@ -844,4 +1495,82 @@ TEST(SynopsisGpu, EdgeShapes) {
     ASSERT_TRUE(evaluate(wide.s, {9, blo.data(), bhi.data(), Aggregate::Sum, 31}, cpu, ec.data()).ok());
     ASSERT_TRUE(evaluate(wide.s, {9, blo.data(), bhi.data(), Aggregate::Sum, 31}, gpu, eg.data()).ok());
     for (int i = 0; i < 9; ++i) EXPECT_NEAR(eg[i].estimate, ec[i].estimate, 1e-9 * std::fabs(ec[i].estimate) + 1e-12 * 5000);
+}
+
+TEST(SynopsisGpu, PiecesNullsAndStrataMatchCpu) {
+    if (!have_gpu()) GTEST_SKIP() << "no GPU usable: CPU = GPU is checked on the GPU machine";
+    ExecContext cpu = cpu_ctx(4);
+    ExecContext gpu;
+    gpu.mode = DeviceMode::Gpu;
+    auto compare = [&](const Synopsis& s, const BoxBatch& batch, const char* what) {
+        std::vector<BoxEstimate> ec(batch.q), eg(batch.q);
+        ASSERT_TRUE(evaluate(s, batch, cpu, ec.data()).ok());
+        Status st = evaluate(s, batch, gpu, eg.data());
+        ASSERT_TRUE(st.ok()) << st.message;
+        for (int64_t i = 0; i < batch.q; ++i) {
+            ASSERT_EQ(eg[i].support, ec[i].support) << what << " box " << i;
+            ASSERT_EQ(eg[i].n_rows, ec[i].n_rows) << what << " box " << i;
+            ASSERT_EQ(eg[i].empty, ec[i].empty);
+            if (std::isnan(ec[i].estimate)) {
+                ASSERT_TRUE(std::isnan(eg[i].estimate)) << what << " box " << i;
+                continue;
+            }
+            const double scale = batch.agg == Aggregate::Avg ? 1e-12 : 1e-12 * ec[i].n_rows;
+            ASSERT_NEAR(eg[i].estimate, ec[i].estimate, 1e-9 * std::fabs(ec[i].estimate) + scale)
+                << what << " box " << i;
+            ASSERT_NEAR(eg[i].se, ec[i].se, 1e-6 * (std::fabs(ec[i].se) + std::fabs(ec[i].estimate)) + scale)
+                << what << " box " << i;
+        }
+    };
+    // GROUP BY over 1,000 strata: one box per stratum (few rows each), plus
+    // boxes over every stratum
+    Owned strat = weighted_strata(1000, 16, Smoothing::Always);
+    {
+        const Synopsis& s = strat.s;
+        const int64_t q = 1003;
+        std::vector<double> lo, hi;
+        random_boxes(s, q, 17, lo, hi);
+        std::vector<int32_t> which(q);
+        std::vector<uint8_t> nulls(q * 3);
+        for (int64_t b = 0; b < q; ++b) {
+            which[b] = b < 1000 ? static_cast<int32_t>(b) : -1;
+            lo[b * 3] = -INFINITY, hi[b * 3] = INFINITY;
+            nulls[b * 3 + 1] = static_cast<uint8_t>(b % 3);
+            nulls[b * 3 + 2] = static_cast<uint8_t>(b % 2);
+        }
+        std::swap(lo[5 * 3 + 2], hi[5 * 3 + 2]);  // one empty box
+        for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg})
+            for (int k : {1, 2}) compare(s, batch_of(q, lo, hi, agg, k, &nulls, &which), "strata");
+    }
+    // few boxes over many rows with NULLs (pieces cut into many tasks), unstratified
+    Owned big = make_owned(null_rows(300000, 18), 3, 30000000, Smoothing::Always);
+    {
+        std::vector<double> lo, hi;
+        random_boxes(big.s, 5, 19, lo, hi);
+        std::vector<uint8_t> nulls = {0, 1, 2, 0, 0, 0, 1, 1, 1, 0, 2, 0, 1, 0, 0};
+        for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+            compare(big.s, batch_of(5, lo, hi, agg, 1, &nulls), "big");
+            compare(big.s, batch_of(5, lo, hi, agg, 2), "big, no policies");
+        }
+    }
+    // the engines alone on hand-made pieces (one piece of 300,000 rows, small ones, one of one row)
+    {
+        std::vector<double> lo, hi;
+        random_boxes(big.s, 3, 20, lo, hi);
+        std::vector<Piece> pieces = {{0, 0, 300000, -1}, {1, 5, 17, -1}, {1, 17, 18, -1}, {2, 1000, 99000, -1}};
+        BoxBatch batch = batch_of(3, lo, hi, Aggregate::Sum, 1);
+        std::vector<BoxSums> sc(4), sg(4);
+        ASSERT_TRUE(piece_sums_cpu(big.s, batch, pieces.data(), 4, cpu, sc.data()).ok());
+        Status st = piece_sums_gpu(big.s, batch, pieces.data(), 4, gpu, sg.data());
+        ASSERT_TRUE(st.ok()) << st.message;
+        for (int i = 0; i < 4; ++i) {
+            EXPECT_EQ(sg[i].support, sc[i].support) << i;
+            EXPECT_NEAR(sg[i].c0, sc[i].c0, 1e-12 * (1 + std::fabs(sc[i].c0))) << i;
+            EXPECT_NEAR(sg[i].s0, sc[i].s0, 1e-12 * (1 + std::fabs(sc[i].s0))) << i;
+            const double n = static_cast<double>(pieces[i].end - pieces[i].begin);
+            EXPECT_NEAR(sg[i].sc, sc[i].sc, 1e-9 * n) << i;
+            EXPECT_NEAR(sg[i].ss, sc[i].ss, 1e-9 * n * 30) << i;
+            EXPECT_NEAR(sg[i].sss, sc[i].sss, 1e-9 * std::fabs(sc[i].sss) + 1e-9 * n) << i;
+        }
+    }
 }
