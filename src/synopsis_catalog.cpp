@@ -2,6 +2,7 @@
 // and row-level-security rules of the catalog table, and the JSON-predicate
 // estimates approx_count(name, predicate) etc.
 #include "synopsis.h"
+#include "query_reader.h"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -35,7 +36,6 @@ namespace {
 // Reads the rows of a query straight into a reservoir (DestReceiver), the
 // query's columns becoming the dimensions by name.
 struct SampleReceiver {
-    DestReceiver pub;  // first: the executor sees a DestReceiver*
     const char* fn;
     SynAgg* st;
     MemoryContext mcxt;
@@ -56,8 +56,8 @@ double float_of(Datum d, Oid t) {
     }
 }
 
-void sample_startup(DestReceiver* self, int, TupleDesc desc) {
-    SampleReceiver* r = reinterpret_cast<SampleReceiver*>(self);
+void sample_startup(void* self, TupleDesc desc) {
+    SampleReceiver* r = static_cast<SampleReceiver*>(self);
     if (desc->natts < 1 || desc->natts > kMaxDim)
         ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                         errmsg("%s: query must return between 1 and %d columns, not %d", r->fn, kMaxDim, desc->natts)));
@@ -80,15 +80,15 @@ void sample_startup(DestReceiver* self, int, TupleDesc desc) {
     set_dim(st, desc->natts, st->res.capacity, r->fn);
 }
 
-bool sample_slot(TupleTableSlot* slot, DestReceiver* self) {
-    SampleReceiver* r = reinterpret_cast<SampleReceiver*>(self);
+void sample_slot(void* self, TupleTableSlot* slot) {
+    SampleReceiver* r = static_cast<SampleReceiver*>(self);
     SynAgg* st = r->st;
     slot_getsomeattrs(slot, st->d);
     double row[kMaxDim];
     for (int j = 0; j < st->d; ++j) {
         if (slot->tts_isnull[j]) {
             ++st->skipped;
-            return true;
+            return;
         }
         row[j] = float_of(slot->tts_values[j], r->types[j]);
         if (!std::isfinite(row[j]))
@@ -105,11 +105,7 @@ bool sample_slot(TupleTableSlot* slot, DestReceiver* self) {
                                     st->res.size)));
         }
     }
-    return true;
 }
-
-void sample_shutdown(DestReceiver*) {}
-void sample_destroy(DestReceiver*) {}
 
 double progress_interval_s(void) {
     const char* s = GetConfigOption("approx_gpu.progress_interval", true, false);
@@ -156,11 +152,6 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
     st->params_set = true;
 
     SampleReceiver* r = static_cast<SampleReceiver*>(palloc0(sizeof(SampleReceiver)));
-    r->pub.receiveSlot = sample_slot;
-    r->pub.rStartup = sample_startup;
-    r->pub.rShutdown = sample_shutdown;
-    r->pub.rDestroy = sample_destroy;
-    r->pub.mydest = DestNone;
     r->fn = fn;
     r->st = st;
     r->mcxt = CurrentMemoryContext;
@@ -174,24 +165,8 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
     int nest = NewGUCNestLevel();
     (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
     double t0 = glue_clock_ms();
-    if (SPI_connect() != SPI_OK_CONNECT)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: SPI_connect failed", fn)));
-    SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
-    if (plan == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
-                        errmsg("%s: cannot prepare query: %s", fn, SPI_result_code_string(SPI_result))));
-    if (!SPI_is_cursor_plan(plan))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: query must be a single query that returns rows (a SELECT)", fn)));
-    SPIExecuteOptions options;
-    memset(&options, 0, sizeof options);
-    options.read_only = true;
-    options.dest = &r->pub;
-    int rc = SPI_execute_plan_extended(plan, &options);
-    if (rc < 0)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: query could not be run: %s", fn, SPI_result_code_string(rc))));
-    SPI_finish();
+    RowSink sink = {sample_startup, sample_slot, r};
+    run_inner_query(fn, "query", query, true, sink);
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
     double ms_read = glue_clock_ms() - t0;
