@@ -211,7 +211,7 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_density(s, ARRAY[1, 2]::float8[]) FRO
 SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(s, (SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 100, 'scott') FROM syn_data)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(s, (SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b, c], 100, 'cdf') FROM syn_data)) FROM syn$$);
 -- malformed binary forms through the bytea cast's function: another version, truncated, trailing bytes
-SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(set_byte(s::bytea, 0, 3)) FROM syn$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(set_byte(s::bytea, 0, 4)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(set_byte(s::bytea, 0, 0)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(substr(s::bytea, 1, 100)) FROM syn$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(s::bytea || '\x00'::bytea) FROM syn$$);
@@ -220,9 +220,10 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_from_bytea(''::bytea)$$);
 SELECT pg_temp.err($$SELECT 'not json'::approx_gpu.kde_synopsis$$);
 SELECT pg_temp.err($$SELECT '{}'::approx_gpu.kde_synopsis$$);
 SELECT pg_temp.err($$SELECT '[1, 2]'::approx_gpu.kde_synopsis$$);
-SELECT pg_temp.err($$SELECT replace(s::text, '"version": 2', '"version": 3')::approx_gpu.kde_synopsis FROM syn$$);
--- format 2's keys under version 1, an unknown mode, a mode that contradicts the discrete flag
-SELECT pg_temp.err($$SELECT replace(s::text, '"version": 2', '"version": 1')::approx_gpu.kde_synopsis FROM syn$$);
+SELECT pg_temp.err($$SELECT replace(s::text, '"version": 3', '"version": 4')::approx_gpu.kde_synopsis FROM syn$$);
+-- format 3's keys under versions 1 and 2, an unknown mode, a mode that contradicts the discrete flag
+SELECT pg_temp.err($$SELECT replace(s::text, '"version": 3', '"version": 1')::approx_gpu.kde_synopsis FROM syn$$);
+SELECT pg_temp.err($$SELECT replace(s::text, '"version": 3', '"version": 2')::approx_gpu.kde_synopsis FROM syn$$);
 SELECT pg_temp.err($$SELECT regexp_replace(s::text, '"mode": "[a-z_]+"', '"mode": "magic"')::approx_gpu.kde_synopsis FROM syn$$);
 SELECT pg_temp.err($$SELECT regexp_replace(s::text, '"discrete": true, "mode": "exact"', '"discrete": true, "mode": "kde"')::approx_gpu.kde_synopsis FROM syn$$);
 SELECT pg_temp.err($$SELECT regexp_replace(s::text, '"interval_scale": [0-9.e+-]+', '"interval_scale": 0.5')::approx_gpu.kde_synopsis FROM syn$$);

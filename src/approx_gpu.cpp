@@ -4,6 +4,7 @@
 #include "runtime.h"
 #include "closure.h"
 #include "moving.h"
+#include "synopsis.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -14,5 +15,6 @@ void _PG_init(void) {
     runtime_define_settings();
     closure_init();
     moving_init();
+    synopsis_init();
     runtime_reserve_prefix();
 }

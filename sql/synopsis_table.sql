@@ -1,0 +1,208 @@
+-- Table synopses (issue 13): create_synopsis over a relation's columns (every
+-- row counts, NULLs are data, text-like columns are dictionaries), what the
+-- stored value holds, renames, dropped and retyped columns, a dropped table,
+-- freshness, strata, and every ERROR. Output is engine-independent: counts,
+-- exact integers and booleans.
+SET extra_float_digits = 0;
+SET approx_gpu.random_seed = 13;
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+CREATE TYPE st_color AS ENUM ('red', 'green', 'blue');
+CREATE TABLE st_data AS
+  SELECT i AS id,
+         CASE WHEN i % 10 = 0 THEN NULL ELSE (i % 50)::float8 END AS price,
+         (i % 7)::numeric * 1.5 AS qty,
+         date '2024-01-01' + (i % 90) AS day,
+         timestamptz '2024-01-01 00:00+00' + (i % 48) * interval '1 hour' AS at,
+         CASE WHEN i % 13 = 0 THEN NULL ELSE (ARRAY['AA', 'BB', 'CC', 'DD'])[1 + i % 4] END AS carrier,
+         i % 3 = 0 AS flag,
+         (ARRAY['red', 'green', 'blue']::st_color[])[1 + i % 3] AS color
+  FROM generate_series(1, 2000) i;
+SELECT pg_stat_force_next_flush();
+
+-- create: N counts every row (NULLs included); the info shows each column's
+-- encoding, dictionaries and NULLs
+CREATE TEMP TABLE st_info AS
+SELECT approx_gpu.create_synopsis('st', 'st_data'::regclass,
+                                  ARRAY['id', 'price', 'qty', 'day', 'at', 'carrier', 'flag', 'color']::name[],
+                                  500, 'cdf', 'never') AS i;
+SELECT (i->>'N')::int AS n, (i->>'m')::int AS m, (i->>'d')::int AS d, (i->>'strata')::int AS strata,
+       (i->>'skipped')::int AS skipped FROM st_info;
+SELECT c->>'name' AS name, c->>'encoding' AS encoding, c->>'categorical' AS categorical, c->>'mode' AS mode,
+       (c->>'dictionary_size')::int AS dictionary_size, (c->>'null_count')::int > 0 AS has_nulls
+FROM st_info, jsonb_array_elements(i->'columns') c;
+-- the catalog row: bound to the table by OID and attribute numbers, no query
+SELECT name, relation, attnums, atttypes, query IS NULL AS no_query, stratify, rows_built,
+       relfilenode = (SELECT relfilenode FROM pg_class WHERE oid = 'st_data'::regclass) AS same_relfilenode
+FROM approx_gpu.synopses WHERE name = 'st';
+-- the stored value: format 3, NULL sample values as JSON null, the dictionaries
+-- sorted; text and binary forms round-trip
+SELECT get_byte(synopsis::bytea, 0) AS version_byte,
+       synopsis::text LIKE '%"dictionary": ["AA", "BB", "CC", "DD"]%' AS carrier_dictionary,
+       synopsis::text LIKE '%"dictionary": ["blue", "green", "red"]%' AS enum_dictionary_by_strcmp,
+       synopsis::text LIKE '%"dictionary": ["f", "t"]%' AS bool_dictionary,
+       synopsis::text LIKE '%null%' AS has_json_null,
+       synopsis::text::approx_gpu.kde_synopsis::text = synopsis::text AS text_round_trip,
+       synopsis::bytea::approx_gpu.kde_synopsis::bytea = synopsis::bytea AS binary_round_trip
+FROM approx_gpu.synopses WHERE name = 'st';
+-- the unbounded box holds every row, NULLs included; a dictionary code box
+-- is about its share of the rows
+SELECT approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::float8[],
+                               ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::float8[]) AS all_rows,
+       abs(approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL]::float8[],
+                                   ARRAY[NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL]::float8[])
+           / (SELECT count(*) FROM st_data WHERE carrier = 'AA') - 1) < 0.3 AS carrier_aa_close
+FROM approx_gpu.synopses WHERE name = 'st';
+SELECT s->>'status' AS status, s->'reason' AS reason, s->'columns' AS columns, (s->>'rows_built')::int AS rows_built
+FROM approx_gpu.synopsis_status('st') s;
+
+-- a rename of the table and of a column follows (attribute numbers)
+ALTER TABLE st_data RENAME COLUMN price TO cost;
+ALTER TABLE st_data RENAME TO st_rows;
+SELECT s->>'status' AS status, s->>'relation' AS relation, s->'columns' AS columns FROM approx_gpu.synopsis_status('st') s;
+SELECT (approx_gpu.refresh_synopsis('st')->>'N')::int AS refreshed_n;
+SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('st') s;
+
+-- freshness: more than 20% of the rows changed -> stale; TRUNCATE -> stale
+UPDATE st_rows SET qty = qty + 1 WHERE id <= 700;
+SELECT pg_stat_force_next_flush();
+SELECT s->>'status' AS status, s->>'reason' AS reason FROM approx_gpu.synopsis_status('st') s;
+SET approx_gpu.synopsis_max_staleness = 0.5;
+SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('st') s;
+RESET approx_gpu.synopsis_max_staleness;
+SELECT (approx_gpu.refresh_synopsis('st')->>'N')::int AS refreshed_n;
+SELECT pg_stat_force_next_flush();
+SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('st') s;
+UPDATE st_rows SET qty = qty + 1 WHERE id <= 100;
+SELECT pg_stat_force_next_flush();
+SELECT s->>'status' AS status_after_5_percent FROM approx_gpu.synopsis_status('st') s;
+CREATE TABLE st_copy AS SELECT * FROM st_rows;
+TRUNCATE st_rows;
+SELECT s->>'status' AS status, s->>'reason' AS reason FROM approx_gpu.synopsis_status('st') s;
+SELECT pg_temp.err($$SELECT approx_gpu.refresh_synopsis('st')$$);
+INSERT INTO st_rows SELECT * FROM st_copy;
+SELECT (approx_gpu.refresh_synopsis('st')->>'N')::int AS refreshed_n;
+SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('st') s;
+
+-- a dropped column or a retyped one makes the synopsis unusable (refresh says why)
+SELECT (approx_gpu.create_synopsis('st2', 'st_rows', ARRAY['id', 'qty']::name[], 200)->>'N')::int AS n;
+ALTER TABLE st_rows DROP COLUMN qty;
+SELECT s->>'status' AS status, s->>'reason' AS reason FROM approx_gpu.synopsis_status('st') s;
+SELECT s->>'status' AS status, s->>'reason' AS reason FROM approx_gpu.synopsis_status('st2') s;
+SELECT pg_temp.err($$SELECT approx_gpu.refresh_synopsis('st2')$$);
+SELECT (approx_gpu.create_synopsis('st3', 'st_rows', ARRAY['id', 'day']::name[], 200)->>'N')::int AS n;
+ALTER TABLE st_rows ALTER COLUMN id TYPE int8;
+SELECT s->>'status' AS status, s->>'reason' AS reason FROM approx_gpu.synopsis_status('st3') s;
+-- a refresh rebuilds it with the column's new type
+SELECT (approx_gpu.refresh_synopsis('st3')->>'N')::int AS refreshed_n;
+SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('st3') s;
+-- a query-text synopsis is not bound to a table
+SELECT (approx_gpu.create_synopsis('stq', 'SELECT id::float8 AS id FROM st_rows', 100)->>'N')::int AS n;
+SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('stq') s;
+SELECT approx_gpu.drop_synopsis('stq');
+
+-- a dropped table drops its synopses
+SELECT count(*) AS synopses_of_st_rows FROM approx_gpu.synopses WHERE relation = 'st_rows'::regclass;
+DROP TABLE st_rows;
+SELECT count(*) AS left_over FROM approx_gpu.synopses WHERE name IN ('st', 'st2', 'st3');
+-- drop_synopsis of a table synopsis
+SELECT (approx_gpu.create_synopsis('stc', 'st_copy', ARRAY['id', 'carrier']::name[], 200)->>'N')::int AS n;
+SELECT approx_gpu.drop_synopsis('stc');
+SELECT count(*) AS left_over FROM approx_gpu.synopses WHERE name = 'stc';
+-- a materialized view is a table here
+CREATE MATERIALIZED VIEW st_mv AS SELECT id, carrier FROM st_copy;
+SELECT (approx_gpu.create_synopsis('stmv', 'st_mv', ARRAY['id', 'carrier']::name[], 200)->>'N')::int AS n;
+SELECT approx_gpu.drop_synopsis('stmv');
+
+-- stratified: every stratum is in the sample; strata under the floor (100
+-- rows) are kept whole, so their counts are exact
+CREATE TABLE st_groups AS
+  SELECT CASE WHEN i <= 5000 THEN 'big' WHEN i <= 5300 THEN 'mid' WHEN i <= 5350 THEN 'small' ELSE 'tiny' END AS grp,
+         (i % 100)::float8 AS x, i % 4 AS k
+  FROM generate_series(1, 5357) i;
+CREATE TEMP TABLE st_ginfo AS
+SELECT approx_gpu.create_synopsis('stg', 'st_groups', ARRAY['grp', 'x', 'k']::name[], 500, 'cdf', 'never',
+                                  ARRAY['grp']::name[]) AS i;
+SELECT (i->>'N')::int AS n, (i->>'strata')::int AS strata, (i->>'m')::int >= 500 AS m_at_least_500 FROM st_ginfo;
+SELECT stratify FROM approx_gpu.synopses WHERE name = 'stg';
+SELECT synopsis::text LIKE '%"strata": [[5000, %' AS strata_in_text,
+       synopsis::text::approx_gpu.kde_synopsis::text = synopsis::text AS text_round_trip
+FROM approx_gpu.synopses WHERE name = 'stg';
+-- codes: big 0, mid 1, small 2, tiny 3
+SELECT g.code, g.grp, (SELECT count(*) FROM st_groups WHERE grp = g.grp) AS exact,
+       round(approx_gpu.approx_count(s.synopsis, ARRAY[g.code, NULL, NULL]::float8[], ARRAY[g.code, NULL, NULL]::float8[])::numeric, 6) AS estimate
+FROM (VALUES (0, 'big'), (1, 'mid'), (2, 'small'), (3, 'tiny')) g(code, grp), approx_gpu.synopses s
+WHERE s.name = 'stg' ORDER BY g.code;
+SELECT round(approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL]::float8[], ARRAY[NULL, NULL, NULL]::float8[])::numeric, 6) AS all_rows,
+       round(approx_gpu.approx_count(synopsis, ARRAY[3, NULL, 1]::float8[], ARRAY[3, NULL, 1]::float8[])::numeric, 6) AS tiny_k1,
+       (SELECT count(*) FROM st_groups WHERE grp = 'tiny' AND k = 1) AS tiny_k1_exact
+FROM approx_gpu.synopses WHERE name = 'stg';
+SELECT s->>'status' AS status, (s->>'strata')::int AS strata FROM approx_gpu.synopsis_status('stg') s;
+-- an integer stratify column works too
+SELECT (approx_gpu.create_synopsis('stk', 'st_groups', ARRAY['k', 'x']::name[], 200, 'cdf', 'never',
+                                   ARRAY['k']::name[])->>'strata')::int AS strata;
+-- stratified or dictionary synopses do not merge
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses WHERE name = 'stg'$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge_agg(synopsis) FROM approx_gpu.synopses WHERE name = 'stg'$$);
+SELECT (approx_gpu.create_synopsis('stn', 'st_copy', ARRAY['id', 'day']::name[], 100)->>'N')::int AS n;
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses WHERE name = 'stc2'$$);
+SELECT (approx_gpu.create_synopsis('stc2', 'st_copy', ARRAY['id', 'carrier']::name[], 100)->>'N')::int AS n;
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses WHERE name = 'stc2'$$);
+-- a merge of unstratified numeric/date synopses keeps the encodings
+SELECT (approx_gpu.kde_synopsis_info(approx_gpu.kde_merge(synopsis, synopsis))->'columns'->1->>'encoding') AS merged_encoding
+FROM approx_gpu.synopses WHERE name = 'stn';
+
+-- errors
+CREATE TABLE st_bad (a int, b float8, j jsonb, d date, f float8);
+INSERT INTO st_bad VALUES (1, 1, '{}', '2024-01-01', 1), (2, 'NaN', '{}', 'infinity', 'Infinity');
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'nope']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'j']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'a']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'ctid']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY[]::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', NULL]::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'b']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'd']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'f']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a']::name[], 100, 'cdf', 'auto', ARRAY['b']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a', 'b']::name[], 100, 'cdf', 'auto', ARRAY['b']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a']::name[], 100, 'cdf', 'auto', ARRAY['a', 'a']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis(NULL, 'st_bad', ARRAY['a']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', NULL::regclass, ARRAY['a']::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', NULL::name[])$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a']::name[], NULL)$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a']::name[], 1)$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_bad', ARRAY['a']::name[], 100, 'magic')$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('stg', 'st_groups', ARRAY['x']::name[])$$);
+CREATE TABLE st_empty (a int);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_empty', ARRAY['a']::name[])$$);
+CREATE TABLE st_parted (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE st_parted_1 PARTITION OF st_parted FOR VALUES FROM (0) TO (100);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_parted', ARRAY['a']::name[])$$);
+CREATE VIEW st_view AS SELECT a FROM st_bad;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_view', ARRAY['a']::name[])$$);
+CREATE MATERIALIZED VIEW st_mv_empty AS SELECT a FROM st_bad WITH NO DATA;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_mv_empty', ARRAY['a']::name[])$$);
+-- privileges as for the real query; row-level security that applies: ERROR
+CREATE ROLE regress_syntab_reader;
+CREATE TABLE st_priv AS SELECT i AS a, i * 2 AS b FROM generate_series(1, 100) i;
+GRANT SELECT (a) ON st_priv TO regress_syntab_reader;
+CREATE TABLE st_rls AS SELECT i AS a FROM generate_series(1, 100) i;
+GRANT SELECT ON st_rls TO regress_syntab_reader;
+ALTER TABLE st_rls ENABLE ROW LEVEL SECURITY;
+CREATE POLICY st_rls_half ON st_rls FOR SELECT USING (a <= 50);
+SET ROLE regress_syntab_reader;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_priv', ARRAY['a', 'b']::name[])$$);
+SELECT pg_temp.err($$SELECT count(b) FROM st_priv$$);
+SELECT (approx_gpu.create_synopsis('e_cols', 'st_priv', ARRAY['a']::name[], 50)->>'N')::int AS column_privilege_is_enough;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_rls', ARRAY['a']::name[])$$);
+SELECT approx_gpu.drop_synopsis('e_cols');
+RESET ROLE;
+-- the table's owner is not subject to its policy (RLS not forced): allowed
+SELECT (approx_gpu.create_synopsis('st_rls_owner', 'st_rls', ARRAY['a']::name[], 50)->>'N')::int AS owner_n;
+SELECT approx_gpu.drop_synopsis('st_rls_owner');
+
+SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('stg', 'stk', 'stn', 'stc2') ORDER BY name;
+SELECT count(*) AS left_over FROM approx_gpu.synopses;
+DROP OWNED BY regress_syntab_reader;
+DROP ROLE regress_syntab_reader;
