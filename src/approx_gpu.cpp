@@ -2,6 +2,7 @@
 // CUDA is never touched here (the postmaster may load this library); it is
 // initialised lazily by the first GPU call in a backend.
 #include "runtime.h"
+#include "aqp.h"
 #include "closure.h"
 #include "moving.h"
 
@@ -14,5 +15,6 @@ void _PG_init(void) {
     runtime_define_settings();
     closure_init();
     moving_init();
+    aqp_init();
     runtime_reserve_prefix();
 }
