@@ -1,16 +1,19 @@
 // GPU engine of the synopsis box estimates (see src/core/synopsis.hpp).
 //
-// One pass over the sample per tile of 8 boxes: a block holds the tile's
-// bounds and a tile of sample rows in shared memory, each warp owns one box
-// and its lanes stride over the rows, accumulating the shifted sums of
-// BoxSums in fp64 (the per-row formulas are synopsis_math.hpp, the same code
-// the CPU runs). The sample is split into chunks along grid.y so that few
-// boxes still fill the GPU; the per-chunk partial sums are added up with
-// cub::DeviceSegmentedReduce. Boxes go in batches, and the cancel callback is
-// polled between batches.
-#include <cub/device/device_segmented_reduce.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
+// The unit of work is a piece (a box over the sample rows of one stratum, or
+// over every row): the host cuts each piece into tasks of at most task_rows
+// consecutive rows, and one block runs one task. The block holds its box's
+// bounds and NULL policies and the column constants in shared memory, its
+// first thread computes the piece's shift (g of the piece's first row, the
+// same value in every task of the piece), the threads stride over the task's
+// rows accumulating the shifted sums of BoxSums and the support counter in
+// fp64 (the per-row formulas are synopsis_math.hpp, the same code the CPU
+// runs), and a cub::BlockReduce adds them up. So 1,000 strata of ten rows are
+// 1,000 small blocks in one launch, and one box over 10^7 rows is about 2,048
+// blocks of a few thousand rows each. The host adds the tasks of a piece in
+// order and combines the pieces of a box (estimate_from_pieces, shared with
+// the CPU). Tasks go in batches; the cancel callback is polled between them.
+#include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
 #include <vector>
@@ -23,177 +26,190 @@ namespace approx::synopsis {
 
 namespace {
 
-constexpr int kBoxesPerBlock = 8;  // one warp per box
-constexpr int kThreads = kBoxesPerBlock * 32;
-constexpr int kFields = 5;  // sc, ss, scc, sss, scs
-constexpr int64_t kBoxTilesPerLaunch = 4096;
-constexpr int kTargetBlocks = 2048;
-constexpr int kMaxGridY = 65535;
+constexpr int kThreads = 128;
+constexpr int kFields = 6;                 // sc, ss, scc, sss, scs, support
+constexpr int64_t kMinTaskRows = 4 * kThreads;
+constexpr int64_t kTargetBlocks = 2048;    // blocks that fill an H100 / H200 a few times over
+constexpr int64_t kTasksPerLaunch = 1 << 16;
 
-int tile_rows_for(int d) {
-    int rows = (4096 / d) / 32 * 32;  // 32 KB of sample per tile
-    return rows < 32 ? 32 : rows;
-}
+// One task: rows [begin, end) of box `box` (relative to the launch's first
+// box), shift from row `shift_row` (the piece's first row).
+struct Task {
+    int64_t box;
+    int64_t begin;
+    int64_t end;
+    int64_t shift_row;
+};
 
-size_t shared_bytes(int d, int tile_rows) {
-    return sizeof(double) * (static_cast<size_t>(tile_rows) * d + 2 * kBoxesPerBlock * d) + sizeof(math::ColumnParams);
-}
+struct Acc {
+    double v[kFields];
+};
 
-// grid.x: box tiles of this launch; grid.y: sample chunks.
-// partial[(field * q + box) * chunks + chunk]; shift[2 * box + {0, 1}] = g of row 0.
-__global__ void box_sums_kernel(const double* __restrict__ sample, int64_t m, int d, const double* __restrict__ lo,
-                                const double* __restrict__ hi, int64_t q, int k, math::ColumnParams cols, int tile_rows,
-                                int64_t chunk_rows, int chunks, double* __restrict__ partial,
-                                double* __restrict__ shift) {
-    extern __shared__ double smem[];
-    double* tile = smem;                                           // tile_rows x d
-    double* box_lo = tile + static_cast<size_t>(tile_rows) * d;    // kBoxesPerBlock x d
-    double* box_hi = box_lo + kBoxesPerBlock * d;                  // kBoxesPerBlock x d
-    // the column constants, read by every row: shared, not the parameter bank
-    math::ColumnParams& cp = *reinterpret_cast<math::ColumnParams*>(box_hi + kBoxesPerBlock * d);
+struct AccSum {
+    __device__ __forceinline__ Acc operator()(const Acc& a, const Acc& b) const {
+        Acc r;
+#pragma unroll
+        for (int f = 0; f < kFields; ++f) r.v[f] = a.v[f] + b.v[f];
+        return r;
+    }
+};
 
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int64_t box0 = static_cast<int64_t>(blockIdx.x) * kBoxesPerBlock;
-    const int64_t box = box0 + warp;
-    const int chunk = blockIdx.y;
+// partial[task * kFields + f]; shift[2 * task + {0, 1}] = (c0, s0) of the task's piece.
+__global__ void __launch_bounds__(kThreads)
+    piece_sums_kernel(const double* __restrict__ sample, int d, const double* __restrict__ lo,
+                      const double* __restrict__ hi, const unsigned char* __restrict__ nulls, int k,
+                      math::ColumnParams cols, const Task* __restrict__ tasks, double* __restrict__ partial,
+                      double* __restrict__ shift) {
+    __shared__ double box_lo[math::kMaxColumns], box_hi[math::kMaxColumns];
+    __shared__ unsigned char box_nulls[math::kMaxColumns];
+    __shared__ math::ColumnParams cp;  // read by every row: shared, not the parameter bank
+    __shared__ double shift_c, shift_s;
+    using BlockReduce = cub::BlockReduce<Acc, kThreads>;
+    __shared__ typename BlockReduce::TempStorage tmp;
 
-    for (int t = threadIdx.x; t < kBoxesPerBlock * d; t += blockDim.x) {
-        int64_t b = box0 + t / d;
-        int j = t % d;
-        box_lo[t] = b < q ? lo[b * d + j] : 0.0;
-        box_hi[t] = b < q ? hi[b * d + j] : 0.0;
+    const Task task = tasks[blockIdx.x];
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        box_lo[j] = lo[task.box * d + j];
+        box_hi[j] = hi[task.box * d + j];
+        box_nulls[j] = nulls ? nulls[task.box * d + j] : math::kNullAny;
     }
     if (threadIdx.x == 0) cp = cols;
     __syncthreads();
-
-    const double* my_lo = box_lo + warp * d;
-    const double* my_hi = box_hi + warp * d;
-    bool active = box < q;
-    if (active)
-        for (int j = 0; j < d; ++j)
-            if (my_lo[j] > my_hi[j]) active = false;  // empty box: sums stay 0
-
-    double c0 = 0, s0 = 0;
-    if (active) {
-        math::row_terms(sample, my_lo, my_hi, cp, d, k, c0, s0);  // row 0: the shift
-        if (chunk == 0 && lane == 0) {
-            shift[2 * box] = c0;
-            shift[2 * box + 1] = s0;
-        }
-    } else if (box < q && chunk == 0 && lane == 0) {
-        shift[2 * box] = 0;
-        shift[2 * box + 1] = 0;
+    if (threadIdx.x == 0) {
+        double c0, s0;
+        math::row_terms(sample + task.shift_row * d, box_lo, box_hi, cp, d, k, box_nulls, c0, s0);
+        shift_c = c0;
+        shift_s = s0;
     }
-
-    double acc[kFields] = {0, 0, 0, 0, 0};
-    const int64_t begin = static_cast<int64_t>(chunk) * chunk_rows;
-    const int64_t end = begin + chunk_rows < m ? begin + chunk_rows : m;
-    for (int64_t t0 = begin; t0 < end; t0 += tile_rows) {
-        const int rows = static_cast<int>(end - t0 < tile_rows ? end - t0 : tile_rows);
-        __syncthreads();  // the previous tile is no longer read
-        const double* src = sample + t0 * d;
-        for (int t = threadIdx.x; t < rows * d; t += blockDim.x) tile[t] = src[t];
-        __syncthreads();
-        if (active) {
-            for (int r = lane; r < rows; r += 32) {
-                double c, g;
-                math::row_terms(tile + static_cast<size_t>(r) * d, my_lo, my_hi, cp, d, k, c, g);
-                double dc = c - c0, ds = g - s0;
-                acc[0] += dc;
-                acc[1] += ds;
-                acc[2] += dc * dc;
-                acc[3] += ds * ds;
-                acc[4] += dc * ds;
-            }
-        }
+    __syncthreads();
+    const double c0 = shift_c, s0 = shift_s;
+    Acc acc;
+#pragma unroll
+    for (int f = 0; f < kFields; ++f) acc.v[f] = 0;
+    for (int64_t i = task.begin + threadIdx.x; i < task.end; i += blockDim.x) {
+        double c, g;
+        math::row_terms(sample + i * d, box_lo, box_hi, cp, d, k, box_nulls, c, g);
+        const double dc = c - c0, ds = g - s0;
+        acc.v[0] += dc;
+        acc.v[1] += ds;
+        acc.v[2] += dc * dc;
+        acc.v[3] += ds * ds;
+        acc.v[4] += dc * ds;
+        acc.v[5] += c > 0 ? 1.0 : 0.0;
     }
-    for (int f = 0; f < kFields; ++f)
-        for (int offset = 16; offset > 0; offset /= 2) acc[f] += __shfl_down_sync(0xffffffffu, acc[f], offset);
-    if (box < q && lane == 0)
-        for (int f = 0; f < kFields; ++f) partial[(static_cast<int64_t>(f) * q + box) * chunks + chunk] = acc[f];
+    const Acc total = BlockReduce(tmp).Reduce(acc, AccSum());
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int f = 0; f < kFields; ++f) partial[static_cast<int64_t>(blockIdx.x) * kFields + f] = total.v[f];
+        shift[2 * static_cast<int64_t>(blockIdx.x)] = c0;
+        shift[2 * static_cast<int64_t>(blockIdx.x) + 1] = s0;
+    }
 }
-
-struct SegmentStart {
-    int chunks;
-    __host__ __device__ int64_t operator()(int64_t i) const { return i * chunks; }
-};
 
 }  // namespace
 
-Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums) {
-    for (int64_t b = 0; b < boxes.q; ++b) sums[b] = BoxSums();
-    if (boxes.q == 0 || s.m == 0) return Status::Ok();
+Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
+                      const ExecContext& ctx, BoxSums* sums) {
+    for (int64_t i = 0; i < n; ++i) sums[i] = BoxSums();
+    if (n == 0 || s.m == 0) return Status::Ok();
     const int d = s.d;
     if (d < 1 || d > kMaxDim) return Status::Error(StatusCode::InvalidArgument, "d out of range");
     const int k = boxes.agg == Aggregate::Count ? -1 : boxes.column;
+
+    // Tasks: every non-empty piece cut into runs of at most task_rows rows.
+    int64_t total_rows = 0;
+    for (int64_t i = 0; i < n; ++i) total_rows += std::max<int64_t>(0, pieces[i].end - pieces[i].begin);
+    const int64_t task_rows = std::max(kMinTaskRows, (total_rows + kTargetBlocks - 1) / kTargetBlocks);
+    std::vector<Task> tasks;
+    std::vector<int64_t> task_piece;
+    std::vector<unsigned char> empty_box(static_cast<size_t>(boxes.q), 0);
+    for (int64_t b = 0; b < boxes.q; ++b) empty_box[b] = box_empty(s, boxes, b) ? 1 : 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const Piece& pc = pieces[i];
+        if (empty_box[pc.box] || pc.end <= pc.begin) continue;
+        for (int64_t r = pc.begin; r < pc.end; r += task_rows) {
+            tasks.push_back(Task{pc.box, r, std::min(pc.end, r + task_rows), pc.begin});
+            task_piece.push_back(i);
+        }
+    }
+    const int64_t n_tasks = static_cast<int64_t>(tasks.size());
+    if (n_tasks == 0) return Status::Ok();
+
+    // Batches of tasks; each batch's boxes are a contiguous range (pieces come in box order).
+    struct Batch {
+        int64_t first, count, box0, boxes;
+    };
+    std::vector<Batch> batches;
+    int64_t max_tasks = 0, max_boxes = 0;
+    for (int64_t first = 0; first < n_tasks; first += kTasksPerLaunch) {
+        const int64_t count = std::min(kTasksPerLaunch, n_tasks - first);
+        const int64_t box0 = tasks[first].box, box1 = tasks[first + count - 1].box;
+        batches.push_back(Batch{first, count, box0, box1 - box0 + 1});
+        max_tasks = std::max(max_tasks, count);
+        max_boxes = std::max(max_boxes, box1 - box0 + 1);
+    }
+
     cudaStream_t stream;
     APPROX_TRY(gpu::begin(ctx, stream));
-
     const math::ColumnParams cols = column_params(s);
-    const int tile_rows = tile_rows_for(d);
-    const size_t smem = shared_bytes(d, tile_rows);
-
-    const int64_t q_batch_max = std::min<int64_t>(boxes.q, kBoxTilesPerLaunch * kBoxesPerBlock);
-    const int64_t tiles_max = (q_batch_max + kBoxesPerBlock - 1) / kBoxesPerBlock;
-    // Chunks of the sample: enough blocks to fill the GPU, at least one row tile each.
-    int64_t chunks = std::max<int64_t>(1, (kTargetBlocks + tiles_max - 1) / tiles_max);
-    chunks = std::min<int64_t>(chunks, (s.m + tile_rows - 1) / tile_rows);
-    chunks = std::min<int64_t>(chunks, kMaxGridY);
-    chunks = std::max<int64_t>(chunks, (s.m + static_cast<int64_t>(INT32_MAX) - 1) / INT32_MAX);
-    const int64_t chunk_rows = (s.m + chunks - 1) / chunks;
-
     Stopwatch transfer;
-    gpu::DeviceBuffer<double> d_sample, d_lo, d_hi, d_partial, d_sums, d_shift;
+    gpu::DeviceBuffer<double> d_sample, d_lo, d_hi, d_partial, d_shift;
+    gpu::DeviceBuffer<unsigned char> d_nulls;
+    gpu::DeviceBuffer<Task> d_tasks;
     APPROX_TRY(d_sample.alloc(ctx, static_cast<size_t>(s.m) * d));
-    APPROX_TRY(d_lo.alloc(ctx, static_cast<size_t>(q_batch_max) * d));
-    APPROX_TRY(d_hi.alloc(ctx, static_cast<size_t>(q_batch_max) * d));
-    APPROX_TRY(d_partial.alloc(ctx, static_cast<size_t>(kFields) * q_batch_max * chunks));
-    APPROX_TRY(d_sums.alloc(ctx, static_cast<size_t>(kFields) * q_batch_max));
-    APPROX_TRY(d_shift.alloc(ctx, static_cast<size_t>(2) * q_batch_max));
+    APPROX_TRY(d_lo.alloc(ctx, static_cast<size_t>(max_boxes) * d));
+    APPROX_TRY(d_hi.alloc(ctx, static_cast<size_t>(max_boxes) * d));
+    if (boxes.nulls) APPROX_TRY(d_nulls.alloc(ctx, static_cast<size_t>(max_boxes) * d));
+    APPROX_TRY(d_tasks.alloc(ctx, static_cast<size_t>(max_tasks)));
+    APPROX_TRY(d_partial.alloc(ctx, static_cast<size_t>(kFields) * max_tasks));
+    APPROX_TRY(d_shift.alloc(ctx, static_cast<size_t>(2) * max_tasks));
     APPROX_CUDA(cudaMemcpyAsync(d_sample.get(), s.sample, sizeof(double) * s.m * d, cudaMemcpyHostToDevice, stream));
     APPROX_CUDA(cudaStreamSynchronize(stream));
     gpu::add_transfer_ms(ctx, transfer.ms());
 
-    std::vector<double> h_sums(static_cast<size_t>(kFields) * q_batch_max), h_shift(static_cast<size_t>(2) * q_batch_max);
-    gpu::CubTemp temp;
-    for (int64_t first = 0; first < boxes.q; first += q_batch_max) {
+    std::vector<double> h_partial(static_cast<size_t>(kFields) * max_tasks), h_shift(static_cast<size_t>(2) * max_tasks);
+    std::vector<Task> h_tasks(static_cast<size_t>(max_tasks));
+    std::vector<unsigned char> started(static_cast<size_t>(n), 0);
+    for (const Batch& bt : batches) {
         if (ctx.cancelled()) return cancelled_status();
-        const int64_t q = std::min<int64_t>(q_batch_max, boxes.q - first);
-        const int64_t tiles = (q + kBoxesPerBlock - 1) / kBoxesPerBlock;
-        APPROX_CUDA(cudaMemcpyAsync(d_lo.get(), boxes.lo + first * d, sizeof(double) * q * d, cudaMemcpyHostToDevice,
-                                    stream));
-        APPROX_CUDA(cudaMemcpyAsync(d_hi.get(), boxes.hi + first * d, sizeof(double) * q * d, cudaMemcpyHostToDevice,
-                                    stream));
-        dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks));
-        box_sums_kernel<<<grid, kThreads, smem, stream>>>(d_sample.get(), s.m, d, d_lo.get(), d_hi.get(), q, k, cols,
-                                                          tile_rows, chunk_rows, static_cast<int>(chunks),
-                                                          d_partial.get(), d_shift.get());
-        APPROX_CUDA_LAUNCHED();
-        const double* reduced = d_partial.get();
-        if (chunks > 1) {
-            auto starts = thrust::make_transform_iterator(thrust::make_counting_iterator<int64_t>(0),
-                                                          SegmentStart{static_cast<int>(chunks)});
-            const int64_t segments = kFields * q;
-            APPROX_TRY(temp.run(ctx, [&](void* p, size_t& n) {
-                return cub::DeviceSegmentedReduce::Sum(p, n, d_partial.get(), d_sums.get(), segments, starts,
-                                                       starts + 1, stream);
-            }));
-            reduced = d_sums.get();
+        for (int64_t t = 0; t < bt.count; ++t) {
+            h_tasks[t] = tasks[bt.first + t];
+            h_tasks[t].box -= bt.box0;
         }
-        APPROX_CUDA(cudaMemcpyAsync(h_sums.data(), reduced, sizeof(double) * kFields * q, cudaMemcpyDeviceToHost,
+        APPROX_CUDA(cudaMemcpyAsync(d_tasks.get(), h_tasks.data(), sizeof(Task) * bt.count, cudaMemcpyHostToDevice,
                                     stream));
-        APPROX_CUDA(cudaMemcpyAsync(h_shift.data(), d_shift.get(), sizeof(double) * 2 * q, cudaMemcpyDeviceToHost,
-                                    stream));
+        APPROX_CUDA(cudaMemcpyAsync(d_lo.get(), boxes.lo + bt.box0 * d, sizeof(double) * bt.boxes * d,
+                                    cudaMemcpyHostToDevice, stream));
+        APPROX_CUDA(cudaMemcpyAsync(d_hi.get(), boxes.hi + bt.box0 * d, sizeof(double) * bt.boxes * d,
+                                    cudaMemcpyHostToDevice, stream));
+        if (boxes.nulls)
+            APPROX_CUDA(cudaMemcpyAsync(d_nulls.get(), boxes.nulls + bt.box0 * d, bt.boxes * d, cudaMemcpyHostToDevice,
+                                        stream));
+        piece_sums_kernel<<<static_cast<unsigned>(bt.count), kThreads, 0, stream>>>(
+            d_sample.get(), d, d_lo.get(), d_hi.get(), boxes.nulls ? d_nulls.get() : nullptr, k, cols, d_tasks.get(),
+            d_partial.get(), d_shift.get());
+        APPROX_CUDA_LAUNCHED();
+        APPROX_CUDA(cudaMemcpyAsync(h_partial.data(), d_partial.get(), sizeof(double) * kFields * bt.count,
+                                    cudaMemcpyDeviceToHost, stream));
+        APPROX_CUDA(cudaMemcpyAsync(h_shift.data(), d_shift.get(), sizeof(double) * 2 * bt.count,
+                                    cudaMemcpyDeviceToHost, stream));
         APPROX_CUDA(cudaStreamSynchronize(stream));
-        for (int64_t b = 0; b < q; ++b) {
-            BoxSums& t = sums[first + b];
-            t.c0 = h_shift[2 * b];
-            t.s0 = h_shift[2 * b + 1];
-            t.sc = h_sums[0 * q + b];
-            t.ss = h_sums[1 * q + b];
-            t.scc = h_sums[2 * q + b];
-            t.sss = h_sums[3 * q + b];
-            t.scs = h_sums[4 * q + b];
+        // A piece's tasks, in row order (a piece may span two batches).
+        for (int64_t t = 0; t < bt.count; ++t) {
+            const int64_t i = task_piece[bt.first + t];
+            BoxSums& out = sums[i];
+            if (!started[i]) {
+                started[i] = 1;
+                out.c0 = h_shift[2 * t];
+                out.s0 = h_shift[2 * t + 1];
+            }
+            const double* v = h_partial.data() + t * kFields;
+            out.sc += v[0];
+            out.ss += v[1];
+            out.scc += v[2];
+            out.sss += v[3];
+            out.scs += v[4];
+            out.support += static_cast<int64_t>(v[5]);
         }
     }
     return Status::Ok();

@@ -16,8 +16,27 @@ extern "C" {
 
 namespace {
 
-struct ColumnarReceiver {
+// A DestReceiver forwarding to a RowSink.
+struct SinkReceiver {
     DestReceiver pub;  // must be first: the executor sees a DestReceiver*
+    RowSink sink;
+};
+
+void sink_startup(DestReceiver* self, int, TupleDesc desc) {
+    SinkReceiver* r = reinterpret_cast<SinkReceiver*>(self);
+    if (r->sink.startup) r->sink.startup(r->sink.ctx, desc);
+}
+
+bool sink_slot(TupleTableSlot* slot, DestReceiver* self) {
+    SinkReceiver* r = reinterpret_cast<SinkReceiver*>(self);
+    r->sink.row(r->sink.ctx, slot);
+    return true;
+}
+
+void sink_shutdown(DestReceiver*) {}
+void sink_destroy(DestReceiver*) {}
+
+struct ColumnarReceiver {
     const char* fn;
     const char* arg;
     int ncols;
@@ -61,8 +80,8 @@ bool type_ok(ColumnKind k, Oid t) {
     return k == ColumnKind::Float && (t == FLOAT8OID || t == FLOAT4OID);
 }
 
-void receiver_startup(DestReceiver* self, int operation, TupleDesc desc) {
-    ColumnarReceiver* r = reinterpret_cast<ColumnarReceiver*>(self);
+void receiver_startup(void* self, TupleDesc desc) {
+    ColumnarReceiver* r = static_cast<ColumnarReceiver*>(self);
     if (desc->natts != r->ncols)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                         errmsg("%s: %s must return %d columns, not %d", r->fn, r->arg, r->ncols, desc->natts)));
@@ -88,13 +107,13 @@ double float_value(Datum d, Oid t) {
     return static_cast<double>(int_value(d, t));
 }
 
-bool receiver_slot(TupleTableSlot* slot, DestReceiver* self) {
-    ColumnarReceiver* r = reinterpret_cast<ColumnarReceiver*>(self);
+void receiver_slot(void* self, TupleTableSlot* slot) {
+    ColumnarReceiver* r = static_cast<ColumnarReceiver*>(self);
     slot_getsomeattrs(slot, r->ncols);
     for (int c = 0; c < r->ncols; ++c)
         if (slot->tts_isnull[c] && !(r->nullable && r->nullable[c])) {
             ++r->out->rows_skipped;
-            return true;
+            return;
         }
     if (r->out->rows == r->capacity) grow(r);
     int64 row = r->out->rows;
@@ -124,39 +143,18 @@ bool receiver_slot(TupleTableSlot* slot, DestReceiver* self) {
         }
     }
     r->out->rows = row + 1;
-    return true;
 }
-
-void receiver_shutdown(DestReceiver*) {}
-void receiver_destroy(DestReceiver*) {}
 
 }  // namespace
 
-QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
-                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity,
-                                const bool* nullable) {
-    Assert(ncols > 0 && ncols <= 8);
-    double t0 = glue_clock_ms();
-    QueryColumns out;
-    memset(&out, 0, sizeof out);
-    out.ncols = ncols;
-
-    ColumnarReceiver* r = static_cast<ColumnarReceiver*>(palloc0(sizeof(ColumnarReceiver)));
-    r->pub.receiveSlot = receiver_slot;
-    r->pub.rStartup = receiver_startup;
-    r->pub.rShutdown = receiver_shutdown;
-    r->pub.rDestroy = receiver_destroy;
+void run_inner_query(const char* fn, const char* arg, const char* query, bool read_only, const RowSink& sink) {
+    SinkReceiver* r = static_cast<SinkReceiver*>(palloc0(sizeof(SinkReceiver)));
+    r->pub.receiveSlot = sink_slot;
+    r->pub.rStartup = sink_startup;
+    r->pub.rShutdown = sink_shutdown;
+    r->pub.rDestroy = sink_destroy;
     r->pub.mydest = DestNone;
-    r->fn = fn;
-    r->arg = arg;
-    r->ncols = ncols;
-    r->kinds = kinds;
-    r->names = column_names;
-    r->allow_infinity = allow_infinity;
-    r->nullable = nullable;
-    r->mcxt = CurrentMemoryContext;
-    r->out = &out;
-
+    r->sink = sink;
     if (SPI_connect() != SPI_OK_CONNECT)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: SPI_connect failed", fn)));
     SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
@@ -168,12 +166,38 @@ QueryColumns read_query_columns(const char* fn, const char* arg, const char* que
                         errmsg("%s: %s must be a single query that returns rows (a SELECT)", fn, arg)));
     SPIExecuteOptions options;
     memset(&options, 0, sizeof options);
-    options.read_only = false;
+    options.read_only = read_only;
     options.allow_nonatomic = false;
     options.dest = &r->pub;
     int rc = SPI_execute_plan_extended(plan, &options);
-    if (rc < 0) ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: %s failed: %s", fn, arg, SPI_result_code_string(rc))));
+    if (rc < 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: %s could not be run: %s", fn, arg, SPI_result_code_string(rc))));
     SPI_finish();
+    pfree(r);
+}
+
+QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
+                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity,
+                                const bool* nullable) {
+    Assert(ncols > 0 && ncols <= 8);
+    double t0 = glue_clock_ms();
+    QueryColumns out;
+    memset(&out, 0, sizeof out);
+    out.ncols = ncols;
+
+    ColumnarReceiver* r = static_cast<ColumnarReceiver*>(palloc0(sizeof(ColumnarReceiver)));
+    r->fn = fn;
+    r->arg = arg;
+    r->ncols = ncols;
+    r->kinds = kinds;
+    r->names = column_names;
+    r->allow_infinity = allow_infinity;
+    r->nullable = nullable;
+    r->mcxt = CurrentMemoryContext;
+    r->out = &out;
+    RowSink sink = {receiver_startup, receiver_slot, r};
+    run_inner_query(fn, arg, query, false, sink);
     out.ms_read = glue_clock_ms() - t0;
     return out;
 }

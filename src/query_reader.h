@@ -6,6 +6,22 @@
 
 #include "runtime.h"
 
+extern "C" {
+#include "executor/tuptable.h"
+}
+
+// The one DestReceiver of inner queries: runs `query` (a single query that
+// returns rows, a SELECT; ERROR otherwise) through SPI in the current user
+// and security context and hands its rows to the sink: startup(ctx, desc)
+// once, then row(ctx, slot) for each row. `fn` and `arg` name the function and
+// the argument in errors. read_only: SPI's read_only (the snapshot rules).
+struct RowSink {
+    void (*startup)(void* ctx, TupleDesc desc);
+    void (*row)(void* ctx, TupleTableSlot* slot);
+    void* ctx;
+};
+void run_inner_query(const char* fn, const char* arg, const char* query, bool read_only, const RowSink& sink);
+
 enum class ColumnKind {
     Integer,  // int2, int4 or int8 -> int64 (anything else: ERROR 42804, no rounding)
     Float,    // float8, float4, int2, int4 or int8 -> double

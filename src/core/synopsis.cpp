@@ -19,6 +19,7 @@ namespace approx::synopsis {
 namespace {
 
 constexpr int kLscvGrid = 150;
+constexpr double kCategoricalBandwidth = 0.5;  // half the distance of two dictionary codes (never used to smooth)
 constexpr uint64_t kGuardSeed = 0x6a09e667f3bcc909ULL;  // the guard's folds and boxes: a synopsis is a function of its sample
 constexpr int64_t kCpuRowsPerTask = 2048;  // sample rows per task when boxes are few
 constexpr int64_t kCpuSingleThreadWork = 20000;  // box x row evaluations below which one thread runs
@@ -231,6 +232,88 @@ Status merge_samples(const double* a, int64_t m1, int64_t n1, int64_t k1, const 
     });
 }
 
+Status congressional_allocation(const int64_t* group_rows, int64_t groups, int64_t sample_size, int64_t floor,
+                                int64_t* m_out) {
+    // Every group keeps f_g = min(rows_g, floor); above that, the groups share
+    // sample_size in proportion to their sizes: m_g = min(rows_g, max(f_g,
+    // lambda rows_g)) with the one lambda in [0, 1) that makes the total
+    // sample_size (the total is piecewise linear and nondecreasing in lambda),
+    // then rounded to integers by largest remainders so that the total is
+    // exactly sample_size. The floors alone at or above sample_size: m_g = f_g;
+    // every row within sample_size: m_g = rows_g.
+    if (group_rows == nullptr || m_out == nullptr || groups < 1)
+        return Status::Error(StatusCode::InvalidArgument, "congressional allocation needs at least one group");
+    if (sample_size < 1) return Status::Error(StatusCode::InvalidArgument, "sample size must be positive");
+    if (floor < 1) return Status::Error(StatusCode::InvalidArgument, "the floor must be at least 1");
+    return guarded([&]() -> Status {
+        int64_t floors = 0, rows = 0;
+        for (int64_t g = 0; g < groups; ++g) {
+            if (group_rows[g] < 1)
+                return Status::Error(StatusCode::InvalidArgument, "group %lld has %lld rows", static_cast<long long>(g),
+                                     static_cast<long long>(group_rows[g]));
+            const int64_t f = std::min(group_rows[g], floor);
+            floors = floors > INT64_MAX - f ? INT64_MAX : floors + f;
+            rows = rows > INT64_MAX - group_rows[g] ? INT64_MAX : rows + group_rows[g];
+        }
+        if (floors >= sample_size || rows <= sample_size) {
+            for (int64_t g = 0; g < groups; ++g)
+                m_out[g] = rows <= sample_size ? group_rows[g] : std::min(group_rows[g], floor);
+            return Status::Ok();
+        }
+        // lambda: groups sorted by t_g = f_g / rows_g, where their allocation
+        // leaves the floor; total(lambda) = sum_{t_g > lambda} f_g + lambda
+        // sum_{t_g <= lambda} rows_g (lambda < 1: no group reaches its rows).
+        std::vector<int64_t> order(static_cast<size_t>(groups));
+        std::iota(order.begin(), order.end(), int64_t{0});
+        auto t_of = [&](int64_t g) {
+            return static_cast<double>(std::min(group_rows[g], floor)) / static_cast<double>(group_rows[g]);
+        };
+        std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t_of(a) < t_of(b); });
+        const double target = static_cast<double>(sample_size);
+        double fixed = static_cast<double>(floors), prop = 0, lambda = 0;
+        for (int64_t i = 0; i < groups; ++i) {
+            const int64_t g = order[i];
+            // groups order[0..i-1] proportional: lambda solving fixed + lambda prop = target
+            // is valid when it does not pass the next breakpoint t_g.
+            if (prop > 0) {
+                lambda = (target - fixed) / prop;
+                if (lambda <= t_of(g)) break;
+            }
+            fixed -= static_cast<double>(std::min(group_rows[g], floor));
+            prop += static_cast<double>(group_rows[g]);
+            lambda = (target - fixed) / prop;
+        }
+        lambda = std::min(lambda, 1.0);
+        std::vector<double> frac(static_cast<size_t>(groups));
+        int64_t total = 0;
+        for (int64_t g = 0; g < groups; ++g) {
+            const int64_t f = std::min(group_rows[g], floor);
+            const double x = std::max(static_cast<double>(f), lambda * static_cast<double>(group_rows[g]));
+            int64_t v = static_cast<int64_t>(std::floor(x));
+            v = std::max(f, std::min(group_rows[g], v));
+            frac[g] = x - static_cast<double>(v);
+            m_out[g] = v;
+            total += v;
+        }
+        // Largest remainders first (ties: the lower group), within [f_g, rows_g].
+        std::vector<int64_t> by_frac(order);
+        std::sort(by_frac.begin(), by_frac.end(), [&](int64_t a, int64_t b) {
+            return frac[a] != frac[b] ? frac[a] > frac[b] : a < b;
+        });
+        for (int pass = 0; pass < 2 && total != sample_size; ++pass)
+            for (int64_t i = 0; i < groups && total != sample_size; ++i) {
+                if (total < sample_size) {
+                    const int64_t g = by_frac[i];
+                    if (m_out[g] < group_rows[g]) ++m_out[g], ++total;
+                } else {
+                    const int64_t g = by_frac[groups - 1 - i];
+                    if (m_out[g] > std::min(group_rows[g], floor)) --m_out[g], --total;
+                }
+            }
+        return Status::Ok();
+    });
+}
+
 // ---- building ----------------------------------------------------------------------------
 
 bool find_step(const double* values, size_t n, double min_step, double& step) {
@@ -259,27 +342,40 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
         s.method = method;
         s.smoothing = smoothing;
         s.joint_cv[0] = s.joint_cv[1] = -1;  // the guard fills them (Auto)
+        // columns: every row (NaN = NULL), for the guard; values: each
+        // column's non-NULL values, for the statistics and bandwidths.
         std::vector<std::vector<double>> columns(d, std::vector<double>(m));
         for (size_t i = 0; i < m; ++i)
             for (int j = 0; j < d; ++j) {
                 double v = s.sample[i * d + j];
-                if (!std::isfinite(v))
-                    return Status::Error(StatusCode::DataException, "sample column %d holds a non-finite value", j + 1);
+                if (std::isinf(v))
+                    return Status::Error(StatusCode::DataException, "sample column %d holds an infinite value", j + 1);
                 columns[j][i] = v;
             }
-        std::vector<bool> constant(d);
+        std::vector<std::vector<double>> values(d);
+        std::vector<bool> constant(d), exact(d);
         std::vector<size_t> n_distinct(d);
         std::vector<std::vector<double>> distinct(d);
         for (int j = 0; j < d; ++j) {
             Column& c = s.cols[j];
+            const bool categorical = c.categorical;
             c = Column();
-            const std::vector<double>& x = columns[j];
+            c.categorical = categorical;
+            std::vector<double>& x = values[j];
+            for (double v : columns[j])
+                if (!std::isnan(v)) x.push_back(v);
+            c.null_count = static_cast<int64_t>(m - x.size());
+            if (x.empty()) {  // every value NULL: exact, statistics 0
+                constant[j] = exact[j] = true;
+                c.density_h = c.box_h = 1e-9;
+                continue;
+            }
             c.min = c.max = x[0];
             for (double v : x) {
                 c.min = std::min(c.min, v);
                 c.max = std::max(c.max, v);
             }
-            const stats::ColumnMoments mom = stats::column_moments(x.data(), m);
+            const stats::ColumnMoments mom = stats::column_moments(x.data(), x.size());
             c.mean = mom.mean_units();
             c.sd = mom.sd_units();
             if (!std::isfinite(c.sd))
@@ -287,11 +383,14 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                                      "sample column %d: the standard deviation overflows double precision "
                                      "(values from %.17g to %.17g)",
                                      j + 1, c.min, c.max);
-            distinct[j] = distinct_sorted(x.data(), m);
+            distinct[j] = distinct_sorted(x.data(), x.size());
             n_distinct[j] = distinct[j].size();
             constant[j] = n_distinct[j] < 2;
+            exact[j] = constant[j] || categorical;
             if (constant[j]) {
                 c.density_h = c.box_h = 1e-9 * std::max(1.0, std::fabs(c.min));
+            } else if (categorical) {
+                c.density_h = c.box_h = kCategoricalBandwidth;  // never smoothed: a formality
             }
             if (ctx.cancelled()) return cancelled_status();
         }
@@ -299,22 +398,33 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
         if (method == Bandwidth::Lscv) {
             std::vector<int> cols;
             for (int j = 0; j < d; ++j)
-                if (!constant[j]) cols.push_back(j);
+                if (!exact[j]) cols.push_back(j);
             if (!cols.empty()) {
                 const int dd = static_cast<int>(cols.size());
-                std::vector<double> x(m * dd);
-                for (size_t i = 0; i < m; ++i)
-                    for (int t = 0; t < dd; ++t) x[i * dd + t] = columns[cols[t]][i];
+                // LSCV is joint: the rows with every one of these columns non-NULL.
+                std::vector<double> x;
+                x.reserve(m * dd);
+                size_t complete = 0;
+                for (size_t i = 0; i < m; ++i) {
+                    bool whole = true;
+                    for (int t = 0; t < dd; ++t) whole = whole && !std::isnan(columns[cols[t]][i]);
+                    if (!whole) continue;
+                    for (int t = 0; t < dd; ++t) x.push_back(columns[cols[t]][i]);
+                    ++complete;
+                }
+                if (complete < 2)
+                    return Status::Error(StatusCode::DataException,
+                                         "lscv needs at least two sample rows without NULLs in the smoothed columns");
                 kde::LscvResult r;
-                APPROX_TRY(kde::lscv(x.data(), m, dd, kLscvGrid, kde::Covariance::Diagonal, ctx, r));
+                APPROX_TRY(kde::lscv(x.data(), complete, dd, kLscvGrid, kde::Covariance::Diagonal, ctx, r));
                 account();
                 for (int j : cols) s.cols[j].density_h = s.cols[j].box_h = r.h * s.cols[j].sd;
             }
         } else {
             for (int j = 0; j < d; ++j)
-                if (!constant[j]) {
-                    APPROX_TRY(kde_column_bandwidths(columns[j].data(), m, method, ctx, s.cols[j].density_h,
-                                                     s.cols[j].box_h));
+                if (!exact[j]) {
+                    APPROX_TRY(kde_column_bandwidths(values[j].data(), values[j].size(), method, ctx,
+                                                     s.cols[j].density_h, s.cols[j].box_h));
                     account();
                 }
         }
@@ -324,13 +434,13 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                 return Status::Error(StatusCode::DataException, "column %d: the %s bandwidth is not a positive number",
                                      j + 1, bandwidth_name(method));
             double step = 0;
-            bool heaped = !constant[j] && step_of_distinct(distinct[j], c.box_h / 2, step);
+            bool heaped = !exact[j] && step_of_distinct(distinct[j], c.box_h / 2, step);
             if (heaped)
                 c.step = step;
             else if (!constant[j])
                 step_of_distinct(distinct[j], 0, c.step);  // reported only
             // Auto starts exact; the guard below decides.
-            c.mode = smoothing == Smoothing::Always && !constant[j] ? Mode::Kde : Mode::Exact;
+            c.mode = smoothing == Smoothing::Always && !exact[j] ? Mode::Kde : Mode::Exact;
             c.discrete = c.mode == Mode::Exact;
         }
         if (smoothing == Smoothing::Auto) {
@@ -338,7 +448,7 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
             std::unique_ptr<bool[]> is_constant(new bool[d]);
             for (int j = 0; j < d; ++j) {
                 cols[j] = columns[j].data();
-                is_constant[j] = constant[j];
+                is_constant[j] = exact[j];  // constant, all-NULL and categorical columns stay exact
             }
             APPROX_TRY(choose_modes(s, cols.data(), is_constant.get(), kGuardSeed, ctx));
         }
@@ -367,11 +477,32 @@ static void legacy_mean_sd(const double* x, size_t m, size_t stride, double& mea
     sd = m > 1 ? std::sqrt(ss / static_cast<double>(m - 1)) : 0;
 }
 
-Status validate(const Synopsis& s) {
+static Status validate_unguarded(const Synopsis& s) {
     auto bad = [](const char* what) { return Status::Error(StatusCode::InvalidArgument, "%s", what); };
     if (s.d < 1 || s.d > kMaxDim) return bad("d must be between 1 and 32");
     if (s.n_rows < 1 || s.m < 1 || s.sample_size < 1 || s.skipped < 0) return bad("N, m and sample_size must be positive");
-    if (s.m != std::min(s.sample_size, s.n_rows)) return bad("m must equal min(sample_size, N)");
+    if (s.n_strata < 0) return bad("the number of strata must not be negative");
+    if (s.n_strata == 0) {
+        if (s.m != std::min(s.sample_size, s.n_rows)) return bad("m must equal min(sample_size, N)");
+    } else {
+        // A congressional sample may hold more than sample_size rows (every
+        // stratum keeps its floor), never more than N.
+        if (s.strata == nullptr) return bad("missing strata");
+        if (s.m > s.n_rows) return bad("m must not exceed N");
+        int64_t next = 0, rows = 0;
+        for (int g = 0; g < s.n_strata; ++g) {
+            const Stratum& st = s.strata[g];
+            if (st.begin != next) return bad("strata must be contiguous and in order from sample row 0");
+            if (st.n_rows < 1 || st.end - st.begin < 1 || st.end - st.begin > st.n_rows)
+                return bad("every stratum needs 1 <= its sample rows <= its rows");
+            if (st.end > s.m) return bad("a stratum ends past the sample");
+            if (rows > s.n_rows - st.n_rows) return bad("the strata's rows must add up to N");
+            rows += st.n_rows;
+            next = st.end;
+        }
+        if (next != s.m) return bad("the last stratum must end at m");
+        if (rows != s.n_rows) return bad("the strata's rows must add up to N");
+    }
     if (static_cast<uint8_t>(s.method) > 3) return bad("unknown bandwidth method");
     if (static_cast<uint8_t>(s.smoothing) > 2) return bad("unknown smoothing");
     if (s.sample == nullptr) return bad("missing sample");
@@ -384,6 +515,8 @@ Status validate(const Synopsis& s) {
         if (!valid_positive(c.density_h) || !valid_positive(c.box_h)) return bad("bandwidths must be positive and finite");
         if (static_cast<uint8_t>(c.mode) >= kModes) return bad("unknown column mode");
         if (c.discrete != (c.mode == Mode::Exact)) return bad("discrete flag and mode disagree");
+        if (c.categorical && c.mode != Mode::Exact) return bad("a categorical column must be exact");
+        if (c.null_count < 0 || c.null_count > s.m) return bad("bad NULL count");
         if (!std::isfinite(c.shift) || !std::isfinite(c.log_h) || !std::isfinite(c.interval_scale) ||
             !(c.interval_scale >= 1) || c.interval_scale > 1e6 || !std::isfinite(c.cv_coverage) ||
             !(c.cv_coverage == -1 || (c.cv_coverage >= 0 && c.cv_coverage <= 1)))
@@ -401,20 +534,29 @@ Status validate(const Synopsis& s) {
         if (!std::isfinite(e) || !(e == -1 || e >= 0)) return bad("bad cross-validated errors");
     for (int64_t i = 0; i < s.m; ++i)
         for (int j = 0; j < s.d; ++j)
-            if (!std::isfinite(s.sample[i * s.d + j])) return bad("sample values must be finite");
-    // The statistics must be the sample's: min and max exactly, mean and sd
-    // to rounding, as finalize() computes them (stats::column_moments). A
-    // synopsis stored by 0.1.0 holds the naive two-pass mean and sd, which on
-    // data far from 0 (1e16 + small values) differ from the stable ones by
-    // far more than rounding: those are accepted too, compared the same way.
+            if (std::isinf(s.sample[i * s.d + j])) return bad("sample values must be finite or NULL");
+    // The statistics must be the sample's (its non-NULL values): min and max
+    // exactly, mean and sd to rounding, as finalize() computes them
+    // (stats::column_moments). A synopsis stored by 0.1.0 holds the naive
+    // two-pass mean and sd, which on data far from 0 (1e16 + small values)
+    // differ from the stable ones by far more than rounding: those are
+    // accepted too, compared the same way.
+    std::vector<double> x;
+    x.reserve(static_cast<size_t>(s.m));
     for (int j = 0; j < s.d; ++j) {
         const Column& c = s.cols[j];
-        const double* col = s.sample + j;
-        const size_t m = static_cast<size_t>(s.m), stride = static_cast<size_t>(s.d);
-        double lo = col[0], hi = lo;
-        for (size_t i = 0; i < m; ++i) {
-            lo = std::min(lo, col[i * stride]);
-            hi = std::max(hi, col[i * stride]);
+        x.clear();
+        for (int64_t i = 0; i < s.m; ++i) {
+            double v = s.sample[i * s.d + j];
+            if (!std::isnan(v)) x.push_back(v);
+        }
+        if (static_cast<int64_t>(s.m - x.size()) != c.null_count) return bad("NULL count must be the sample's");
+        if (x.empty()) continue;  // every value NULL: no statistics to compare
+        const size_t m = x.size();
+        double lo = x[0], hi = lo;
+        for (double v : x) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
         }
         if (lo != c.min || hi != c.max) return bad("column min and max must be the sample's");
         const double scale = std::max({1.0, std::fabs(lo), std::fabs(hi)});
@@ -423,13 +565,17 @@ Status validate(const Synopsis& s) {
             return std::fabs(mean - c.mean) <= 1e-9 * scale &&
                    std::fabs(sd - c.sd) <= 1e-9 * std::max(sd, 1e-300) + 2e-12 * range;
         };
-        const stats::ColumnMoments mom = stats::column_moments(col, m, stride);
+        const stats::ColumnMoments mom = stats::column_moments(x.data(), m);
         if (matches(mom.mean_units(), mom.sd_units())) continue;
         double legacy_mean = 0, legacy_sd = 0;
-        legacy_mean_sd(col, m, stride, legacy_mean, legacy_sd);
+        legacy_mean_sd(x.data(), m, 1, legacy_mean, legacy_sd);
         if (!matches(legacy_mean, legacy_sd)) return bad("column mean and sd must be the sample's");
     }
     return Status::Ok();
+}
+
+Status validate(const Synopsis& s) {
+    return guarded([&] { return validate_unguarded(s); });
 }
 
 // ---- box evaluation ---------------------------------------------------------------------------
@@ -470,78 +616,44 @@ bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b) {
 namespace {
 
 static_assert(math::kMaxColumns == kMaxDim, "one column limit");
+static_assert(static_cast<unsigned char>(NullPolicy::Any) == math::kNullAny &&
+                  static_cast<unsigned char>(NullPolicy::NotNull) == math::kNullNotNull &&
+                  static_cast<unsigned char>(NullPolicy::IsNull) == math::kNullIsNull,
+              "one encoding of the NULL policies");
 using math::ColumnParams;
 
-// Shifted sums of rows [begin, end) for one box; the shift is row 0's g.
-void accumulate(const Synopsis& s, const ColumnParams& p, const double* lo, const double* hi, int k, int64_t begin,
-                int64_t end, double c0, double s0, BoxSums& acc) {
+// Shifted sums of rows [begin, end) for one box; the shift (c0, s0) is the
+// g of the piece's first row.
+void accumulate(const Synopsis& s, const ColumnParams& p, const double* lo, const double* hi, const uint8_t* nulls,
+                int k, int64_t begin, int64_t end, double c0, double s0, BoxSums& acc) {
     for (int64_t i = begin; i < end; ++i) {
         double c, g;
-        math::row_terms(s.sample + i * s.d, lo, hi, p, s.d, k, c, g);
+        math::row_terms(s.sample + i * s.d, lo, hi, p, s.d, k, nulls, c, g);
         double dc = c - c0, ds = g - s0;
         acc.sc += dc;
         acc.ss += ds;
         acc.scc += dc * dc;
         acc.sss += ds * ds;
         acc.scs += dc * ds;
+        acc.support += c > 0;
     }
 }
 
-}  // namespace
-
-Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& exec, BoxSums* sums) {
-    // Small batches (one box of a 10^4 sample) run on the calling thread:
-    // starting threads would cost more than the work.
-    ExecContext ctx = exec;
-    if (boxes.q * s.m <= kCpuSingleThreadWork) ctx.cpu_threads = 1;
-    const ColumnParams p = column_params(s);
-    const int k = boxes.agg == Aggregate::Count ? -1 : boxes.column;
-    const int d = s.d;
-    auto shift = [&](int64_t b, BoxSums& out) {
-        math::row_terms(s.sample, boxes.lo + b * d, boxes.hi + b * d, p, d, k, out.c0, out.s0);
-    };
-    for (int64_t b = 0; b < boxes.q; ++b) sums[b] = BoxSums();
-    if (boxes.q >= 4 * ctx.cpu_threads || s.m <= kCpuRowsPerTask) {
-        // Many boxes: one task per box.
-        return parallel_for(ctx, static_cast<size_t>(boxes.q), [&](size_t b, size_t) {
-            if (box_empty(s, boxes, static_cast<int64_t>(b))) return Status::Ok();
-            BoxSums& out = sums[b];
-            shift(static_cast<int64_t>(b), out);
-            accumulate(s, p, boxes.lo + b * d, boxes.hi + b * d, k, 0, s.m, out.c0, out.s0, out);
-            return Status::Ok();
-        });
-    }
-    // Few boxes: tasks over (box, chunk of sample rows), summed in chunk order.
-    const int64_t chunks = (s.m + kCpuRowsPerTask - 1) / kCpuRowsPerTask;
-    std::vector<BoxSums> partial(static_cast<size_t>(boxes.q * chunks));
-    std::vector<unsigned char> empty(static_cast<size_t>(boxes.q));
-    for (int64_t b = 0; b < boxes.q; ++b) {
-        empty[b] = box_empty(s, boxes, b) ? 1 : 0;
-        if (!empty[b]) shift(b, sums[b]);
-    }
-    APPROX_TRY(parallel_for(ctx, static_cast<size_t>(boxes.q * chunks), [&](size_t task, size_t) {
-        int64_t b = static_cast<int64_t>(task) / chunks, c = static_cast<int64_t>(task) % chunks;
-        if (empty[b]) return Status::Ok();
-        int64_t begin = c * kCpuRowsPerTask, end = std::min(s.m, begin + kCpuRowsPerTask);
-        accumulate(s, p, boxes.lo + b * d, boxes.hi + b * d, k, begin, end, sums[b].c0, sums[b].s0, partial[task]);
-        return Status::Ok();
-    }));
-    for (int64_t b = 0; b < boxes.q; ++b)
-        for (int64_t c = 0; c < chunks; ++c) {
-            const BoxSums& t = partial[b * chunks + c];
-            sums[b].sc += t.sc;
-            sums[b].ss += t.ss;
-            sums[b].scc += t.scc;
-            sums[b].sss += t.sss;
-            sums[b].scs += t.scs;
-        }
-    return Status::Ok();
+const uint8_t* box_nulls(const BoxBatch& boxes, int64_t b, int d) {
+    return boxes.nulls ? boxes.nulls + b * d : nullptr;
 }
 
-BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& t) {
+// The population and sample rows of a piece.
+double piece_population(const Synopsis& s, const Piece& p) {
+    return p.stratum >= 0 && s.n_strata > 0 ? static_cast<double>(s.strata[p.stratum].n_rows)
+                                            : static_cast<double>(s.n_rows);
+}
+
+// One stratum's (or an unstratified sample's) estimate from its sums: N rows,
+// m sample rows.
+BoxEstimate estimate_one(double N, double m, Aggregate agg, const BoxSums& t) {
     BoxEstimate e;
-    const double m = static_cast<double>(s.m), N = static_cast<double>(s.n_rows);
-    const double fpc = s.m >= s.n_rows ? 0.0 : (N - m) / (N - 1);
+    const double fpc = m >= N ? 0.0 : (N - m) / (N - 1);
     const double mean_c = t.c0 + t.sc / m, mean_s = t.s0 + t.ss / m;
     // Centred sums of squares from the shifted sums.
     const double scc = std::max(0.0, t.scc - t.sc * t.sc / m);
@@ -570,6 +682,180 @@ BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& 
             break;
         }
     }
+    e.support = t.support;
+    e.n_rows = N;
+    return e;
+}
+
+}  // namespace
+
+Status piece_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
+                      const ExecContext& exec, BoxSums* sums) {
+    return guarded([&]() -> Status {
+        // Small batches (one box of a 10^4 sample) run on the calling thread:
+        // starting threads would cost more than the work.
+        ExecContext ctx = exec;
+        int64_t total = 0, longest = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t rows = pieces[i].end - pieces[i].begin;
+            total += rows;
+            longest = std::max(longest, rows);
+        }
+        if (total <= kCpuSingleThreadWork) ctx.cpu_threads = 1;
+        const ColumnParams p = column_params(s);
+        const int k = boxes.agg == Aggregate::Count ? -1 : boxes.column;
+        const int d = s.d;
+        std::vector<unsigned char> empty(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+            sums[i] = BoxSums();
+            empty[i] = box_empty(s, boxes, pieces[i].box) || pieces[i].end <= pieces[i].begin ? 1 : 0;
+        }
+        auto shift = [&](const Piece& pc, BoxSums& out) {
+            const int64_t b = pc.box;
+            math::row_terms(s.sample + pc.begin * d, boxes.lo + b * d, boxes.hi + b * d, p, d, k,
+                            box_nulls(boxes, b, d), out.c0, out.s0);
+        };
+        if (n >= 4 * ctx.cpu_threads || longest <= kCpuRowsPerTask) {
+            // Many pieces: one task per piece.
+            return parallel_for(ctx, static_cast<size_t>(n), [&](size_t i, size_t) {
+                if (empty[i]) return Status::Ok();
+                const Piece& pc = pieces[i];
+                BoxSums& out = sums[i];
+                shift(pc, out);
+                accumulate(s, p, boxes.lo + pc.box * d, boxes.hi + pc.box * d, box_nulls(boxes, pc.box, d), k,
+                           pc.begin, pc.end, out.c0, out.s0, out);
+                return Status::Ok();
+            });
+        }
+        // Few pieces: tasks over (piece, chunk of its rows), summed in chunk order.
+        std::vector<int64_t> first(static_cast<size_t>(n) + 1, 0);
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t rows = pieces[i].end - pieces[i].begin;
+            first[i + 1] = first[i] + (rows + kCpuRowsPerTask - 1) / kCpuRowsPerTask;
+            if (!empty[i]) shift(pieces[i], sums[i]);
+        }
+        const int64_t tasks = first[n];
+        std::vector<BoxSums> partial(static_cast<size_t>(tasks));
+        std::vector<int64_t> owner(static_cast<size_t>(tasks));
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t t = first[i]; t < first[i + 1]; ++t) owner[t] = i;
+        APPROX_TRY(parallel_for(ctx, static_cast<size_t>(tasks), [&](size_t task, size_t) {
+            const int64_t i = owner[task];
+            if (empty[i]) return Status::Ok();
+            const Piece& pc = pieces[i];
+            const int64_t begin = pc.begin + (static_cast<int64_t>(task) - first[i]) * kCpuRowsPerTask;
+            const int64_t end = std::min(pc.end, begin + kCpuRowsPerTask);
+            accumulate(s, p, boxes.lo + pc.box * d, boxes.hi + pc.box * d, box_nulls(boxes, pc.box, d), k, begin, end,
+                       sums[i].c0, sums[i].s0, partial[task]);
+            return Status::Ok();
+        }));
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t t = first[i]; t < first[i + 1]; ++t) {
+                const BoxSums& u = partial[t];
+                sums[i].sc += u.sc;
+                sums[i].ss += u.ss;
+                sums[i].scc += u.scc;
+                sums[i].sss += u.sss;
+                sums[i].scs += u.scs;
+                sums[i].support += u.support;
+            }
+        return Status::Ok();
+    });
+}
+
+namespace {
+
+// One piece per box over every sample row.
+std::vector<Piece> whole_pieces(const Synopsis& s, const BoxBatch& boxes) {
+    std::vector<Piece> pieces(static_cast<size_t>(boxes.q));
+    for (int64_t b = 0; b < boxes.q; ++b) {
+        pieces[b].box = b;
+        pieces[b].begin = 0;
+        pieces[b].end = s.m;
+    }
+    return pieces;
+}
+
+}  // namespace
+
+Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums) {
+    return guarded([&]() -> Status {
+        const std::vector<Piece> pieces = whole_pieces(s, boxes);
+        return piece_sums_cpu(s, boxes, pieces.data(), boxes.q, ctx, sums);
+    });
+}
+
+#ifdef APPROX_WITH_CUDA
+Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums) {
+    return guarded([&]() -> Status {
+        const std::vector<Piece> pieces = whole_pieces(s, boxes);
+        return piece_sums_gpu(s, boxes, pieces.data(), boxes.q, ctx, sums);
+    });
+}
+#endif
+
+BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& t) {
+    return estimate_one(static_cast<double>(s.n_rows), static_cast<double>(s.m), agg, t);
+}
+
+BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* pieces, const BoxSums* sums,
+                                 int64_t n) {
+    if (n == 1)  // one stratum, or an unstratified sample: the plain formulas
+        return estimate_one(piece_population(s, pieces[0]), static_cast<double>(pieces[0].end - pieces[0].begin),
+                            agg, sums[0]);
+    // Stratified: totals and their variances summed over the strata.
+    double C = 0, S = 0, var_c = 0, var_s = 0, N_all = 0;
+    int64_t support = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const BoxSums& t = sums[i];
+        const double N = piece_population(s, pieces[i]), m = static_cast<double>(pieces[i].end - pieces[i].begin);
+        N_all += N;
+        support += t.support;
+        if (!(m > 0)) continue;
+        const double fpc = m >= N ? 0.0 : (N - m) / (N - 1);
+        const double w = N * N * fpc / (m > 1 ? m - 1 : 1) / m;
+        C += N * (t.c0 + t.sc / m);
+        S += N * (t.s0 + t.ss / m);
+        var_c += w * std::max(0.0, t.scc - t.sc * t.sc / m);
+        var_s += w * std::max(0.0, t.sss - t.ss * t.ss / m);
+    }
+    BoxEstimate e;
+    e.support = support;
+    e.n_rows = N_all;
+    switch (agg) {
+        case Aggregate::Count:
+            e.estimate = C;
+            e.se = std::sqrt(var_c);
+            break;
+        case Aggregate::Sum:
+            e.estimate = S;
+            e.se = std::sqrt(var_s);
+            break;
+        case Aggregate::Avg: {
+            if (!(C > 0)) {
+                e.estimate = e.se = std::numeric_limits<double>::quiet_NaN();
+                break;
+            }
+            // Var(S) - 2 R Cov(S, C) + R^2 Var(C), summed per stratum as the
+            // centred sum of (s_i - R c_i)^2 (non-negative in each).
+            const double r = S / C;
+            double resid = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                const BoxSums& t = sums[i];
+                const double N = piece_population(s, pieces[i]), m = static_cast<double>(pieces[i].end - pieces[i].begin);
+                if (!(m > 0)) continue;
+                const double fpc = m >= N ? 0.0 : (N - m) / (N - 1);
+                const double w = N * N * fpc / (m > 1 ? m - 1 : 1) / m;
+                const double scc = std::max(0.0, t.scc - t.sc * t.sc / m);
+                const double sss = std::max(0.0, t.sss - t.ss * t.ss / m);
+                const double scs = t.scs - t.sc * t.ss / m;
+                resid += w * std::max(0.0, sss - 2 * r * scs + r * r * scc);
+            }
+            e.estimate = r;
+            e.se = std::sqrt(resid) / C;
+            break;
+        }
+    }
     return e;
 }
 
@@ -579,30 +865,76 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx
     if (boxes.agg != Aggregate::Count && (boxes.column < 0 || boxes.column >= s.d))
         return Status::Error(StatusCode::InvalidArgument, "column must be between 1 and %d, not %d", s.d,
                              boxes.column + 1);
+    if (s.n_strata < 0 || (s.n_strata > 0 && s.strata == nullptr))
+        return Status::Error(StatusCode::InvalidArgument, "bad strata");
+    for (int g = 0; g < s.n_strata; ++g)  // cheap bounds only (validate() checks the rest at the trust boundary)
+        if (s.strata[g].begin < 0 || s.strata[g].end > s.m || s.strata[g].begin > s.strata[g].end)
+            return Status::Error(StatusCode::InvalidArgument, "stratum %d lies outside the sample", g);
+    if (boxes.nulls)
+        for (int64_t i = 0; i < boxes.q * s.d; ++i)
+            if (boxes.nulls[i] > math::kNullIsNull)
+                return Status::Error(StatusCode::InvalidArgument, "unknown NULL policy %d", boxes.nulls[i]);
+    const int strata = std::max(1, s.n_strata);
+    if (boxes.stratum)
+        for (int64_t b = 0; b < boxes.q; ++b)
+            if (boxes.stratum[b] < -1 || boxes.stratum[b] >= strata)
+                return Status::Error(StatusCode::InvalidArgument, "box %lld: stratum %d is not between -1 and %d",
+                                     static_cast<long long>(b), boxes.stratum[b], strata - 1);
     if (boxes.q == 0) return Status::Ok();
-    std::vector<BoxSums> sums;
-    APPROX_TRY(guarded([&] {
-        sums.resize(static_cast<size_t>(boxes.q));
-        return Status::Ok();
-    }));
-    if (ctx.stats) {
-        ctx.stats->rows = boxes.q * s.m;
-        ctx.stats->add("boxes", static_cast<double>(boxes.q));
-        ctx.stats->add("sample_rows", static_cast<double>(s.m));
-    }
-    APPROX_TRY(dispatch(ctx, boxes.q * s.m, [&] { return box_sums_cpu(s, boxes, ctx, sums.data()); },
-                        APPROX_GPU(box_sums_gpu(s, boxes, ctx, sums.data()))));
-    for (int64_t b = 0; b < boxes.q; ++b) {
-        if (box_empty(s, boxes, b)) {
-            out[b] = BoxEstimate();
-            out[b].empty = true;
-            if (boxes.agg == Aggregate::Avg) out[b].estimate = out[b].se = std::numeric_limits<double>::quiet_NaN();
-            continue;
+    return guarded([&]() -> Status {
+        // Boxes to pieces: one per stratum a box is evaluated over (strata
+        // without sample rows have none).
+        std::vector<Piece> pieces;
+        std::vector<int64_t> first(static_cast<size_t>(boxes.q) + 1, 0);
+        pieces.reserve(static_cast<size_t>(boxes.q));
+        int64_t rows = 0;
+        for (int64_t b = 0; b < boxes.q; ++b) {
+            const int32_t only = boxes.stratum ? boxes.stratum[b] : -1;
+            auto add = [&](int64_t begin, int64_t end, int32_t g) {
+                if (end <= begin) return;
+                Piece pc;
+                pc.box = b;
+                pc.begin = begin;
+                pc.end = end;
+                pc.stratum = g;
+                pieces.push_back(pc);
+                rows += end - begin;
+            };
+            if (s.n_strata == 0)
+                add(0, s.m, -1);
+            else if (only >= 0)
+                add(s.strata[only].begin, s.strata[only].end, only);
+            else
+                for (int32_t g = 0; g < s.n_strata; ++g) add(s.strata[g].begin, s.strata[g].end, g);
+            first[b + 1] = static_cast<int64_t>(pieces.size());
         }
-        out[b] = estimate_from_sums(s, boxes.agg, sums[b]);
-        out[b].se *= box_interval_scale(s, boxes.lo + b * s.d, boxes.hi + b * s.d);
-    }
-    return Status::Ok();
+        const int64_t n = static_cast<int64_t>(pieces.size());
+        std::vector<BoxSums> sums(static_cast<size_t>(n));
+        if (ctx.stats) {
+            ctx.stats->rows = rows;
+            ctx.stats->add("boxes", static_cast<double>(boxes.q));
+            ctx.stats->add("sample_rows", static_cast<double>(s.m));
+            if (s.n_strata > 0) ctx.stats->add("pieces", static_cast<double>(n));
+        }
+        if (n > 0)
+            APPROX_TRY(dispatch(ctx, rows, [&] { return piece_sums_cpu(s, boxes, pieces.data(), n, ctx, sums.data()); },
+                                APPROX_GPU(piece_sums_gpu(s, boxes, pieces.data(), n, ctx, sums.data()))));
+        for (int64_t b = 0; b < boxes.q; ++b) {
+            const int64_t np = first[b + 1] - first[b];
+            double population = 0;
+            for (int64_t i = first[b]; i < first[b + 1]; ++i) population += piece_population(s, pieces[i]);
+            if (box_empty(s, boxes, b) || np == 0) {
+                out[b] = BoxEstimate();
+                out[b].empty = box_empty(s, boxes, b);
+                out[b].n_rows = population;
+                if (boxes.agg == Aggregate::Avg) out[b].estimate = out[b].se = std::numeric_limits<double>::quiet_NaN();
+                continue;
+            }
+            out[b] = estimate_from_pieces(s, boxes.agg, pieces.data() + first[b], sums.data() + first[b], np);
+            out[b].se *= box_interval_scale(s, boxes.lo + b * s.d, boxes.hi + b * s.d);
+        }
+        return Status::Ok();
+    });
 }
 
 double normal_quantile(double p) {
@@ -644,7 +976,7 @@ void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double con
     upper = e.estimate + z * e.se;
     if (agg == Aggregate::Count) {
         lower = std::max(0.0, lower);
-        upper = std::min(static_cast<double>(s.n_rows), upper);
+        upper = std::min(e.n_rows > 0 ? e.n_rows : static_cast<double>(s.n_rows), upper);
     }
 }
 

@@ -251,6 +251,19 @@ struct BoxSums {
     double c0 = 0, s0 = 0;                    // shift: g of sample row 0
     double sc = 0, ss = 0;                    // sum (c_i - c0), sum (s_i - s0)
     double scc = 0, sss = 0, scs = 0;         // sums of squares / cross products of the shifted values
+    int64_t support = 0;                      // rows with c_i > 0 (BoxEstimate::support)
+};
+
+// A piece of a box: its sample rows [begin, end) of one stratum (stratum >= 0)
+// or of every row of an unstratified synopsis (stratum = -1). evaluate()
+// expands each box into pieces (one per stratum it is evaluated over), the
+// engines sum each piece (shift = g of the piece's first row), and the host
+// combines a box's pieces (estimate_from_pieces).
+struct Piece {
+    int64_t box = 0;
+    int64_t begin = 0;
+    int64_t end = 0;
+    int32_t stratum = -1;
 };
 
 // Estimates and standard errors for every box (out has q entries). Runs on
@@ -261,8 +274,16 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx
 // The engines alone (tests and benchmark; evaluate() dispatches): the sums of
 // every box (sums has q entries; an empty box's sums are left zero). The GPU
 // engine exists only in a CUDA build.
+// box_sums_*: one piece per box over every sample row (strata ignored).
+// piece_sums_*: the sums of every piece (sums has n entries; the pieces of an
+// empty box are left zero); pieces of one box are contiguous and in stratum
+// order, boxes in order, every piece has begin < end <= m.
 Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
 Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
+Status piece_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
+                      const ExecContext& ctx, BoxSums* sums);
+Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
+                      const ExecContext& ctx, BoxSums* sums);
 
 // The per-column constants both engines evaluate boxes with (box bandwidth,
 // the sample's range for the boundary reflection, discrete flag).
@@ -276,11 +297,24 @@ double box_interval_scale(const Synopsis& s, const double* lo, const double* hi)
 // True when some lo_j > hi_j in box b.
 bool box_empty(const Synopsis& s, const BoxBatch& boxes, int64_t b);
 
-// Turns the sums of one box into its estimate (shared by both engines).
+// Turns the sums of one box over every sample row into its estimate
+// (N = s.n_rows, m = s.m; shared by both engines).
 BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& sums);
 
+// Combines the sums of one box's n pieces (shared by both engines). One
+// piece: the unstratified formulas with that piece's N_g (the stratum's
+// n_rows, or N) and m_g = end - begin. Several: the stratified estimator,
+// C = sum_g N_g mean_g(c), S likewise, Var = sum_g N_g^2 fpc_g var_g / m_g
+// (fpc_g = (N_g - m_g) / (N_g - 1), 0 when m_g >= N_g; var_g with m_g - 1),
+// AVG = S / C with the delta method
+// se = sqrt(Var(S) - 2 R Cov(S, C) + R^2 Var(C)) / C. The standard error is
+// not yet multiplied by box_interval_scale. support and n_rows are summed.
+BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* pieces, const BoxSums* sums,
+                                 int64_t n);
+
 // Confidence interval estimate -/+ z se, z = Phi^-1((1 + confidence) / 2);
-// COUNT intervals are clipped to [0, N]. confidence in (0, 1).
+// COUNT intervals are clipped to [0, e.n_rows] (the population the box was
+// evaluated over; s.n_rows when e.n_rows is 0). confidence in (0, 1).
 void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower,
               double& upper);
 

@@ -234,9 +234,12 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         Rng rng;
         rng.seed(seed);
         const Folds folds = make_folds(m, rng);
-        // Sorted values of each fold, per column, with their rows: box edges.
-        auto fold_sorted = [&](const double* x, int f) {
-            std::vector<int64_t> rows = folds.rows[f];
+        // Sorted non-NULL values of each fold, per column, with their rows: box edges.
+        auto fold_sorted = [&](const double* x, const Folds& fo, int f) {
+            std::vector<int64_t> rows;
+            rows.reserve(fo.rows[f].size());
+            for (int64_t r : fo.rows[f])
+                if (!std::isnan(x[r])) rows.push_back(r);
             std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) { return x[a] < x[b]; });
             return rows;
         };
@@ -245,7 +248,30 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         for (int j = 0; j < d; ++j) {
             if (constant[j]) continue;
             Column& col = s.cols[j];
+            // A column with NULLs is cross-validated on its non-NULL rows
+            // (compacted, each in the fold of its row).
             const double* x = columns[j];
+            int64_t m = s.m;
+            const Folds* fp = &folds;
+            std::vector<double> compact;
+            Folds column_folds;
+            if (std::any_of(x, x + m, [](double v) { return std::isnan(v); })) {
+                column_folds.rows.assign(kFolds, {});
+                for (int64_t i = 0; i < m; ++i) {
+                    if (std::isnan(x[i])) continue;
+                    const int f = folds.of[i];
+                    column_folds.rows[f].push_back(static_cast<int64_t>(compact.size()));
+                    column_folds.of.push_back(f);
+                    compact.push_back(x[i]);
+                }
+                m = static_cast<int64_t>(compact.size());
+                bool enough = m >= kMinRows;
+                for (const auto& rows : column_folds.rows) enough = enough && rows.size() >= 3;
+                if (!enough) continue;  // too little evidence: exact
+                x = compact.data();
+                fp = &column_folds;
+            }
+            const Folds& cfolds = *fp;
             std::vector<double> sorted(x, x + m);
             std::sort(sorted.begin(), sorted.end());
             const double shift = log_shift(sorted);
@@ -276,7 +302,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
             CvBoxes boxes;
             boxes.dims = 1;
             for (int f = 0; f < kFolds; ++f) {
-                std::vector<int64_t> rows = fold_sorted(x, f);
+                std::vector<int64_t> rows = fold_sorted(x, cfolds, f);
                 const double n_f = static_cast<double>(rows.size());
                 for (int k = 0; k < kBoxesPerFold; ++k) {
                     double w = kMinWidth * std::pow(kMaxWidth / kMinWidth, rng.uniform());
@@ -309,7 +335,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
             };
             CvResult r;
             APPROX_TRY(cross_validate(
-                m, folds, boxes, cands, ctx,
+                m, cfolds, boxes, cands, ctx,
                 [&](int64_t i, size_t b) { return x[i] >= boxes.lo[b] && x[i] <= boxes.hi[b]; },
                 [&](int64_t i, size_t b, int c) {
                     double p, unused;
@@ -350,9 +376,15 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         math::ColumnParams exact = chosen;
         for (int j = 0; j < kMaxDim; ++j) exact.discrete[j] = 1;
         const double* sample = s.sample;
+        // NULL (NaN) fails a constrained column and passes an unconstrained
+        // one (the NotNull and Any policies of the engines).
         auto inside = [&](int64_t i, const double* lo, const double* hi) {
             for (int j = 0; j < d; ++j) {
                 double v = sample[i * d + j];
+                if (std::isnan(v)) {
+                    if (lo[j] == -HUGE_VAL && hi[j] == HUGE_VAL) continue;
+                    return false;
+                }
                 if (v < lo[j] || v > hi[j]) return false;
             }
             return true;
@@ -364,7 +396,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         for (int j = 0; j < d; ++j)
             for (int64_t i = 0; i < m; ++i) col_copy[j][i] = sample[i * d + j];
         for (int f = 0; f < kFolds; ++f)
-            for (int j = 0; j < d; ++j) sorted_rows[f][j] = fold_sorted(col_copy[j].data(), f);
+            for (int j = 0; j < d; ++j) sorted_rows[f][j] = fold_sorted(col_copy[j].data(), folds, f);
         for (int f = 0; f < kFolds; ++f) {
             int got = 0;
             for (int tries = 0; got < kJointBoxesPerFold && tries < 50 * kJointBoxesPerFold; ++tries) {
@@ -374,6 +406,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                 for (int j = 0; j < d; ++j) {
                     if (constant[j] || rng.uniform() < 0.5) continue;
                     const std::vector<int64_t>& rows = sorted_rows[f][j];
+                    if (rows.size() < 2) continue;  // (NULLs) too few values to place edges
                     const double n_f = static_cast<double>(rows.size());
                     double w = 0.05 * std::pow(0.9 / 0.05, rng.uniform());
                     double u = rng.uniform() * (1 - w);
@@ -398,14 +431,17 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
             }
         }
         if (boxes.size() < 20) return Status::Ok();
+        std::vector<unsigned char> policy(boxes.lo.size());
+        for (size_t t = 0; t < policy.size(); ++t)
+            policy[t] = boxes.lo[t] == -HUGE_VAL && boxes.hi[t] == HUGE_VAL ? math::kNullAny : math::kNullNotNull;
         CvResult r;
         APPROX_TRY(cross_validate(
             m, folds, boxes, 2, ctx,
             [&](int64_t i, size_t b) { return inside(i, &boxes.lo[b * d], &boxes.hi[b * d]); },
             [&](int64_t i, size_t b, int c) {
                 double p, unused;
-                math::row_terms(sample + i * d, &boxes.lo[b * d], &boxes.hi[b * d], c == 0 ? exact : chosen, d, -1, p,
-                                unused);
+                math::row_terms(sample + i * d, &boxes.lo[b * d], &boxes.hi[b * d], c == 0 ? exact : chosen, d, -1,
+                                &policy[b * d], p, unused);
                 return p;
             },
             nullptr, [&](size_t) { return std::make_pair(int64_t{0}, m); }, r));

@@ -134,20 +134,40 @@ SYNOPSIS_HD void column_mass(double x, double lo, double hi, const ColumnParams&
     }
 }
 
+// NULL policies of a box column (the values of synopsis::NullPolicy).
+constexpr unsigned char kNullAny = 0, kNullNotNull = 1, kNullIsNull = 2;
+
 // g of one sample row for one box: c = prod_j P_j and, for column k >= 0,
 // s = S_k * prod_{j != k} P_j (s = 0 when k < 0). Discrete columns go first
 // and a zero mass ends the row (then c = s = 0: S_k is 0 too when P_k is).
 // Same order on both engines.
+// NULLs (format 3): a sample value NaN is SQL NULL. nulls[j] (nullptr: Any
+// everywhere) is the box's policy for column j: a NULL value's factor is 1
+// under Any and IsNull and 0 under NotNull (no mass is computed for it); a
+// non-NULL value's factor is 0 under IsNull, else its mass P_j (Any and
+// NotNull both apply the bounds to non-NULL values). For SUM / AVG of column
+// k (k >= 0) a row whose value in k is NULL has c = s = 0: it adds nothing to
+// the SUM and is not counted in AVG's denominator, so AVG = SUM(x) / COUNT(x)
+// over the box as SQL defines it (k behaves as NotNull; IsNull on k leaves
+// nothing). Factors of 1 multiply exactly: without NULLs the products are
+// the same as without the policies.
 SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const ColumnParams& cp, int d,
-                           int k, double& c, double& s) {
+                           int k, const unsigned char* nulls, double& c, double& s) {
     double prod = 1.0, others = 1.0, sk = 0.0;
     c = 0.0;
     s = 0.0;
     for (int pass = 0; pass < 2; ++pass)
         for (int j = 0; j < d; ++j) {
             if ((cp.discrete[j] != 0) != (pass == 0)) continue;
+            const double x = row[j];
+            const unsigned char policy = nulls ? nulls[j] : kNullAny;
+            if (isnan(x)) {
+                if (j == k || policy == kNullNotNull) return;  // NULL fails the box (or is not an x of SUM/AVG)
+                continue;                                       // NULL passes: factor 1
+            }
+            if (policy == kNullIsNull) return;
             double p, sj;
-            column_mass(row[j], lo[j], hi[j], cp, j, j == k, p, sj);
+            column_mass(x, lo[j], hi[j], cp, j, j == k, p, sj);
             if (p == 0.0) return;
             prod *= p;
             if (j == k)
@@ -157,6 +177,12 @@ SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi
         }
     c = prod;
     s = k >= 0 ? sk * others : 0.0;
+}
+
+// The same without NULL policies (Any on every column).
+SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const ColumnParams& cp, int d,
+                           int k, double& c, double& s) {
+    row_terms(row, lo, hi, cp, d, k, nullptr, c, s);
 }
 
 }  // namespace approx::synopsis::math

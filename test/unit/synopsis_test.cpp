@@ -374,9 +374,9 @@ TEST(SynopsisBuild, ConstantColumnsAndTinySamples) {
     EXPECT_TRUE(c.s.cols[0].discrete);
     EXPECT_FALSE(c.s.cols[1].discrete);
     EXPECT_EQ(c.s.cols[0].sd, 0);
-    // non-finite data is refused
+    // infinite data is refused (NaN is NULL: see SynopsisNulls)
     Synopsis bad;
-    std::vector<double> nan_rows = {1, NAN, 2, 3};
+    std::vector<double> nan_rows = {1, INFINITY, 2, 3};
     bad.d = 2;
     bad.m = 2;
     bad.n_rows = 2;

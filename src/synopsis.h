@@ -1,0 +1,101 @@
+// Internal API of the kde_synopsis glue, shared by its files:
+//   synopsis_type.cpp      the stored (binary) and JSON text forms, type I/O,
+//                          kde_synopsis_info, building a value from a sample
+//   synopsis_agg.cpp       kde_synopsis_agg / kde_merge_agg (a reservoir state), kde_merge
+//   synopsis_estimate.cpp  box estimates approx_count / _sum / _avg (+ _ci, _many), kde_density
+//   synopsis_catalog.cpp   named synopses (approx_gpu.synopses): create / refresh / drop, the
+//                          JSON-predicate estimates
+// Numerics live in the engine (src/core/synopsis.hpp).
+#pragma once
+
+#include "runtime.h"
+
+#include "core/synopsis.hpp"
+
+namespace syn = approx::synopsis;
+
+namespace synopsis_glue {
+
+using syn::kMaxDim;
+
+constexpr int kNameMax = NAMEDATALEN - 1;
+constexpr int32 kDefaultSampleSize = 10000;
+extern const char* const kBandwidthNames[4];
+extern const char* const kSmoothingNames[3];
+extern const char* const kModeNames[3];
+
+// A synopsis value read into aligned memory (palloc'd, trivially destructible).
+struct SynValue {
+    syn::Synopsis s;
+    double* sample;
+    bool has_names;
+    char names[kMaxDim][NAMEDATALEN];
+};
+
+// ---- values (synopsis_type.cpp) ------------------------------------------------------------
+SynValue* new_value(MemoryContext mcxt);
+[[noreturn]] void raise_value(int code, const char* what, const char* problem);
+// Engine validation plus the glue's own (names); ERROR `code` naming `what`.
+void validate_value(const SynValue* v, int code, const char* what);
+// Upper bound of the stored size (names at their longest).
+Size stored_bytes(int d, int64 m, bool names);
+Size value_bytes(const SynValue* v);
+// The stored (and binary send) form: version byte, explicit little-endian.
+bytea* value_to_bytes(const SynValue* v);
+// Decodes and validates a stored / binary form (a trust boundary).
+SynValue* value_from_bytes(const char* data, size_t len, int code, const char* what);
+char* value_to_text(const SynValue* v);
+SynValue* value_from_text(const char* text);
+// A stored kde_synopsis (argument, table row or freshly built value).
+SynValue* stored_value(const bytea* b);
+SynValue* synopsis_arg(FunctionCallInfo fcinfo, int argno);
+// kde_synopsis_info's JSON.
+Datum info_jsonb(const SynValue* v);
+
+// ERROR 54000 when a sample of sample_size rows of d columns would not fit a value.
+void check_size(int64 sample_size, int d, bool names, const char* fn);
+// Finishes a sample into a synopsis value (bandwidths on the engine; the
+// only GPU work of the aggregates). sample is palloc'd, m x d.
+Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 skipped, double* sample, int method,
+                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn);
+// a + b for the counts of merged synopses and states (N, skipped): ERROR
+// 22003 naming the function instead of a wrapped, unreadable value.
+int64 add_count(int64 a, int64 b, const char* fn, const char* what);
+int bandwidth_arg(FunctionCallInfo fcinfo, int argno, const char* fn);
+int smoothing_arg(FunctionCallInfo fcinfo, int argno, const char* fn);
+int32 sample_size_arg(FunctionCallInfo fcinfo, int argno, const char* fn);
+uint64 sampling_seed(void);
+
+// ---- reservoir state (synopsis_agg.cpp) ----------------------------------------------------------
+struct SynAgg {
+    int32 d;            // 0 until the first row
+    int32 method;       // Bandwidth
+    int32 smoothing;    // Smoothing
+    bool params_set;
+    int64 skipped;
+    syn::Reservoir res;  // capacity = sample_size, seen = N, size = m
+    double* rows;        // res.size x d (room for rows_cap rows)
+    int64 rows_cap;
+    bool has_names;
+    char names[kMaxDim][NAMEDATALEN];
+};
+
+SynAgg* new_state(MemoryContext mcxt);
+void ensure_rows(SynAgg* st, MemoryContext mcxt, int64 rows);
+void set_params(SynAgg* st, int64 sample_size, int method, int smoothing, const char* fn);
+void set_dim(SynAgg* st, int d, int64 sample_size, const char* fn);
+void add_sample(SynAgg* st, MemoryContext mcxt, const double* row);
+// Merges a uniform sample (m rows of n, capacity k) into the state.
+void merge_into(SynAgg* st, MemoryContext mcxt, const double* rows, int64 m, int64 n, int64 k, const char* fn);
+void merge_names(SynAgg* st, bool has_names, const char (*names)[NAMEDATALEN], bool first, const char* fn);
+// Adds synopsis v into the state (kde_merge_agg, kde_merge).
+void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn);
+Datum state_final(SynAgg* st, const char* fn);
+
+// ---- boxes (synopsis_estimate.cpp) ----------------------------------------------------------------
+// Runs the engine over q boxes; out is palloc'd.
+syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const double* hi, syn::Aggregate agg,
+                            int column, const char* fn);
+Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e);
+
+}  // namespace synopsis_glue
