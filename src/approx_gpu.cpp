@@ -5,6 +5,7 @@
 #include "aqp.h"
 #include "closure.h"
 #include "moving.h"
+#include "synopsis.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -15,6 +16,7 @@ void _PG_init(void) {
     runtime_define_settings();
     closure_init();
     moving_init();
+    synopsis_init();
     aqp_init();
     runtime_reserve_prefix();
 }

@@ -11,6 +11,7 @@
 #include "runtime.h"
 
 #include "core/synopsis.hpp"
+#include "synopsis_table.h"
 
 namespace syn = approx::synopsis;
 
@@ -23,6 +24,10 @@ constexpr int32 kDefaultSampleSize = 10000;
 extern const char* const kBandwidthNames[4];
 extern const char* const kSmoothingNames[3];
 extern const char* const kModeNames[3];
+extern const char* const kEncodingNames[5];
+// The version byte values are written with (format 3: NULLs as NaN, per-column
+// encodings, null counts and dictionaries, strata); 1 and 2 are still read.
+constexpr int kValueVersion = 3;
 
 // A synopsis value read into aligned memory (palloc'd, trivially destructible).
 struct SynValue {
@@ -30,6 +35,13 @@ struct SynValue {
     double* sample;
     bool has_names;
     char names[kMaxDim][NAMEDATALEN];
+    // Format 3: how each column's SQL values became numbers (ValueEncoding;
+    // Number for values of older formats and of the aggregates), and for a
+    // Dictionary column its dict_size strings, sorted by strcmp (code = index).
+    uint8 encoding[kMaxDim];
+    int32 dict_size[kMaxDim];
+    char** dict[kMaxDim];
+    syn::Stratum* strata;  // s.n_strata entries (s.strata points here)
 };
 
 // ---- values (synopsis_type.cpp) ------------------------------------------------------------
@@ -57,7 +69,8 @@ void check_size(int64 sample_size, int d, bool names, const char* fn);
 // Finishes a sample into a synopsis value (bandwidths on the engine; the
 // only GPU work of the aggregates). sample is palloc'd, m x d.
 Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 skipped, double* sample, int method,
-                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn);
+                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn,
+                      const uint8* encoding = nullptr);
 // a + b for the counts of merged synopses and states (N, skipped): ERROR
 // 22003 naming the function instead of a wrapped, unreadable value.
 int64 add_count(int64 a, int64 b, const char* fn, const char* what);
@@ -78,6 +91,7 @@ struct SynAgg {
     int64 rows_cap;
     bool has_names;
     char names[kMaxDim][NAMEDATALEN];
+    uint8 encoding[kMaxDim];  // ValueEncoding of each column (merges of table synopses keep them)
 };
 
 SynAgg* new_state(MemoryContext mcxt);
@@ -98,4 +112,39 @@ syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const 
                             int column, const char* fn);
 Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e);
 
+// ---- the catalog table (synopsis_catalog.cpp) -----------------------------------------------------
+Oid synopses_relid(void);
+Oid synopses_owner(void);
+// Runs one fixed statement on approx_gpu.synopses as the table's owner with
+// search_path = pg_catalog, pg_temp (what a SECURITY DEFINER function with a
+// fixed search_path does; the caller itself cannot write the table).
+// Returns SPI_processed; the first row's columns (if any) go to values/nulls;
+// each (optional) sees every row, in the caller's memory context.
+int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const char* arg_nulls, Datum* values,
+                     bool* nulls, int ncols, bool read_only = false,
+                     void (*each)(void*, HeapTuple, TupleDesc) = nullptr, void* each_ctx = nullptr);
+// True when approx_gpu.synopses has the 0.3.0 columns of table synopses.
+bool table_synopses_available(void);
+
+// ---- table synopses (synopsis_build.cpp) ------------------------------------------------------------
+// What a build from a table gives the catalog row.
+struct TableBuild {
+    Datum value;  // the kde_synopsis (a bytea)
+    Oid atttype[kMaxDim];
+    Oid collation[kMaxDim];
+    int64 rows_built;       // N
+    int64 changes_built;    // n_tup_ins + n_tup_upd + n_tup_del as the statistics reported them
+    int64 pending_inserts;  // max(0, N - (n_tup_ins - n_tup_del)): rows the statistics had not counted yet
+    Oid relfilenode;
+};
+// Builds a synopsis of columns attnums[0..d) of relid as the current user
+// (SELECT privilege on them and no row-level security for it, else ERROR
+// 42501), stratified by the synopsis columns stratify[0..n_stratify) (0-based
+// indexes) when n_stratify > 0.
+TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
+                                 int32 sample_size, int method, int smoothing, const char* fn);
+
 }  // namespace synopsis_glue
+
+// The synopsis feature's settings (approx_gpu.synopsis_max_staleness); from _PG_init.
+void synopsis_init(void);

@@ -27,7 +27,7 @@ extern "C" {
 
 namespace synopsis_glue {
 
-constexpr uint8 kStateVersion = 1;
+constexpr uint8 kStateVersion = 2;  // 2: the column encodings after the names (states never outlive a query)
 
 SynAgg* new_state(MemoryContext mcxt) {
     SynAgg* st = static_cast<SynAgg*>(MemoryContextAllocZero(mcxt, sizeof(SynAgg)));
@@ -153,7 +153,19 @@ void merge_names(SynAgg* st, bool has_names, const char (*names)[NAMEDATALEN], b
 
 // Adds synopsis v into the state (kde_merge_agg, kde_merge).
 void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn) {
+    // A stratified sample is not a uniform one, and two dictionaries code
+    // values differently: neither merges by the reservoir rule.
+    if (v->s.n_strata > 0)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s: merging stratified synopses is not supported", fn)));
+    for (int j = 0; j < v->s.d; ++j)
+        if (v->encoding[j] == static_cast<uint8>(ValueEncoding::Dictionary))
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("%s: merging synopses with dictionary-coded (categorical) columns is not supported", fn)));
     bool first = st->d == 0;
+    if (!first && st->res.seen > 0 && memcmp(st->encoding, v->encoding, sizeof(uint8) * v->s.d) != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: the synopses encode their columns differently (numbers, dates, timestamps)", fn)));
     if (!first && st->d != v->s.d)
         ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
                         errmsg("%s: the synopses have %d and %d columns", fn, st->d, v->s.d)));
@@ -168,6 +180,7 @@ void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn) {
         st->params_set = true;
     }
     st->d = v->s.d;
+    memcpy(st->encoding, v->encoding, sizeof(st->encoding));
     merge_names(st, v->has_names, v->names, first, fn);
     st->skipped = add_count(st->skipped, v->s.skipped, fn, "skipped");
     merge_into(st, mcxt, v->sample, v->s.m, v->s.n_rows, v->s.sample_size, fn);
@@ -178,7 +191,7 @@ Datum state_final(SynAgg* st, const char* fn) {
     double* sample = static_cast<double*>(palloc_extended(static_cast<Size>(st->res.size) * st->d * sizeof(double), MCXT_ALLOC_HUGE));
     memcpy(sample, st->rows, sizeof(double) * st->res.size * st->d);
     return finish_synopsis(st->d, st->res.seen, st->res.size, st->res.capacity, st->skipped, sample, st->method,
-                           st->smoothing, st->has_names, st->names, fn);
+                           st->smoothing, st->has_names, st->names, fn, st->encoding);
 }
 
 }  // namespace synopsis_glue
@@ -256,10 +269,15 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_combine) {
                             errmsg("kde_synopsis_agg: every x must have the same length (%d), got %d", st->d, other->d)));
         bool first = st->d == 0;
         st->d = other->d;
-        if (first || st->res.seen == 0)
+        if (first || st->res.seen == 0) {
             merge_names(st, other->has_names, other->names, true, fn);
-        else if (other->res.seen > 0)
+            memcpy(st->encoding, other->encoding, sizeof(st->encoding));
+        } else if (other->res.seen > 0) {
             merge_names(st, other->has_names, other->names, false, fn);
+            if (memcmp(st->encoding, other->encoding, sizeof(st->encoding)) != 0)
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("%s: the synopses encode their columns differently (numbers, dates, timestamps)", fn)));
+        }
     }
     st->skipped = add_count(st->skipped, other->skipped, fn, "skipped");
     if (other->res.seen > 0)
@@ -288,6 +306,7 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_serial) {
             put_u8(&w, static_cast<uint8>(len));
             appendBinaryStringInfo(&w.buf, st->names[j], len);
         }
+    for (int j = 0; j < st->d; ++j) put_u8(&w, st->encoding[j]);
     put_f64s(&w, st->rows, st->res.size * st->d);
     PG_RETURN_BYTEA_P(byte_writer_finish(&w));
 }
@@ -326,6 +345,10 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_deserial) {
             st->names[j][len] = '\0';
             r.p += len;
         }
+    for (int j = 0; j < st->d; ++j) {
+        st->encoding[j] = get_u8(&r);
+        if (st->encoding[j] >= static_cast<uint8>(ValueEncoding::Dictionary)) bad();
+    }
     if (st->d > 0 && st->res.size > (r.end - r.p) / (8 * st->d)) bad();
     if (st->res.size > 0) {
         ensure_rows(st, mcxt, st->res.size);

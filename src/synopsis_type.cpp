@@ -30,6 +30,7 @@ namespace synopsis_glue {
 const char* const kBandwidthNames[4] = {"cdf", "plugin", "lscv", "scott"};
 const char* const kSmoothingNames[3] = {"auto", "always", "never"};
 const char* const kModeNames[3] = {"exact", "kde", "log_kde"};
+const char* const kEncodingNames[5] = {"number", "date", "timestamp", "timestamptz", "dictionary"};
 
 namespace {
 // Fixed part of the stored form: header fields and per-column fields, format 2
@@ -37,8 +38,12 @@ namespace {
 // each column).
 constexpr Size kHeaderBytes1 = 4 + 4 + 8 * 4;
 constexpr Size kColumnBytes1 = 7 * 8 + 1;
-constexpr Size kHeaderBytes = kHeaderBytes1 + 2 * 8;
-constexpr Size kColumnBytes = kColumnBytes1 + 1 + 3 * 8 + syn::kModes * 8 + 8;
+constexpr Size kHeaderBytes2 = kHeaderBytes1 + 2 * 8;
+constexpr Size kColumnBytes2 = kColumnBytes1 + 1 + 3 * 8 + syn::kModes * 8 + 8;
+// Format 3: n_strata in the header; per column categorical, null_count,
+// encoding, dictionary size (then the dictionaries and strata after the names).
+constexpr Size kHeaderBytes = kHeaderBytes2 + 4;
+constexpr Size kColumnBytes = kColumnBytes2 + 1 + 8 + 1 + 4;
 
 }  // namespace
 
@@ -57,6 +62,47 @@ SynValue* new_value(MemoryContext mcxt) {
 
 // Engine validation plus the glue's own (names).
 void validate_value(const SynValue* v, int code, const char* what) {
+    const syn::Synopsis& s = v->s;
+    // Format 3's own fields first: the engine's checks read the sample with
+    // them (NaN = NULL, codes, strata).
+    for (int j = 0; j < s.d; ++j) {
+        if (v->encoding[j] > static_cast<uint8>(ValueEncoding::Dictionary)) raise_value(code, what, "unknown value encoding");
+        bool dictionary = v->encoding[j] == static_cast<uint8>(ValueEncoding::Dictionary);
+        if (s.cols[j].categorical != dictionary)
+            raise_value(code, what, "a column is categorical exactly when its encoding is a dictionary");
+        if (v->dict_size[j] < 0 || (!dictionary && v->dict_size[j] != 0) || v->dict_size[j] > s.m)
+            raise_value(code, what, "bad dictionary size");
+        for (int k = 0; k < v->dict_size[j]; ++k) {
+            const char* e = v->dict[j][k];
+            if (!pg_verifymbstr(e, static_cast<int>(strlen(e)), true))
+                raise_value(code, what, "dictionary value is not valid in the database encoding");
+            if (k > 0 && strcmp(v->dict[j][k - 1], e) >= 0)
+                raise_value(code, what, "dictionary values must be distinct and sorted");
+        }
+        int64 nulls = 0;
+        for (int64 i = 0; i < s.m; ++i) {
+            double x = v->sample[i * s.d + j];
+            if (std::isnan(x)) {
+                ++nulls;
+                continue;
+            }
+            if (dictionary && !(x >= 0 && x < v->dict_size[j] && x == std::floor(x)))
+                raise_value(code, what, "a dictionary column holds a value that is not a code of its dictionary");
+        }
+        if (nulls != s.cols[j].null_count) raise_value(code, what, "null_count does not match the sample");
+    }
+    if (s.n_strata < 0 || s.n_strata > s.m) raise_value(code, what, "bad number of strata");
+    if (s.n_strata > 0) {
+        int64 next = 0, rows = 0;
+        for (int g = 0; g < s.n_strata; ++g) {
+            const syn::Stratum& st = s.strata[g];
+            if (st.begin != next || st.end <= st.begin || st.end - st.begin > st.n_rows ||
+                pg_add_s64_overflow(rows, st.n_rows, &rows))
+                raise_value(code, what, "strata must be contiguous, non-empty and no larger than their rows");
+            next = st.end;
+        }
+        if (next != s.m || rows != s.n_rows) raise_value(code, what, "strata must cover the sample and the N rows");
+    }
     approx::Status st = syn::validate(v->s);
     if (!st.ok()) raise_value(code, what, st.message);
     if (v->has_names)
@@ -77,7 +123,10 @@ Size value_bytes(const SynValue* v) {
     Size names = 0;
     if (v->has_names)
         for (int j = 0; j < v->s.d; ++j) names += 1 + strlen(v->names[j]);
-    return VARHDRSZ + kHeaderBytes + v->s.d * kColumnBytes + names + static_cast<Size>(v->s.m) * v->s.d * 8;
+    for (int j = 0; j < v->s.d; ++j)
+        for (int k = 0; k < v->dict_size[j]; ++k) names += 4 + strlen(v->dict[j][k]);
+    return VARHDRSZ + kHeaderBytes + v->s.d * kColumnBytes + names + v->s.n_strata * 24 +
+           static_cast<Size>(v->s.m) * v->s.d * 8;
 }
 
 // The stored (and binary send) form: version byte, explicit little-endian.
@@ -85,7 +134,7 @@ bytea* value_to_bytes(const SynValue* v) {
     const syn::Synopsis& s = v->s;
     ByteWriter w;
     byte_writer_init(&w);
-    put_u8(&w, syn::kFormatVersion);
+    put_u8(&w, kValueVersion);
     put_u8(&w, static_cast<uint8>(s.method));
     put_u8(&w, static_cast<uint8>(s.smoothing));
     put_u8(&w, v->has_names ? 1 : 0);
@@ -96,6 +145,7 @@ bytea* value_to_bytes(const SynValue* v) {
     put_i64(&w, s.skipped);
     put_f64(&w, s.joint_cv[0]);
     put_f64(&w, s.joint_cv[1]);
+    put_i32(&w, s.n_strata);
     for (int j = 0; j < s.d; ++j) {
         const syn::Column& c = s.cols[j];
         put_f64(&w, c.mean);
@@ -112,6 +162,10 @@ bytea* value_to_bytes(const SynValue* v) {
         put_f64(&w, c.interval_scale);
         for (double e : c.cv_error) put_f64(&w, e);
         put_f64(&w, c.cv_coverage);
+        put_u8(&w, c.categorical ? 1 : 0);
+        put_i64(&w, c.null_count);
+        put_u8(&w, v->encoding[j]);
+        put_i32(&w, v->dict_size[j]);
     }
     if (v->has_names)
         for (int j = 0; j < s.d; ++j) {
@@ -119,6 +173,17 @@ bytea* value_to_bytes(const SynValue* v) {
             put_u8(&w, static_cast<uint8>(len));
             appendBinaryStringInfo(&w.buf, v->names[j], len);
         }
+    for (int j = 0; j < s.d; ++j)
+        for (int k = 0; k < v->dict_size[j]; ++k) {
+            int len = static_cast<int>(strlen(v->dict[j][k]));
+            put_i32(&w, len);
+            appendBinaryStringInfo(&w.buf, v->dict[j][k], len);
+        }
+    for (int g = 0; g < s.n_strata; ++g) {
+        put_i64(&w, s.strata[g].n_rows);
+        put_i64(&w, s.strata[g].begin);
+        put_i64(&w, s.strata[g].end);
+    }
     put_f64s(&w, v->sample, s.m * s.d);
     return byte_writer_finish(&w);
 }
@@ -129,8 +194,7 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
     SynValue* v = new_value(CurrentMemoryContext);
     syn::Synopsis& s = v->s;
     const int version = get_u8(&r);
-    if (version < syn::kFormatVersionMin || version > syn::kFormatVersion)
-        raise_value(code, what, "unsupported version");
+    if (version < syn::kFormatVersionMin || version > kValueVersion) raise_value(code, what, "unsupported version");
     uint8 method = get_u8(&r), smoothing = get_u8(&r), flags = get_u8(&r);
     if (method > 3) raise_value(code, what, "unknown bandwidth method");
     if (smoothing > 2) raise_value(code, what, "unknown smoothing");
@@ -148,6 +212,8 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
         s.joint_cv[0] = get_f64(&r);
         s.joint_cv[1] = get_f64(&r);
     }
+    if (version >= 3) s.n_strata = get_i32(&r);
+    if (s.n_strata < 0 || s.n_strata > (1 << 30)) raise_value(code, what, "bad number of strata");
     if (s.m < 1 || s.m > static_cast<int64>((r.end - r.p) / (8 * s.d)))
         raise_value(code, what, "sample length does not match the data");
     for (int j = 0; j < s.d; ++j) {
@@ -174,6 +240,14 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
         c.interval_scale = get_f64(&r);
         for (double& e : c.cv_error) e = get_f64(&r);
         c.cv_coverage = get_f64(&r);
+        if (version == 2) continue;
+        uint8 categorical = get_u8(&r);
+        if (categorical > 1) raise_value(code, what, "bad categorical flag");
+        c.categorical = categorical == 1;
+        c.null_count = get_i64(&r);
+        v->encoding[j] = get_u8(&r);
+        v->dict_size[j] = get_i32(&r);
+        if (v->dict_size[j] < 0 || v->dict_size[j] > s.m) raise_value(code, what, "bad dictionary size");
     }
     if (v->has_names)
         for (int j = 0; j < s.d; ++j) {
@@ -184,6 +258,28 @@ SynValue* value_from_bytes(const char* data, size_t len, int code, const char* w
             if (strlen(v->names[j]) != static_cast<size_t>(nlen)) raise_value(code, what, "bad column name");
             r.p += nlen;
         }
+    for (int j = 0; j < s.d; ++j) {
+        if (v->dict_size[j] == 0) continue;
+        if (v->dict_size[j] > (r.end - r.p) / 4) raise_value(code, what, "value is truncated");
+        v->dict[j] = static_cast<char**>(palloc(sizeof(char*) * v->dict_size[j]));
+        for (int k = 0; k < v->dict_size[j]; ++k) {
+            int32 len = get_i32(&r);
+            if (len < 0 || len > r.end - r.p) raise_value(code, what, "bad dictionary value");
+            v->dict[j][k] = pnstrdup(r.p, len);
+            if (strlen(v->dict[j][k]) != static_cast<size_t>(len)) raise_value(code, what, "bad dictionary value");
+            r.p += len;
+        }
+    }
+    if (s.n_strata > (r.end - r.p) / 24) raise_value(code, what, "value is truncated");
+    if (s.n_strata > 0) {
+        v->strata = static_cast<syn::Stratum*>(palloc(sizeof(syn::Stratum) * s.n_strata));
+        for (int g = 0; g < s.n_strata; ++g) {
+            v->strata[g].n_rows = get_i64(&r);
+            v->strata[g].begin = get_i64(&r);
+            v->strata[g].end = get_i64(&r);
+        }
+        s.strata = v->strata;
+    }
     if (s.m > static_cast<int64>((r.end - r.p) / (8 * s.d))) raise_value(code, what, "value is truncated");
     v->sample = static_cast<double*>(palloc_extended(static_cast<Size>(s.m) * s.d * sizeof(double), MCXT_ALLOC_HUGE));
     get_f64s(&r, v->sample, s.m * s.d);
@@ -218,11 +314,15 @@ char* value_to_text(const SynValue* v) {
                      "{\"version\": %d, \"N\": " INT64_FORMAT ", \"m\": " INT64_FORMAT ", \"d\": %d, "
                      "\"sample_size\": " INT64_FORMAT ", \"skipped\": " INT64_FORMAT
                      ", \"bandwidth\": \"%s\", \"smoothing\": \"%s\", \"joint_cv_error\": [",
-                     syn::kFormatVersion, s.n_rows, s.m, s.d, s.sample_size, s.skipped, syn::bandwidth_name(s.method),
+                     kValueVersion, s.n_rows, s.m, s.d, s.sample_size, s.skipped, syn::bandwidth_name(s.method),
                      syn::smoothing_name(s.smoothing));
     append_double(&out, s.joint_cv[0]);
     appendStringInfoString(&out, ", ");
     append_double(&out, s.joint_cv[1]);
+    appendStringInfoString(&out, "], \"strata\": [");
+    for (int g = 0; g < s.n_strata; ++g)
+        appendStringInfo(&out, "%s[" INT64_FORMAT ", " INT64_FORMAT ", " INT64_FORMAT "]", g ? ", " : "",
+                         s.strata[g].n_rows, s.strata[g].begin, s.strata[g].end);
     appendStringInfoString(&out, "], \"columns\": [");
     for (int j = 0; j < s.d; ++j) {
         const syn::Column& c = s.cols[j];
@@ -245,6 +345,17 @@ char* value_to_text(const SynValue* v) {
             if (k) appendStringInfoString(&out, ", ");
             append_double(&out, c.cv_error[k]);
         }
+        appendStringInfo(&out, "], \"categorical\": %s, \"null_count\": " INT64_FORMAT ", \"encoding\": \"%s\", \"dictionary\": ",
+                         c.categorical ? "true" : "false", c.null_count, kEncodingNames[v->encoding[j]]);
+        if (v->encoding[j] != static_cast<uint8>(ValueEncoding::Dictionary)) {
+            appendStringInfoString(&out, "null}");
+            continue;
+        }
+        appendStringInfoChar(&out, '[');
+        for (int k = 0; k < v->dict_size[j]; ++k) {
+            if (k) appendStringInfoString(&out, ", ");
+            escape_json(&out, v->dict[j][k]);
+        }
         appendStringInfoString(&out, "]}");
     }
     appendStringInfoString(&out, "], \"sample\": [");
@@ -252,7 +363,11 @@ char* value_to_text(const SynValue* v) {
         appendStringInfoString(&out, i ? ", [" : "[");
         for (int j = 0; j < s.d; ++j) {
             if (j) appendStringInfoString(&out, ", ");
-            append_double(&out, v->sample[i * s.d + j]);
+            double x = v->sample[i * s.d + j];
+            if (std::isnan(x))
+                appendStringInfoString(&out, "null");  // NULL
+            else
+                append_double(&out, x);
         }
         appendStringInfoChar(&out, ']');
     }
@@ -323,8 +438,8 @@ SynValue* value_from_text(const char* text) {
     // Format 1 has 10 keys; format 2 adds joint_cv_error (and per column shift,
     // log_bandwidth, interval_scale, cv_coverage, mode, cv_error).
     const int64 version = json_int(json_key(root, "version"), "version");
-    if (version < syn::kFormatVersionMin || version > syn::kFormatVersion) bad_text("unsupported version");
-    if (JsonContainerSize(root) != (version == 1 ? 10u : 11u)) bad_text("unexpected keys");
+    if (version < syn::kFormatVersionMin || version > kValueVersion) bad_text("unsupported version");
+    if (JsonContainerSize(root) != (version == 1 ? 10u : version == 2 ? 11u : 12u)) bad_text("unexpected keys");
     SynValue* v = new_value(CurrentMemoryContext);
     syn::Synopsis& s = v->s;
     s.n_rows = json_int(json_key(root, "N"), "N");
@@ -340,13 +455,33 @@ SynValue* value_from_text(const char* text) {
         JsonbContainer* jcv = json_array(json_key(root, "joint_cv_error"), "joint_cv_error", 2);
         for (int k = 0; k < 2; ++k) s.joint_cv[k] = json_double(getIthJsonbValueFromContainer(jcv, k), "joint_cv_error");
     }
+    if (version >= 3) {
+        JsonbValue* jst = json_key(root, "strata");
+        if (jst->type != jbvBinary || !JsonContainerIsArray(jst->val.binary.data) || JsonContainerIsScalar(jst->val.binary.data))
+            bad_text("strata must be an array");
+        uint32 n = JsonContainerSize(jst->val.binary.data);
+        if (n > (1u << 30)) bad_text("too many strata");
+        s.n_strata = static_cast<int>(n);
+        if (n > 0) {
+            v->strata = static_cast<syn::Stratum*>(palloc(sizeof(syn::Stratum) * n));
+            for (uint32 g = 0; g < n; ++g) {
+                JsonbContainer* e = json_array(getIthJsonbValueFromContainer(jst->val.binary.data, g), "each stratum", 3);
+                v->strata[g].n_rows = json_int(getIthJsonbValueFromContainer(e, 0), "stratum rows");
+                v->strata[g].begin = json_int(getIthJsonbValueFromContainer(e, 1), "stratum begin");
+                v->strata[g].end = json_int(getIthJsonbValueFromContainer(e, 2), "stratum end");
+            }
+            s.strata = v->strata;
+        }
+    }
     JsonbContainer* cols = json_array(json_key(root, "columns"), "columns", static_cast<uint32>(s.d));
     int named = 0;
     for (int j = 0; j < s.d; ++j) {
         JsonbValue* cv = getIthJsonbValueFromContainer(cols, j);
         if (cv->type != jbvBinary || !JsonContainerIsObject(cv->val.binary.data) ||
-            JsonContainerSize(cv->val.binary.data) != (version == 1 ? 9u : 15u))
-            bad_text(version == 1 ? "each column must be an object with 9 keys" : "each column must be an object with 15 keys");
+            JsonContainerSize(cv->val.binary.data) != (version == 1 ? 9u : version == 2 ? 15u : 19u))
+            bad_text(version == 1   ? "each column must be an object with 9 keys"
+                     : version == 2 ? "each column must be an object with 15 keys"
+                                    : "each column must be an object with 19 keys");
         JsonbContainer* c = cv->val.binary.data;
         syn::Column& col = s.cols[j];
         col.mean = json_double(json_key(c, "mean"), "mean");
@@ -369,6 +504,30 @@ SynValue* value_from_text(const char* text) {
             for (int k = 0; k < syn::kModes; ++k)
                 col.cv_error[k] = json_double(getIthJsonbValueFromContainer(cve, k), "cv_error");
         }
+        if (version >= 3) {
+            col.categorical = json_bool(json_key(c, "categorical"), "categorical");
+            col.null_count = json_int(json_key(c, "null_count"), "null_count");
+            v->encoding[j] = static_cast<uint8>(json_choice(json_key(c, "encoding"), "encoding", kEncodingNames, 5));
+            JsonbValue* dv = json_key(c, "dictionary");
+            if (dv->type != jbvNull) {
+                if (dv->type != jbvBinary || !JsonContainerIsArray(dv->val.binary.data) ||
+                    JsonContainerIsScalar(dv->val.binary.data))
+                    bad_text("dictionary must be an array of strings or null");
+                uint32 n = JsonContainerSize(dv->val.binary.data);
+                if (n > (1u << 30)) bad_text("dictionary too large");
+                v->dict_size[j] = static_cast<int32>(n);
+                v->dict[j] = static_cast<char**>(palloc(sizeof(char*) * std::max<uint32>(1, n)));
+                for (uint32 k = 0; k < n; ++k) {
+                    JsonbValue* e = getIthJsonbValueFromContainer(dv->val.binary.data, k);
+                    if (e->type != jbvString) bad_text("dictionary values must be strings");
+                    v->dict[j][k] = pnstrdup(e->val.string.val, e->val.string.len);
+                    if (strlen(v->dict[j][k]) != static_cast<size_t>(e->val.string.len))
+                        bad_text("dictionary values must not contain NUL");
+                }
+            } else if (v->encoding[j] == static_cast<uint8>(ValueEncoding::Dictionary)) {
+                bad_text("a dictionary column needs its dictionary");
+            }
+        }
         JsonbValue* name = json_key(c, "name");
         if (name->type == jbvString) {
             if (name->val.string.len < 1 || name->val.string.len > kNameMax) bad_text("bad column name length");
@@ -388,7 +547,10 @@ SynValue* value_from_text(const char* text) {
     for (int64 i = 0; i < s.m; ++i) {
         JsonbValue* rv = getIthJsonbValueFromContainer(rows, static_cast<uint32>(i));
         JsonbContainer* row = json_array(rv, "each sample row", static_cast<uint32>(s.d));
-        for (int j = 0; j < s.d; ++j) v->sample[i * s.d + j] = json_double(getIthJsonbValueFromContainer(row, j), "sample value");
+        for (int j = 0; j < s.d; ++j) {
+            JsonbValue* x = getIthJsonbValueFromContainer(row, j);
+            v->sample[i * s.d + j] = version >= 3 && x->type == jbvNull ? NAN : json_double(x, "sample value");
+        }
     }
     s.sample = v->sample;
     validate_value(v, ERRCODE_INVALID_TEXT_REPRESENTATION, "input syntax for type kde_synopsis");
@@ -409,8 +571,12 @@ void check_size(int64 sample_size, int d, bool names, const char* fn) {
 // Finishes a sample into a synopsis value (bandwidths on the engine; the
 // only GPU work of the aggregates). sample is palloc'd, m x d.
 Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 skipped, double* sample, int method,
-                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn) {
+                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn, const uint8* encoding) {
     SynValue* v = new_value(CurrentMemoryContext);
+    if (encoding) memcpy(v->encoding, encoding, sizeof(v->encoding));
+    for (int j = 0; j < d; ++j)
+        for (int64 i = 0; i < m; ++i)
+            if (std::isnan(sample[i * d + j])) ++v->s.cols[j].null_count;
     v->s.d = d;
     v->s.n_rows = n_rows;
     v->s.m = m;
@@ -477,6 +643,7 @@ Datum info_jsonb(const SynValue* v) {
     j.add_string("bandwidth", syn::bandwidth_name(s.method));
     j.add_string("smoothing", syn::smoothing_name(s.smoothing));
     j.add_int("bytes", static_cast<int64>(value_bytes(v)));
+    j.add_int("strata", s.n_strata);
     j.begin_array("discrete_columns");
     for (int c = 0; c < s.d; ++c)
         if (s.cols[c].discrete) j.add_int(nullptr, c + 1);
@@ -509,6 +676,11 @@ Datum info_jsonb(const SynValue* v) {
             j.add_number("log_bandwidth", col.log_h);
         }
         j.add_number("interval_scale", col.interval_scale);
+        j.add_string("encoding", kEncodingNames[v->encoding[c]]);
+        j.add_bool("categorical", col.categorical);
+        j.add_int("null_count", col.null_count);
+        if (v->encoding[c] == static_cast<uint8>(ValueEncoding::Dictionary))
+            j.add_int("dictionary_size", v->dict_size[c]);
         // The guard's evidence (smoothing = auto): cross-validated root mean
         // squared relative COUNT error of each candidate mode (null: not a
         // candidate or not run) and the chosen mode's CV interval coverage.
