@@ -315,11 +315,15 @@ static const char* check_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptI
     if (rte->rtekind != RTE_RELATION) return rte->rtekind == RTE_SUBQUERY ? "subquery in FROM" : "FROM is not a table";
     // Every other range table entry is what a view or a pulled-up subquery
     // left behind (PostgreSQL 15's rewriter keeps a view's own RTE).
+    ListCell* lc;
+    foreach (lc, root->parse->rtable) {
+        RangeTblEntry* other = static_cast<RangeTblEntry*>(lfirst(lc));
+        if (other->rtekind == RTE_RELATION && other->relkind == RELKIND_VIEW) return "view";
+    }
     for (int i = 1; i < root->simple_rel_array_size; ++i) {
         if (i == rti) continue;
         RangeTblEntry* other = root->simple_rte_array[i];
         if (other == nullptr) continue;
-        if (other->rtekind == RTE_RELATION && other->relkind == RELKIND_VIEW) return "view";
         if (other->rtekind == RTE_SUBQUERY) return "subquery in FROM";
         if (other->rtekind == RTE_RELATION) return "more than one table";
     }
@@ -334,7 +338,6 @@ static const char* check_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptI
     q->relid = rte->relid;
     if (IS_DUMMY_REL(input_rel)) return "WHERE is always false";
 
-    ListCell* lc;
     foreach (lc, parse->groupClause) {
         SortGroupClause* sgc = static_cast<SortGroupClause*>(lfirst(lc));
         Node* e = get_sortgroupclause_expr(sgc, root->processed_tlist);

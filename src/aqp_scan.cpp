@@ -586,12 +586,25 @@ static void compute(AqpScanState* st) {
     syn::BoxEstimate* counts = static_cast<syn::BoxEstimate*>(palloc0(sizeof(syn::BoxEstimate) * (q + 1)));
     syn::BoxEstimate* sums[syn::kMaxDim] = {};
     syn::BoxEstimate* avgs[syn::kMaxDim] = {};
+    // AVG over several boxes per group: SUM over the boxes divided by the
+    // COUNT of their rows with a non-NULL value in the column (avg skips NULLs).
+    syn::BoxEstimate* value_counts[syn::kMaxDim] = {};
+    uint8* value_nulls[syn::kMaxDim] = {};
     for (int a = 0; a < st->n_aggs; ++a) {
         int c = st->aggs[a].col;
         if (st->aggs[a].kind == AQP_COUNT) continue;
         if (sums[c] == nullptr) sums[c] = static_cast<syn::BoxEstimate*>(palloc0(sizeof(syn::BoxEstimate) * (q + 1)));
-        if (st->aggs[a].kind == AQP_AVG && st->per_group == 1 && avgs[c] == nullptr)
+        if (st->aggs[a].kind != AQP_AVG) continue;
+        if (st->per_group == 1 && avgs[c] == nullptr)
             avgs[c] = static_cast<syn::BoxEstimate*>(palloc0(sizeof(syn::BoxEstimate) * (q + 1)));
+        if (st->per_group > 1 && value_counts[c] == nullptr) {
+            value_counts[c] = static_cast<syn::BoxEstimate*>(palloc0(sizeof(syn::BoxEstimate) * (q + 1)));
+            value_nulls[c] = static_cast<uint8*>(palloc_extended(q * d + 1, MCXT_ALLOC_HUGE));
+            memcpy(value_nulls[c], st->nulls, q * d);
+            for (int64 b = 0; b < q; ++b)
+                if (value_nulls[c][b * d + c] == static_cast<uint8>(NullPolicy::Any))
+                    value_nulls[c][b * d + c] = static_cast<uint8>(NullPolicy::NotNull);
+        }
     }
     approx::Status status = run_engine("approx aggregate", 0, 0, [&](const approx::ExecContext& ctx) {
         syn::BoxBatch batch;
@@ -611,6 +624,12 @@ static void compute(AqpScanState* st) {
             if (r.ok() && avgs[c] != nullptr) {
                 batch.agg = syn::Aggregate::Avg;
                 r = syn::evaluate(s, batch, ctx, avgs[c]);
+            }
+            if (r.ok() && value_counts[c] != nullptr) {
+                batch.agg = syn::Aggregate::Count;
+                batch.nulls = value_nulls[c];
+                r = syn::evaluate(s, batch, ctx, value_counts[c]);
+                batch.nulls = st->nulls;
             }
         }
         return r;
@@ -648,10 +667,12 @@ static void compute(AqpScanState* st) {
                 agg = syn::Aggregate::Avg;
                 if (avgs[spec.col] != nullptr) {
                     e = avgs[spec.col][first];
-                } else {  // ratio of the summed boxes; se from the SUM's
+                } else {  // ratio of the summed boxes; se from the SUM's alone (an approximation)
                     syn::BoxEstimate sum = combine(sums[spec.col], first, n);
-                    e.estimate = cnt.estimate > 0 ? sum.estimate / cnt.estimate : NAN;
-                    e.se = cnt.estimate > 0 ? sum.se / cnt.estimate : NAN;
+                    syn::BoxEstimate rows = combine(value_counts[spec.col], first, n);
+                    e.estimate = rows.estimate > 0 ? sum.estimate / rows.estimate : NAN;
+                    e.se = rows.estimate > 0 ? sum.se / rows.estimate : NAN;
+                    e.support = rows.support;
                 }
             }
             // No sample row: like sum / avg of no rows, NULL.
