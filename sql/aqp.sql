@@ -143,6 +143,9 @@ SELECT c AS "where", r.* FROM (VALUES
 -- GROUP BY discrete columns (one box per group, all in one engine call), HAVING
 EXPLAIN (COSTS OFF)
 SELECT cat, approx_gpu.approx_count(*) FROM aqp_t WHERE price < 20 GROUP BY cat HAVING approx_gpu.approx_count(*) > 100;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT upper(cat), approx_gpu.approx_count_ci(*), approx_gpu.approx_sum(qty) FROM aqp_t WHERE price < 20 GROUP BY cat
+HAVING approx_gpu.approx_avg(price) > 1 ORDER BY 1;
 SELECT cat, round(approx_gpu.approx_count(*)) AS n FROM aqp_t WHERE price < 20 GROUP BY cat ORDER BY cat;
 SELECT aqp_answer(), (approx_gpu.last_run()->>'boxes')::int AS boxes;
 SELECT cat, count(*) AS n FROM aqp_t WHERE price < 20 GROUP BY cat ORDER BY cat;
