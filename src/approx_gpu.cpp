@@ -2,6 +2,7 @@
 // CUDA is never touched here (the postmaster may load this library); it is
 // initialised lazily by the first GPU call in a backend.
 #include "runtime.h"
+#include "aqp.h"
 #include "closure.h"
 #include "moving.h"
 #include "synopsis.h"
@@ -16,5 +17,6 @@ void _PG_init(void) {
     closure_init();
     moving_init();
     synopsis_init();
+    aqp_init();
     runtime_reserve_prefix();
 }

@@ -66,6 +66,22 @@ void runtime_reserve_prefix(void) { MarkGUCPrefixReserved("approx_gpu"); }
 // ---- engine calls --------------------------------------------------------------------
 
 static approx::RunStats last_stats;
+// Answer provenance of the last approximate SQL aggregate query (issue 13):
+// plain fixed buffers, like RunStats, so that they survive an ERROR.
+static char answered_from[16];
+static char answer_reason[256];
+static char answer_synopsis[NAMEDATALEN];
+
+void last_run_set_answer(const char* from, const char* reason, const char* synopsis) {
+    strlcpy(answered_from, from ? from : "", sizeof answered_from);
+    strlcpy(answer_reason, reason ? reason : "", sizeof answer_reason);
+    strlcpy(answer_synopsis, synopsis ? synopsis : "", sizeof answer_synopsis);
+}
+
+void last_run_rows(const char* op, const char* reason) {
+    last_stats.reset(op);
+    last_run_set_answer("rows", reason, nullptr);
+}
 
 approx::RunStats& last_run_stats(void) { return last_stats; }
 
@@ -96,6 +112,7 @@ approx::ExecContext exec_context(const char* op) {
     ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
     ctx.cancel = query_cancel_requested;
     last_stats.reset(op);
+    last_run_set_answer(nullptr, nullptr, nullptr);
     ctx.stats = &last_stats;
     return ctx;
 }
@@ -495,6 +512,9 @@ APPROX_FUNCTION(approx_gpu_last_run) {
     j.add_number("ms_transfer", s.ms_transfer);
     j.add_number("ms_compute", s.ms_compute);
     if (s.notice[0]) j.add_string("notice", s.notice);
+    if (answered_from[0]) j.add_string("answered_from", answered_from);
+    if (answer_synopsis[0]) j.add_string("synopsis", answer_synopsis);
+    if (answer_reason[0]) j.add_string("reason", answer_reason);
     for (int i = 0; i < s.n_extra; ++i) j.add_number(s.extra[i].key, s.extra[i].value);
     j.end_object();
     PG_RETURN_JSONB_P(j.finish());

@@ -43,6 +43,14 @@ uint64 random_seed_for_call(void);
 // Where the last engine call recorded its statistics (approx_gpu.last_run()).
 approx::RunStats& last_run_stats(void);
 
+// Where the answer of the last approximate SQL aggregate query came from
+// (issue 13): last_run() adds "answered_from" ("synopsis" or "rows"), and
+// "reason" / "synopsis" when given (nullptr: omitted). Cleared by every
+// exec_context(). last_run_rows() also starts a fresh record for `op` (the
+// exact path runs no engine).
+void last_run_set_answer(const char* answered_from, const char* reason, const char* synopsis);
+void last_run_rows(const char* op, const char* reason);
+
 // Milliseconds between two calls, for RunStats::ms_read.
 double glue_clock_ms(void);
 
