@@ -3,7 +3,8 @@
 -- generated deterministically in SQL (no network, no R). Used by
 -- test/pgtap/aqp.sql (200,000 rows) and test/bench/aqp_sql.sh (ROWS rows).
 -- Defines pg_temp.flights_table(tab, n, seed, temp DEFAULT true), which
--- creates table `tab` (a temporary one unless temp = false) of n rows with
+-- creates table `tab` (a name as SQL text, schema-qualified if wanted; a
+-- temporary one unless temp = false) of n rows with
 -- setseed(seed); the same (n, seed) gives the same rows on every machine
 -- (random() is PostgreSQL's own generator; the scan is a single function scan).
 --
@@ -29,7 +30,7 @@ LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM setseed(seed);
   EXECUTE format($q$
-    CREATE %s TABLE %I AS
+    CREATE %s TABLE %s AS
     SELECT carrier, origin, day, cancelled,
            CASE WHEN cancelled OR u_null < 0.08 THEN NULL
                 WHEN u_late < 0.55 THEN round(-4 + 4 * z1)
@@ -60,6 +61,6 @@ BEGIN
   USING n, ARRAY(SELECT coalesce(sum(power(k, -1.2)) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
                           / (SELECT sum(power(j, -1.2)) FROM generate_series(1, 17) j)
                  FROM generate_series(1, 17) k ORDER BY k)::float8[];
-  EXECUTE format('ANALYZE %I', tab);
+  EXECUTE format('ANALYZE %s', tab);
 END $$;
 
