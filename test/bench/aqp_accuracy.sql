@@ -157,20 +157,21 @@ BEGIN
 END $$;
 
 CREATE FUNCTION pg_temp.aqp_summary(set_name text,
-    OUT boxes int, OUT answers int, OUT from_synopsis int, OUT compared int, OUT same int, OUT plain_boxes int, OUT plain_same int,
+    OUT boxes int, OUT answers int, OUT from_synopsis int, OUT n_compared int, OUT same int, OUT plain_boxes int, OUT plain_same int,
     OUT kde_count float8, OUT plain_count float8, OUT kde_sum float8, OUT plain_sum float8, OUT kde_avg float8, OUT plain_avg float8,
     OUT cover_count float8, OUT cover_sum float8, OUT cover_avg float8, OUT plain_cover_count float8,
     OUT cover_min float8, OUT cover_max float8)
 LANGUAGE plpgsql AS $$
 BEGIN
-  SELECT count(*), count(*) FILTER (WHERE answered_from = 'synopsis'),
-         count(*) FILTER (WHERE kind = 'kde' AND compared),
-         count(*) FILTER (WHERE kind = 'kde' AND compared AND pg_temp.close(c, ref_c) AND pg_temp.close(s, ref_s) AND pg_temp.close(a, ref_a)),
-         count(*) FILTER (WHERE kind = 'plain'),
-         count(*) FILTER (WHERE kind = 'plain' AND answered_from = 'synopsis' AND pg_temp.close(c, ref_c, 1e-12)
-                          AND pg_temp.close(s, ref_s, 1e-12) AND pg_temp.close(a, ref_a, 1e-12))
-    INTO answers, from_synopsis, compared, same, plain_boxes, plain_same
-    FROM res WHERE res.set_name = aqp_summary.set_name;
+  SELECT count(*), count(*) FILTER (WHERE r.answered_from = 'synopsis'),
+         count(*) FILTER (WHERE r.kind = 'kde' AND r.compared),
+         count(*) FILTER (WHERE r.kind = 'kde' AND r.compared AND pg_temp.close(r.c, r.ref_c) AND pg_temp.close(r.s, r.ref_s)
+                          AND pg_temp.close(r.a, r.ref_a)),
+         count(*) FILTER (WHERE r.kind = 'plain'),
+         count(*) FILTER (WHERE r.kind = 'plain' AND r.answered_from = 'synopsis' AND pg_temp.close(r.c, r.ref_c, 1e-12)
+                          AND pg_temp.close(r.s, r.ref_s, 1e-12) AND pg_temp.close(r.a, r.ref_a, 1e-12))
+    INTO answers, from_synopsis, n_compared, same, plain_boxes, plain_same
+    FROM res r WHERE r.set_name = aqp_summary.set_name;
   SELECT max(nb), avg(kc), avg(pc), avg(ks), avg(ps), avg(ka), avg(pa), avg(cc), avg(cs), avg(ca), avg(pcc),
          min(least(cc, cs, ca)), max(greatest(cc, cs, ca))
     INTO boxes, kde_count, plain_count, kde_sum, plain_sum, kde_avg, plain_avg, cover_count, cover_sum, cover_avg,
