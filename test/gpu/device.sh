@@ -4,7 +4,8 @@
 #   2. the pg_regress and pgTAP suites with approx_gpu.device = 'gpu'
 #   3. the benchmarks: .device/bin/*_bench, test/bench/*_torch.py, test/bench/*_sql.sh
 # Logs go to $OUT. STEPS=unit,sql,bench selects parts; BENCH=name,... selects
-# benchmarks (default all).
+# benchmarks (default all), e.g. STEPS=bench BENCH=aqp BENCH_KINDS=sql for
+# test/bench/aqp_sql.sh alone; SQL_BENCH_TIMEOUT (default 400 s) per *_sql.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/approx_out}; mkdir -p "$OUT"
@@ -54,7 +55,7 @@ if [[ $STEPS == *bench* ]]; then
     export PGHOST=$W PGUSER=pgrun PGDATABASE=postgres
     for s in $sqls; do
       n=$(basename "$s" _sql.sh); want "$n" || continue
-      echo "-- $s"; timeout 400 bash "$s" 2>&1 | tee "$OUT/sql_$n.txt"
+      echo "-- $s"; timeout "${SQL_BENCH_TIMEOUT:-400}" bash "$s" 2>&1 | tee "$OUT/sql_$n.txt"
     done
     pg_as pg_ctl -D "$W/data" -m fast stop >/dev/null
   fi
