@@ -211,6 +211,13 @@ EXPLAIN (COSTS OFF) SELECT approx_gpu.approx_count(*) FROM aqp_t WHERE price < 3
 SELECT approx_gpu.create_synopsis('aqp_small', 'aqp_t'::regclass, ARRAY['i4', 'f8']::name[], 100) IS NOT NULL AS created;
 -- the most recently built synopsis covering the query wins
 EXPLAIN (COSTS OFF) SELECT approx_gpu.approx_count(*) FROM aqp_t WHERE i4 < 1000;
+-- built in one transaction: still the later one (created is the clock time, not the transaction's)
+BEGIN;
+SELECT approx_gpu.create_synopsis('aqp_tx1', 'aqp_t'::regclass, ARRAY['i4']::name[], 100) IS NOT NULL AS created;
+SELECT approx_gpu.create_synopsis('aqp_tx2', 'aqp_t'::regclass, ARRAY['i4']::name[], 100) IS NOT NULL AS created;
+SELECT approx_gpu.approx_count(*) > 0 AS answered FROM aqp_t WHERE i4 < 1000;
+SELECT aqp_answer();
+ROLLBACK;
 -- answers equal approx_count(s, lo, hi) / approx_sum / approx_avg on the stored value
 SELECT approx_gpu.approx_count(*) AS c, approx_gpu.approx_sum(f8) AS s, approx_gpu.approx_avg(f8) AS a
   FROM aqp_t WHERE i4 >= 300 AND i4 <= 1500 AND f8 <= 150 \gset
@@ -241,6 +248,7 @@ CREATE TABLE aqp_s AS SELECT (ARRAY['a', 'b', 'c'])[1 + (g % 10 = 0)::int + (g %
 PREPARE aqp_s_p AS SELECT round(approx_gpu.approx_count(*)) FROM aqp_s WHERE x < 10;
 EXECUTE aqp_s_p;
 SELECT aqp_answer();
+SET approx_gpu.random_seed = 7;  -- the stratified sample below, and so its estimates, repeat
 SELECT approx_gpu.create_synopsis('aqp_strat', 'aqp_s'::regclass, ARRAY['k', 'x']::name[], 300, 'cdf', 'never',
                                   ARRAY['k']::name[]) IS NOT NULL AS created;
 SELECT k, round(approx_gpu.approx_count(*)) AS n FROM aqp_s GROUP BY k ORDER BY k;
@@ -286,3 +294,7 @@ DROP POLICY aqp_half ON aqp_rls;
 REVOKE ALL ON aqp_t FROM regress_aqp_user;
 REVOKE ALL ON aqp_rls FROM regress_aqp_user;
 DROP ROLE regress_aqp_user;
+-- dropping a table drops its synopses (the sql_drop event trigger)
+DROP TABLE aqp_t, aqp_s, aqp_stale, aqp_rls CASCADE;
+SELECT count(*) AS synopses_left FROM approx_gpu.synopses WHERE name LIKE 'aqp%';
+DROP COLLATION aqp_nd;

@@ -398,19 +398,17 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     check_engine_result(st, fn);
     validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));
 
-    // Freshness: the table's counters as the statistics report them now.
-    // This backend's own pending counts are flushed at the end of the
-    // statement (pgstat_report_stat runs only outside a transaction); what
-    // the counters have not seen yet of the rows read is pending_inserts,
-    // which the staleness check forgives as late inserts.
-    pgstat_force_next_flush();
-    pgstat_clear_snapshot();
-    PgStat_StatTabEntry* tab = pgstat_fetch_stat_tabentry(relid);
-    int64 ins = tab ? tab->tuples_inserted : 0, upd = tab ? tab->tuples_updated : 0, del = tab ? tab->tuples_deleted : 0;
+    // Freshness: the table's counters as the statistics report them now,
+    // with this backend's own unflushed counts (table_change_counters). Rows
+    // the build read that no counter has seen yet (another session's load
+    // not flushed) arrive later as inserts: pending_inserts, which the
+    // staleness check forgives.
+    int64 changes, live;
+    table_change_counters(relid, &changes, &live);
     b->value = PointerGetDatum(value_to_bytes(v));
     b->rows_built = n_rows;
-    b->changes_built = ins + upd + del;
-    b->pending_inserts = std::max<int64>(0, n_rows - (ins - del));
+    b->changes_built = changes;
+    b->pending_inserts = std::max<int64>(0, n_rows - live);
     return b;
 }
 

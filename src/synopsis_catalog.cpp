@@ -536,7 +536,7 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
                       PointerGetDatum(name),
                       CStringGetTextDatum(row.ctid)};
     int64 updated = as_table_owner(
-        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now(), "
+        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), "
         "atttypes = $2::pg_catalog.regtype[], collations = $3, rows_built = $4, changes_built = $5, "
         "pending_inserts = $6, relfilenode = $7 "
         "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
@@ -589,7 +589,7 @@ APPROX_FUNCTION(approx_gpu_create_synopsis) {
     // ... and again at the insert: a concurrent create of the same name (or
     // one run by the query itself) commits first; the key then holds.
     if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created, search_path) "
-                       "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.now(), $5) "
+                       "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.clock_timestamp(), $5) "
                        "ON CONFLICT (owner, name) DO NOTHING",
                        5, types, args, nullptr, nullptr, nullptr, 0) == 0)
         taken();
@@ -627,7 +627,7 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
     Datum args[5] = {syn_datum, PointerGetDatum(name), ObjectIdGetDatum(row.owner), CStringGetTextDatum(path),
                      CStringGetTextDatum(row.ctid)};
     int64 updated = as_table_owner(
-        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.now(), search_path = $4 "
+        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), search_path = $4 "
         "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2 "
         "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid",
         5, types, args, nullptr, nullptr, nullptr, 0);
@@ -744,7 +744,7 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     if (ns == 0) arg_nulls[7] = 'n';
     if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, synopsis, created, relation, attnums, atttypes, "
                        "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode) "
-                       "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.now(), $4::pg_catalog.regclass, $5, "
+                       "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
                        "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12) ON CONFLICT (owner, name) DO NOTHING",
                        12, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
         taken();

@@ -90,6 +90,17 @@ syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const 
     batch.hi = hi;
     batch.agg = agg;
     batch.column = column;
+    // A bounded column compares its value, and a NULL satisfies no comparison
+    // (as in WHERE); an unbounded one lets NULLs through.
+    bool has_nulls = false;
+    for (int j = 0; j < v->s.d; ++j) has_nulls |= v->s.cols[j].null_count > 0;
+    if (has_nulls) {
+        uint8* nulls = static_cast<uint8*>(palloc_extended(std::max<int64>(1, q * v->s.d), MCXT_ALLOC_HUGE));
+        for (int64 i = 0; i < q * v->s.d; ++i)
+            nulls[i] = static_cast<uint8>(lo[i] > -INFINITY || hi[i] < INFINITY ? syn::NullPolicy::NotNull
+                                                                                : syn::NullPolicy::Any);
+        batch.nulls = nulls;
+    }
     approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
         return syn::evaluate(v->s, batch, ctx, out);
     });

@@ -244,14 +244,31 @@ void table_synopsis_unpin(const TableSynopsis* ts) {
     // table_synopses call may still be read).
 }
 
+void table_change_counters(Oid relid, int64* changes, int64* live) {
+    PgStat_StatTabEntry* tab = pgstat_fetch_stat_tabentry(relid);
+    int64 c = tab ? tab->tuples_inserted + tab->tuples_updated + tab->tuples_deleted : 0;
+    int64 l = tab ? tab->n_live_tuples : 0;
+    if (PgStat_TableStatus* own = find_tabstat_entry(relid)) {
+        const PgStat_TableCounts& t = own->t_counts;
+        c += t.t_tuples_inserted + t.t_tuples_updated + t.t_tuples_deleted;
+        l = (t.t_truncdropped ? 0 : l) + t.t_delta_live_tuples;
+        for (PgStat_TableXactStatus* x = own->trans; x != nullptr; x = x->upper) {
+            c += x->tuples_inserted + x->tuples_updated + x->tuples_deleted;
+            l = (x->truncdropped ? 0 : l) + x->tuples_inserted - x->tuples_deleted;
+        }
+    }
+    *changes = c;
+    *live = std::max<int64>(0, l);
+}
+
 const char* table_synopsis_staleness(const TableSynopsis* ts) {
     HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(ts->relid));
     if (!HeapTupleIsValid(tup)) return "table no longer exists";
     Oid filenode = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relfilenode;
     ReleaseSysCache(tup);
     if (filenode != ts->relfilenode) return "table was truncated or rewritten since the synopsis was built";
-    PgStat_StatTabEntry* tab = pgstat_fetch_stat_tabentry(ts->relid);
-    int64 now = tab ? tab->tuples_inserted + tab->tuples_updated + tab->tuples_deleted : 0;
+    int64 now, live;
+    table_change_counters(ts->relid, &now, &live);
     int64 changes = now - ts->changes_built;
     if (changes < 0) return "table statistics were reset since the synopsis was built";
     // Rows the build read before the statistics counted them arrive as

@@ -74,6 +74,14 @@ void table_synopsis_unpin(const TableSynopsis* ts);
 // "table statistics were reset since the synopsis was built").
 const char* table_synopsis_staleness(const TableSynopsis* ts);
 
+// A table's change counters as this backend sees them: the cumulative
+// statistics' n_tup_ins + n_tup_upd + n_tup_del plus this backend's own counts
+// not yet flushed (its committed statements and its open transaction), and the
+// live rows the same way (a pending TRUNCATE counts from zero). Without the
+// own counts a build right after this session's bulk load would read as stale
+// once the load's counts arrive.
+void table_change_counters(Oid relid, int64* changes, int64* live);
+
 // The code of a value's output string in column col's dictionary, -1 when
 // absent (no sample row holds it).
 int table_synopsis_code(const TableSynopsis* ts, int col, const char* value);
