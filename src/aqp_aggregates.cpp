@@ -47,7 +47,18 @@ APPROX_FUNCTION(approx_gpu_aqp_sum_trans) { PG_RETURN_FLOAT8(float8_pl(PG_GETARG
 // avg(float8)'s transition (float8_accum: N, Sx, Sxx updated in place inside
 // an aggregate); the combine and final functions are float8_combine and
 // float8_avg themselves.
-APPROX_FUNCTION(approx_gpu_aqp_avg_trans) { return float8_accum(fcinfo); }
+// The avg state (N, Sx, Sxx), checked before float8_accum (whose own check is
+// an elog, XX000) or the final function reads it.
+static const double* avg_state(ArrayType* a, const char* fn) {
+    if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != 3 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: state must be float8[3]", fn)));
+    return reinterpret_cast<const double*>(ARR_DATA_PTR(a));
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_avg_trans) {
+    avg_state(PG_GETARG_ARRAYTYPE_P(0), "approx_avg");
+    return float8_accum(fcinfo);
+}
 
 APPROX_FUNCTION(approx_gpu_aqp_count_final) { PG_RETURN_FLOAT8(static_cast<double>(PG_GETARG_INT64(0))); }
 
@@ -70,10 +81,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sum_ci_final) { return exact_estimate(fcinfo, PG_
 
 // float8_avg's arithmetic on the {N, Sx, Sxx} state: NULL for no rows.
 APPROX_FUNCTION(approx_gpu_aqp_avg_ci_final) {
-    ArrayType* a = PG_GETARG_ARRAYTYPE_P(0);
-    if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != 3 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("approx_avg_ci: state must be float8[3]")));
-    const double* t = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
+    const double* t = avg_state(PG_GETARG_ARRAYTYPE_P(0), "approx_avg_ci");
     if (t[0] == 0.0) PG_RETURN_NULL();
     return exact_estimate(fcinfo, t[1] / t[0], "approx_avg_ci");
 }

@@ -181,6 +181,9 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                                : relkind == RELKIND_FOREIGN_TABLE   ? "foreign table"
                                                                     : "relation of another kind"),
                         relkind == RELKIND_PARTITIONED_TABLE ? errhint("Build synopses of its partitions.") : 0));
+    if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s: %s is a temporary table; a table synopsis is stored for every session", fn, relname)));
     if (relkind == RELKIND_MATVIEW && !RelationIsPopulated(rel))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: materialized view %s has not been populated", fn, relname)));

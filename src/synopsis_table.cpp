@@ -326,5 +326,5 @@ void synopsis_init(void) {
                              "Fraction of a table's rows that may change before its synopses stop answering.",
                              "Changes are n_tup_ins + n_tup_upd + n_tup_del since the build; a truncated or rewritten "
                              "table, or statistics that went backwards, make a synopsis stale whatever this says.",
-                             &max_staleness, 0.2, 0.0, DBL_MAX, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+                             &max_staleness, 0.2, 0.0, 1e6, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }

@@ -20,6 +20,11 @@ CREATE FUNCTION aqp_sum_trans(float8, float8) RETURNS float8
 CREATE FUNCTION aqp_avg_trans(float8[], float8) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'approx_gpu_aqp_avg_trans' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
     SUPPORT aqp_support;
+COMMENT ON FUNCTION aqp_support(internal) IS
+    'Planner support function of the approx_* transition functions: loads the library (and its planner hook) while the planner costs them';
+COMMENT ON FUNCTION aqp_count_trans(bigint) IS 'Transition function of approx_count(*) and approx_count_ci(*): counts rows';
+COMMENT ON FUNCTION aqp_sum_trans(float8, float8) IS 'Transition function of approx_sum and approx_sum_ci: sums non-NULL values';
+COMMENT ON FUNCTION aqp_avg_trans(float8[], float8) IS 'Transition function of approx_avg and approx_avg_ci: count and sum of non-NULL values';
 CREATE FUNCTION aqp_count_final(bigint) RETURNS float8
     AS 'MODULE_PATHNAME', 'approx_gpu_aqp_count_final' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION aqp_count_ci_final(bigint) RETURNS approx_estimate

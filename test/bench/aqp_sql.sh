@@ -55,10 +55,10 @@ echo "   $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
 psql -At <<'SQL' >"$TMP/build.txt"
 SET client_min_messages = warning;
 \timing on
-SELECT 'stratified: ' || (approx_gpu.create_synopsis('bench_aqp_origin', 'bench_aqp'::regclass,
-         ARRAY['distance', 'dep_delay', 'day', 'origin']::name[], 10000, 'cdf', 'auto', ARRAY['origin']::name[]))->>'m' || ' sample rows';
-SELECT 'plain: ' || (approx_gpu.create_synopsis('bench_aqp', 'bench_aqp'::regclass,
-         ARRAY['distance', 'dep_delay', 'day', 'carrier']::name[]))->>'m' || ' sample rows';
+SELECT 'stratified: ' || ((approx_gpu.create_synopsis('bench_aqp_origin', 'bench_aqp'::regclass,
+         ARRAY['distance', 'dep_delay', 'day', 'origin']::name[], 10000, 'cdf', 'auto', ARRAY['origin']::name[]))->>'m') || ' sample rows';
+SELECT 'plain: ' || ((approx_gpu.create_synopsis('bench_aqp', 'bench_aqp'::regclass,
+         ARRAY['distance', 'dep_delay', 'day', 'carrier']::name[]))->>'m') || ' sample rows';
 SQL
 echo "-- synopses built (create_synopsis, client time):"
 paste -d' ' <(grep -v '^Time' "$TMP/build.txt") <(sed -n 's/^Time: \([0-9.]*\) ms.*/\1 ms/p' "$TMP/build.txt") | sed 's/^/   /'

@@ -11,7 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED=${SHARED:-$(cd ../shared 2>/dev/null && pwd || echo /work/shared)}
-make clean >/dev/null   # objects of a WITH_CUDA=0 build must not leak into this one
+# objects of a WITH_CUDA=0 build must not leak into this one; KEEP_OBJECTS=1
+# reuses a clone that only ever built with CUDA (an incremental build)
+[ "${KEEP_OBJECTS:-0}" = 1 ] || make clean >/dev/null
 make -j"$(nproc)" >/dev/null
 make -j"$(nproc)" unit bench >/dev/null
 DEST=${1:-.device}

@@ -63,6 +63,9 @@ CREATE FUNCTION pg_temp.proper(outcome text) RETURNS boolean LANGUAGE sql AS $$
 -- ---- fixtures ------------------------------------------------------------------------------
 CREATE TEMP TABLE hostile_t (id int PRIMARY KEY, a float8, b float8, k bigint, v bigint);
 INSERT INTO hostile_t SELECT g, (g * 37 % 101)::float8, (g * 17 % 53)::float8 + 0.5, g % 13, g FROM generate_series(1, 200) g;
+-- a table synopsis needs a table that outlives the session (dropped at the end)
+DROP TABLE IF EXISTS public.hostile_perm;
+CREATE TABLE public.hostile_perm AS SELECT a, b, k FROM hostile_t;
 CREATE TEMP TABLE hostile_noidx (id int, a float8);
 INSERT INTO hostile_noidx VALUES (1, 1), (2, 2);
 CREATE TEMP VIEW hostile_view AS SELECT * FROM hostile_t;
@@ -139,6 +142,23 @@ INSERT INTO hostile_base VALUES
   ('kde_density(kde_synopsis,float8[])', $${"(SELECT s FROM hostile_syn)","'{50,25}'::float8[]"}$$),
   ('kde_synopsis_info(kde_synopsis)', $${"(SELECT s FROM hostile_syn)"}$$),
   ('create_synopsis(text,text,int,text,text)', $${"format('hostile_new_%s', nextval('hostile_seq'))","'SELECT a, b FROM hostile_t'","50","'cdf'","'auto'"}$$),
+  ('create_synopsis(text,regclass,name[],int,text,text,name[])', $${"format('hostile_new_%s', nextval('hostile_seq'))","'hostile_perm'::regclass","'{a,b}'::name[]","50","'cdf'","'auto'","'{k}'::name[]"}$$),
+  ('synopsis_status(text)', $${"'hostile_named'"}$$),
+  ('synopses_drop_relations()', '{}'),
+  ('approx_count()', '{}'),
+  ('approx_count_ci()', '{}'),
+  ('approx_sum(float8)', $${"g::float8"}$$),
+  ('approx_avg(float8)', $${"g::float8"}$$),
+  ('approx_sum_ci(float8)', $${"g::float8"}$$),
+  ('approx_avg_ci(float8)', $${"g::float8"}$$),
+  ('aqp_support(internal)', $${"NULL"}$$),
+  ('aqp_count_trans(bigint)', $${"3"}$$),
+  ('aqp_sum_trans(float8,float8)', $${"1.5","2"}$$),
+  ('aqp_avg_trans(float8[],float8)', $${"'{2,3,5}'::float8[]","2"}$$),
+  ('aqp_count_final(bigint)', $${"5"}$$),
+  ('aqp_count_ci_final(bigint)', $${"5"}$$),
+  ('aqp_sum_ci_final(float8)', $${"1.5"}$$),
+  ('aqp_avg_ci_final(float8[])', $${"'{2,3,5}'::float8[]"}$$),
   ('refresh_synopsis(text)', $${"'hostile_scratch'"}$$),
   ('drop_synopsis(text)', $${"'hostile_scratch'"}$$),
   ('approx_count(text,jsonb)', $${"'hostile_named'","'{\"a\": [10, 60], \"b\": [null, 40]}'::jsonb"}$$),
