@@ -138,6 +138,12 @@ SELECT round(approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL]::float8[]
        (SELECT count(*) FROM st_groups WHERE grp = 'tiny' AND k = 1) AS tiny_k1_exact
 FROM approx_gpu.synopses WHERE name = 'stg';
 SELECT s->>'status' AS status, (s->>'strata')::int AS strata FROM approx_gpu.synopsis_status('stg') s;
+-- statistics counters that went backwards (a reset, crash recovery): stale
+SELECT pg_stat_force_next_flush();
+SELECT pg_stat_reset_single_table_counters('st_groups'::regclass);
+SELECT s->>'status' AS status, s->>'reason' AS reason FROM approx_gpu.synopsis_status('stg') s;
+SELECT (approx_gpu.refresh_synopsis('stg')->>'strata')::int AS refreshed_strata;
+SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('stg') s;
 -- an integer stratify column works too
 SELECT (approx_gpu.create_synopsis('stk', 'st_groups', ARRAY['k', 'x']::name[], 200, 'cdf', 'never',
                                    ARRAY['k']::name[])->>'strata')::int AS strata;
