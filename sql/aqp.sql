@@ -98,6 +98,23 @@ SELECT aqp_answer();
 SELECT approx_gpu.approx_count(*) FROM aqp_t WHERE price < 10;
 SELECT aqp_answer();
 
+-- partitioned parents, inheritance (FROM t and FROM ONLY t), TABLESAMPLE
+CREATE TABLE aqp_part (a int) PARTITION BY RANGE (a);
+CREATE TABLE aqp_part_1 PARTITION OF aqp_part FOR VALUES FROM (0) TO (100);
+INSERT INTO aqp_part SELECT g % 100 FROM generate_series(1, 300) g;
+SELECT approx_gpu.approx_count(*) FROM aqp_part WHERE a < 10;
+SELECT aqp_answer();
+CREATE TABLE aqp_parent (a int);
+CREATE TABLE aqp_child () INHERITS (aqp_parent);
+INSERT INTO aqp_parent VALUES (1), (2); INSERT INTO aqp_child VALUES (3);
+SELECT approx_gpu.approx_count(*) FROM aqp_parent WHERE a < 10;
+SELECT aqp_answer();
+SELECT approx_gpu.approx_count(*) FROM ONLY aqp_parent WHERE a < 10;
+SELECT aqp_answer();
+SELECT approx_gpu.approx_count(*) > 0 AS some FROM aqp_t TABLESAMPLE SYSTEM (100) WHERE price < 10;
+SELECT aqp_answer();
+DROP TABLE aqp_part, aqp_parent, aqp_child;
+
 -- ---- answered from a synopsis ----------------------------------------------------------
 -- A sample as large as the table with smoothing 'never' is the table itself:
 -- every answer equals the exact one.

@@ -313,6 +313,13 @@ static const char* check_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptI
     int rti = bms_singleton_member(input_rel->relids);
     RangeTblEntry* rte = planner_rt_fetch(rti, root);
     if (rte->rtekind != RTE_RELATION) return rte->rtekind == RTE_SUBQUERY ? "subquery in FROM" : "FROM is not a table";
+    // Before the other entries: a parent's children are range table entries too.
+    if (rte->relkind == RELKIND_PARTITIONED_TABLE) return "partitioned table";
+    if (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW) return "not a table or materialized view";
+    // subquery_planner clears inh for a table without children, so inh or
+    // has_subclass means children exist (FROM t or FROM ONLY t): the
+    // synopsis describes the parent's own rows only.
+    if (rte->inh || has_subclass(rte->relid)) return "table has inheritance children";
     // Every other range table entry is what a view or a pulled-up subquery
     // left behind (PostgreSQL 15's rewriter keeps a view's own RTE).
     ListCell* lc;
@@ -327,12 +334,6 @@ static const char* check_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptI
         if (other->rtekind == RTE_SUBQUERY) return "subquery in FROM";
         if (other->rtekind == RTE_RELATION) return "more than one table";
     }
-    if (rte->relkind == RELKIND_PARTITIONED_TABLE) return "partitioned table";
-    if (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW) return "not a table or materialized view";
-    // subquery_planner clears inh for a table without children, so inh or
-    // has_subclass means children exist (FROM t or FROM ONLY t): the
-    // synopsis describes the parent's own rows only.
-    if (rte->inh || has_subclass(rte->relid)) return "table has inheritance children";
     if (rte->tablesample != nullptr) return "TABLESAMPLE";
     q->rti = rti;
     q->relid = rte->relid;
