@@ -113,29 +113,41 @@ Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e) {
     PG_RETURN_FLOAT8(e.estimate);
 }
 
-Datum one_box(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
-    SynValue* v = synopsis_arg(fcinfo, 0);
+// The one-box forms' arguments: (s, lo, hi) for COUNT, (s, col, lo, hi) for
+// SUM and AVG; next_arg is the argument after hi.
+struct OneBox {
+    SynValue* v;
+    int column;
+    double* lo;
+    double* hi;
+    int next_arg;
+};
+
+OneBox one_box_args(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
+    OneBox b;
+    b.v = synopsis_arg(fcinfo, 0);
     int base = agg == syn::Aggregate::Count ? 1 : 2;
-    int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
+    b.column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, b.v->s.d, fn);
     int64 q;
-    double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, false, q);
-    double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, false, q);
-    syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
+    b.lo = bounds_arg(fcinfo, base, fn, "lo", b.v->s.d, false, false, q);
+    b.hi = bounds_arg(fcinfo, base + 1, fn, "hi", b.v->s.d, true, false, q);
+    b.next_arg = base + 2;
+    return b;
+}
+
+Datum one_box(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
+    OneBox b = one_box_args(fcinfo, agg, fn);
+    syn::BoxEstimate* e = run_boxes(b.v, 1, b.lo, b.hi, agg, b.column, fn);
     return estimate_datum(fcinfo, e[0]);
 }
 
 Datum one_box_ci(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
-    SynValue* v = synopsis_arg(fcinfo, 0);
-    int base = agg == syn::Aggregate::Count ? 1 : 2;
-    int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
-    int64 q;
-    double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, false, q);
-    double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, false, q);
-    double confidence = PG_GETARG_FLOAT8(base + 2);
+    OneBox b = one_box_args(fcinfo, agg, fn);
+    double confidence = PG_GETARG_FLOAT8(b.next_arg);
     if (!(confidence > 0 && confidence < 1))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: confidence must be between 0 and 1 (exclusive), not %g", fn, confidence)));
-    syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
+    syn::BoxEstimate* e = run_boxes(b.v, 1, b.lo, b.hi, agg, b.column, fn);
     TupleDesc desc;
     if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s: result type must be approx_estimate", fn)));
@@ -146,7 +158,7 @@ Datum one_box_ci(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
         nulls[0] = nulls[1] = nulls[2] = true;
     } else {
         double lower, upper;
-        syn::interval(v->s, agg, e[0], confidence, lower, upper);
+        syn::interval(b.v->s, agg, e[0], confidence, lower, upper);
         values[0] = Float8GetDatum(e[0].estimate);
         values[1] = Float8GetDatum(lower);
         values[2] = Float8GetDatum(upper);
