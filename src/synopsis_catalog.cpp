@@ -3,6 +3,7 @@
 // estimates approx_count(name, predicate) etc.
 #include "synopsis.h"
 #include "query_reader.h"
+#include "synopsis_catalog.h"
 #include "synopsis_table.h"
 
 extern "C" {
@@ -252,6 +253,12 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
     return result;
 }
 
+}  // namespace
+
+// ---- shared with synopsis_catalog_table.cpp (synopsis_catalog.h) ----------------------------------
+
+namespace synopsis_glue {
+
 Oid synopsis_type_oid(void) {
     return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("kde_synopsis"),
                            ObjectIdGetDatum(get_namespace_oid("approx_gpu", false)));
@@ -333,19 +340,6 @@ ArrayType* oid_array_of(const Oid* v, int n) {
     return construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
-// A stored named synopsis.
-struct NamedRow {
-    Oid owner;
-    text* query;
-    char* search_path;  // nullptr: unknown (a row stored by 0.1.0)
-    bytea* synopsis;    // when asked for
-    Oid relation;       // a table synopsis' table (InvalidOid: a query-text synopsis)
-    int d;              // table synopsis: its columns (attribute numbers) and stratify columns (attnums)
-    AttrNumber attnums[kMaxDim];
-    int n_stratify;
-    AttrNumber stratify[kMaxDim];
-    char* ctid;         // the row version read (refresh updates exactly it)
-};
 
 // Finds the synopsis `name` among the rows the caller may see -- its own and
 // those of roles whose privileges it has (the table's row-level security
@@ -392,6 +386,29 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     row.ctid = TextDatumGetCString(values[4]);
     return row;
 }
+
+// ERROR 42710: the caller already owns a synopsis of this name. Names are
+// per owner, so only the caller's own rows can conflict.
+[[noreturn]] void name_taken(text* name, const char* fn) {
+    ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+                    errmsg("%s: a synopsis named \"%s\" already exists", fn, text_to_cstring(name))));
+    pg_unreachable();
+}
+
+// Refuses a taken name before a (long) build; the insert's ON CONFLICT
+// checks again (a concurrent create, or one run by a stored query).
+void refuse_taken_name(text* name, Oid owner, const char* fn) {
+    Oid types[2] = {TEXTOID, OIDOID};
+    Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(owner)};
+    if (as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+                       "AND name OPERATOR(pg_catalog.=) $1",
+                       2, types, args, nullptr, nullptr, nullptr, 0, true) > 0)
+        name_taken(name, fn);
+}
+
+}  // namespace synopsis_glue
+
+namespace {
 
 // A named synopsis as the caller sees it.
 SynValue* named_value(text* name, const char* fn) {
@@ -465,90 +482,6 @@ Datum named_estimate(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn
     return estimate_datum(fcinfo, e[0]);
 }
 
-// ---- table synopses --------------------------------------------------------------------------------
-
-bool is_integer_type(Oid t) { return t == INT2OID || t == INT4OID || t == INT8OID; }
-
-bool is_dictionary_type(Oid t) {
-    return t == BOOLOID || t == TEXTOID || t == VARCHAROID || t == BPCHAROID || type_is_enum(t);
-}
-
-// The names of a name[] argument (no NULL elements, one dimension).
-int name_array_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, char (*out)[NAMEDATALEN]) {
-    ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
-    if (ARR_NDIM(a) > 1)
-        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s: %s must be a one-dimensional array", fn, arg)));
-    Datum* elems;
-    bool* nulls;
-    int n;
-    deconstruct_array(a, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &n);
-    if (n > kMaxDim)
-        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                        errmsg("%s: %s names %d columns; at most %d are supported", fn, arg, n, kMaxDim)));
-    for (int i = 0; i < n; ++i) {
-        if (nulls[i])
-            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: %s must not contain NULL", fn, arg)));
-        strlcpy(out[i], NameStr(*DatumGetName(elems[i])), NAMEDATALEN);
-        for (int k = 0; k < i; ++k)
-            if (strcmp(out[k], out[i]) == 0)
-                ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
-                                errmsg("%s: column \"%s\" appears twice in %s", fn, out[i], arg)));
-    }
-    return n;
-}
-
-// Stratify attnums -> 0-based synopsis column indexes.
-int stratify_indexes(const NamedRow& row, int* out) {
-    for (int s = 0; s < row.n_stratify; ++s)
-        for (int j = 0; j < row.d; ++j)
-            if (row.attnums[j] == row.stratify[s]) out[s] = j;
-    return row.n_stratify;
-}
-
-// Rebuilds a table synopsis from its table as its owner (a
-// security-restricted operation: nothing the scan runs -- type output
-// functions -- acts with the caller's privileges), same columns and settings.
-Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
-    SynValue* old = stored_value(row.synopsis);
-    int stratify[kMaxDim];
-    int ns = stratify_indexes(row, stratify);
-    Oid save_userid;
-    int save_sec;
-    GetUserIdAndSecContext(&save_userid, &save_sec);
-    SetUserIdAndSecContext(row.owner, save_sec | SECURITY_RESTRICTED_OPERATION);
-    int nest = NewGUCNestLevel();
-    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-                            false);
-    TableBuild* b = build_table_synopsis(row.relation, row.d, row.attnums, ns, stratify,
-                                         static_cast<int32>(std::min<int64>(old->s.sample_size, INT32_MAX)),
-                                         static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
-    AtEOXact_GUC(true, nest);
-    SetUserIdAndSecContext(save_userid, save_sec);
-    Oid types[10] = {synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID, OIDOID, TEXTOID, TEXTOID};
-    Datum args[10] = {b->value,
-                      PointerGetDatum(oid_array_of(b->atttype, row.d)),
-                      PointerGetDatum(oid_array_of(b->collation, row.d)),
-                      Int64GetDatum(b->rows_built),
-                      Int64GetDatum(b->changes_built),
-                      Int64GetDatum(b->pending_inserts),
-                      ObjectIdGetDatum(b->relfilenode),
-                      ObjectIdGetDatum(row.owner),
-                      PointerGetDatum(name),
-                      CStringGetTextDatum(row.ctid)};
-    int64 updated = as_table_owner(
-        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), "
-        "atttypes = $2::pg_catalog.regtype[], collations = $3, rows_built = $4, changes_built = $5, "
-        "pending_inserts = $6, relfilenode = $7 "
-        "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
-        "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid",
-        10, types, args, nullptr, nullptr, nullptr, 0);
-    if (updated != 1)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("%s: synopsis \"%s\" was dropped or replaced while it was rebuilt", fn, text_to_cstring(name))));
-    CacheInvalidateRelcacheByRelid(row.relation);
-    return info_jsonb(stored_value(DatumGetByteaPP(b->value)));
-}
-
 }  // namespace
 
 // ---- named synopses ---------------------------------------------------------------------------------
@@ -566,33 +499,21 @@ APPROX_FUNCTION(approx_gpu_create_synopsis) {
     int smoothing = smoothing_arg(fcinfo, 4, fn);
     require_current_table(fn);
     Oid owner = GetUserId();
-    // Names are per owner: only the caller's own rows can conflict.
-    Oid types[5] = {TEXTOID, OIDOID, TEXTOID, InvalidOid, TEXTOID};
-    Datum args[5] = {PointerGetDatum(name), ObjectIdGetDatum(owner), 0, 0, 0};
-    auto taken = [&]() {
-        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
-                        errmsg("%s: a synopsis named \"%s\" already exists", fn, text_to_cstring(name))));
-    };
-    // Refuse a taken name before the (long) build ...
-    if (as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
-                       "AND name OPERATOR(pg_catalog.=) $1",
-                       2, types, args, nullptr, nullptr, nullptr, 0, true) > 0)
-        taken();
-    // ... and run the query, now and on every refresh, with the caller's
-    // effective search_path of this moment.
+    refuse_taken_name(name, owner, fn);
+    // The query runs, now and on every refresh, with the caller's effective
+    // search_path of this moment.
     char* path = captured_search_path();
     Datum syn_datum = build_named(query, owner, path, k, method, smoothing, fn);
-    types[3] = synopsis_type_oid();
-    args[2] = PointerGetDatum(PG_GETARG_TEXT_PP(1));
-    args[3] = syn_datum;
-    args[4] = CStringGetTextDatum(path);
-    // ... and again at the insert: a concurrent create of the same name (or
+    Oid types[5] = {TEXTOID, OIDOID, TEXTOID, synopsis_type_oid(), TEXTOID};
+    Datum args[5] = {PointerGetDatum(name), ObjectIdGetDatum(owner), PointerGetDatum(PG_GETARG_TEXT_PP(1)), syn_datum,
+                     CStringGetTextDatum(path)};
+    // Checked again at the insert: a concurrent create of the same name (or
     // one run by the query itself) commits first; the key then holds.
     if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created, search_path) "
                        "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.clock_timestamp(), $5) "
                        "ON CONFLICT (owner, name) DO NOTHING",
                        5, types, args, nullptr, nullptr, nullptr, 0) == 0)
-        taken();
+        name_taken(name, fn);
     owner_grant(owner, true);
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
@@ -658,141 +579,3 @@ APPROX_FUNCTION(approx_gpu_drop_synopsis) {
 APPROX_FUNCTION(approx_gpu_approx_count_named) { return named_estimate(fcinfo, syn::Aggregate::Count, "approx_count"); }
 APPROX_FUNCTION(approx_gpu_approx_sum_named) { return named_estimate(fcinfo, syn::Aggregate::Sum, "approx_sum"); }
 APPROX_FUNCTION(approx_gpu_approx_avg_named) { return named_estimate(fcinfo, syn::Aggregate::Avg, "approx_avg"); }
-
-// ---- table synopses ----------------------------------------------------------------------------------
-
-APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
-    const char* fn = "create_synopsis";
-    static const char* const kArgs[] = {"name", "relation", "columns", "sample_size", "bandwidth", "smoothing"};
-    for (int a = 0; a < 6; ++a)
-        if (PG_ARGISNULL(a))
-            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: %s must not be NULL", fn, kArgs[a])));
-    text* name = PG_GETARG_TEXT_PP(0);
-    check_name(name, fn);
-    Oid relid = PG_GETARG_OID(1);
-    int32 k = sample_size_arg(fcinfo, 3, fn);
-    int method = bandwidth_arg(fcinfo, 4, fn);
-    int smoothing = smoothing_arg(fcinfo, 5, fn);
-    require_current_table(fn);
-    if (!table_synopses_available())
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("%s: the extension's objects in this database are older than its library", fn),
-                        errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
-    char* relname = get_rel_name(relid);
-    if (relname == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("%s: relation with OID %u does not exist", fn, relid)));
-
-    char names[kMaxDim][NAMEDATALEN];
-    int d = name_array_arg(fcinfo, 2, fn, "columns", names);
-    if (d < 1)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: columns must name at least one column", fn)));
-    AttrNumber attnums[kMaxDim];
-    for (int j = 0; j < d; ++j) {
-        attnums[j] = get_attnum(relid, names[j]);
-        if (attnums[j] == InvalidAttrNumber || attnums[j] < 0)
-            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                            errmsg("%s: column \"%s\" of relation \"%s\" does not exist", fn, names[j], relname)));
-    }
-    int stratify[kMaxDim];
-    int ns = 0;
-    if (!PG_ARGISNULL(6)) {
-        char snames[kMaxDim][NAMEDATALEN];
-        ns = name_array_arg(fcinfo, 6, fn, "stratify", snames);
-        for (int s = 0; s < ns; ++s) {
-            int j = 0;
-            while (j < d && strcmp(names[j], snames[s]) != 0) ++j;
-            if (j == d)
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("%s: stratify column \"%s\" is not one of the synopsis columns", fn, snames[s])));
-            Oid t = get_atttype(relid, attnums[j]);
-            if (!is_integer_type(t) && !is_dictionary_type(t))
-                ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                                errmsg("%s: stratify column \"%s\" must be an integer, bool, text, varchar, char or enum column, "
-                                       "not %s", fn, snames[s], format_type_be(t))));
-            stratify[s] = j;
-        }
-    }
-    Oid owner = GetUserId();
-    Oid ktypes[2] = {TEXTOID, OIDOID};
-    Datum kargs[2] = {PointerGetDatum(name), ObjectIdGetDatum(owner)};
-    auto taken = [&]() {
-        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
-                        errmsg("%s: a synopsis named \"%s\" already exists", fn, text_to_cstring(name))));
-    };
-    if (as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
-                       "AND name OPERATOR(pg_catalog.=) $1",
-                       2, ktypes, kargs, nullptr, nullptr, nullptr, 0, true) > 0)
-        taken();
-    TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, fn);
-    AttrNumber satt[kMaxDim];
-    for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
-    Oid types[12] = {TEXTOID, OIDOID, synopsis_type_oid(), OIDOID, INT2ARRAYOID, OIDARRAYOID,
-                     OIDARRAYOID, INT2ARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID};
-    Datum args[12] = {PointerGetDatum(name),
-                      ObjectIdGetDatum(owner),
-                      b->value,
-                      ObjectIdGetDatum(relid),
-                      PointerGetDatum(int2_array_of(attnums, d)),
-                      PointerGetDatum(oid_array_of(b->atttype, d)),
-                      PointerGetDatum(oid_array_of(b->collation, d)),
-                      ns > 0 ? PointerGetDatum(int2_array_of(satt, ns)) : (Datum)0,
-                      Int64GetDatum(b->rows_built),
-                      Int64GetDatum(b->changes_built),
-                      Int64GetDatum(b->pending_inserts),
-                      ObjectIdGetDatum(b->relfilenode)};
-    char arg_nulls[13] = "            ";
-    if (ns == 0) arg_nulls[7] = 'n';
-    if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, synopsis, created, relation, attnums, atttypes, "
-                       "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode) "
-                       "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
-                       "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12) ON CONFLICT (owner, name) DO NOTHING",
-                       12, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
-        taken();
-    owner_grant(owner, true);
-    CacheInvalidateRelcacheByRelid(relid);
-    return info_jsonb(stored_value(DatumGetByteaPP(b->value)));
-}
-
-APPROX_FUNCTION(approx_gpu_synopsis_status) {
-    const char* fn = "synopsis_status";
-    text* name = PG_GETARG_TEXT_PP(0);
-    NamedRow row = resolve_named(name, fn, false, false, false);
-    JsonbBuilder j;
-    j.begin_object();
-    j.add_string("name", text_to_cstring(name));
-    j.add_string("owner", GetUserNameFromId(row.owner, false));
-    if (!OidIsValid(row.relation)) {
-        j.add_string("status", "query");
-        j.add_string("reason", "a query-text synopsis is not bound to a table; refresh it to follow its data");
-        j.end_object();
-        return JsonbPGetDatum(j.finish());
-    }
-    j.add_string("relation", DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(row.relation))));
-    const TableSynopsis* const* all = nullptr;
-    int n = table_synopses(row.relation, &all);
-    const TableSynopsis* ts = nullptr;
-    for (int i = 0; i < n; ++i)
-        if (all[i]->owner == row.owner && strcmp(all[i]->name, text_to_cstring(name)) == 0) ts = all[i];
-    if (ts == nullptr) elog(ERROR, "%s: synopsis \"%s\" is not in the cache of its table", fn, text_to_cstring(name));
-    j.begin_array("columns");
-    for (int c = 0; c < ts->d; ++c) {
-        char* att = get_attname(ts->relid, ts->attnum[c], true);
-        if (att)
-            j.add_string(nullptr, att);
-        else
-            j.add_null(nullptr);
-    }
-    j.end_array();
-    j.add_int("strata", ts->model.n_strata);
-    j.add_int("rows_built", ts->rows_built);
-    j.add_int("changes_built", ts->changes_built);
-    j.add_int("pending_inserts", ts->pending_inserts);
-    const char* reason = ts->unusable ? ts->unusable : table_synopsis_staleness(ts);
-    j.add_string("status", ts->unusable ? "unusable" : reason ? "stale" : "fresh");
-    if (reason)
-        j.add_string("reason", reason);
-    else
-        j.add_null("reason");
-    j.end_object();
-    return JsonbPGetDatum(j.finish());
-}
