@@ -5,6 +5,7 @@
 #include "aqp.h"
 #include "closure.h"
 #include "moving.h"
+#include "relation_reader.h"
 #include "synopsis.h"
 
 extern "C" {
@@ -14,6 +15,7 @@ void _PG_init(void);
 
 void _PG_init(void) {
     runtime_define_settings();
+    relation_reader_init();
     closure_init();
     moving_init();
     synopsis_init();

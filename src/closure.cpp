@@ -5,6 +5,7 @@
 
 #include "runtime.h"
 #include "query_reader.h"
+#include "relation_reader.h"
 
 extern "C" {
 #include "utils/guc.h"
@@ -59,18 +60,33 @@ struct EdgeInput {
     int64 n;
     int64 skipped;
     double ms_read;
+    QueryColumns columns;
+    int next_arg;  // the first argument after the edges
 };
 
-// The edges of `edges_query` (argument 0): two integer columns, rows with a
-// NULL endpoint skipped (and counted).
-static EdgeInput read_edges(FunctionCallInfo fcinfo, const char* fn) {
+// The edges: `edges_query` (argument 0), or the table `edges` with its
+// src_column and dst_column (arguments 0-2, read by the relation reader).
+// Two integer columns; rows with a NULL endpoint skipped (and counted).
+static EdgeInput read_edges(FunctionCallInfo fcinfo, const char* fn, bool relation) {
     static const ColumnKind kinds[2] = {ColumnKind::Integer, ColumnKind::Integer};
     static const char* const names[2] = {"src", "dst"};
-    char* query = text_to_cstring(PG_GETARG_TEXT_PP(0));
-    QueryColumns c = read_query_columns(fn, "edges_query", query, 2, kinds, names, false);
-    EdgeInput e = {c.ints[0], c.ints[1], c.rows, c.rows_skipped, c.ms_read};
+    static const char* const args[2] = {"src_column", "dst_column"};
+    QueryColumns c;
+    if (relation) {
+        const char* cols[2] = {NameStr(*PG_GETARG_NAME(1)), NameStr(*PG_GETARG_NAME(2))};
+        c = read_relation_columns(fn, "edges", PG_GETARG_OID(0), 2, cols, args, kinds, false);
+    } else {
+        char* query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+        c = read_query_columns(fn, "edges_query", query, 2, kinds, names, false);
+    }
+    EdgeInput e = {c.ints[0], c.ints[1], c.rows, c.rows_skipped, c.ms_read, c, relation ? 3 : 1};
     if (e.n == 0) e.src = e.dst = nullptr;
     return e;
+}
+
+static void record_edges_read(const EdgeInput& e) {
+    const QueryColumns* inputs[1] = {&e.columns};
+    record_read(inputs, 1);
 }
 
 // ---- results -------------------------------------------------------------------------------
@@ -91,9 +107,9 @@ static void release_holder(void* arg) {
 
 static constexpr size_t kChunk = 65536;
 
-APPROX_FUNCTION(approx_gpu_transitive_closure) {
+static Datum closure_pairs(FunctionCallInfo fcinfo, bool relation) {
     const char* fn = "transitive_closure";
-    EdgeInput e = read_edges(fcinfo, fn);
+    EdgeInput e = read_edges(fcinfo, fn, relation);
     cl::Options opt = closure_options();
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
@@ -107,6 +123,7 @@ APPROX_FUNCTION(approx_gpu_transitive_closure) {
     approx::Status st = run_engine(fn, e.skipped, e.ms_read, [&](const approx::ExecContext& ctx) {
         return cl::compute(e.src, e.dst, static_cast<size_t>(e.n), opt, ctx, &h->result);
     });
+    record_edges_read(e);
     check_engine_result(st, fn);
 
     int64* src = static_cast<int64*>(palloc(kChunk * sizeof(int64)));
@@ -132,22 +149,23 @@ APPROX_FUNCTION(approx_gpu_transitive_closure) {
     return (Datum)0;
 }
 
-APPROX_FUNCTION(approx_gpu_reachability_count) {
+static Datum closure_count(FunctionCallInfo fcinfo, bool relation) {
     const char* fn = "reachability_count";
-    EdgeInput e = read_edges(fcinfo, fn);
+    EdgeInput e = read_edges(fcinfo, fn, relation);
     cl::Options opt = closure_options();
     int64_t pairs = 0;
     approx::Status st = run_engine(fn, e.skipped, e.ms_read, [&](const approx::ExecContext& ctx) {
         return cl::count_pairs(e.src, e.dst, static_cast<size_t>(e.n), opt, ctx, pairs);
     });
+    record_edges_read(e);
     check_engine_result(st, fn);
     PG_RETURN_INT64(pairs);
 }
 
-APPROX_FUNCTION(approx_gpu_reachable) {
+static Datum closure_reachable(FunctionCallInfo fcinfo, bool relation) {
     const char* fn = "reachable";
-    EdgeInput e = read_edges(fcinfo, fn);
-    int64 source = PG_GETARG_INT64(1);
+    EdgeInput e = read_edges(fcinfo, fn, relation);
+    int64 source = PG_GETARG_INT64(e.next_arg);
     InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);  // a scalar result: the executor's descriptor
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     // at most 2 n distinct vertices
@@ -157,6 +175,7 @@ APPROX_FUNCTION(approx_gpu_reachable) {
     approx::Status st = run_engine(fn, e.skipped, e.ms_read, [&](const approx::ExecContext& ctx) {
         return cl::reachable(e.src, e.dst, static_cast<size_t>(e.n), source, ctx, out, cap, n);
     });
+    record_edges_read(e);
     check_engine_result(st, fn);
     Datum value;
     bool null = false;
@@ -166,3 +185,10 @@ APPROX_FUNCTION(approx_gpu_reachable) {
     }
     return (Datum)0;
 }
+
+APPROX_FUNCTION(approx_gpu_transitive_closure) { return closure_pairs(fcinfo, false); }
+APPROX_FUNCTION(approx_gpu_transitive_closure_relation) { return closure_pairs(fcinfo, true); }
+APPROX_FUNCTION(approx_gpu_reachability_count) { return closure_count(fcinfo, false); }
+APPROX_FUNCTION(approx_gpu_reachability_count_relation) { return closure_count(fcinfo, true); }
+APPROX_FUNCTION(approx_gpu_reachable) { return closure_reachable(fcinfo, false); }
+APPROX_FUNCTION(approx_gpu_reachable_relation) { return closure_reachable(fcinfo, true); }

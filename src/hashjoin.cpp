@@ -1,6 +1,7 @@
 // SQL glue for hashed joins: hash_join (every matching pair) and
-// hash_join_count (the cardinality). Both read two inner queries of (key,
-// value) integer columns, call approx::hashjoin and build the result.
+// hash_join_count (the cardinality). Each reads two inner queries of (key,
+// value) integer columns, or two tables' columns through the relation reader,
+// calls approx::hashjoin and builds the result.
 //
 // NULLs follow JOIN ... USING (key): a NULL key never matches (the row is
 // skipped and counted); a NULL value does not stop its row from joining and
@@ -10,6 +11,7 @@
 #include "runtime.h"
 
 #include "query_reader.h"
+#include "relation_reader.h"
 
 extern "C" {
 #include "utils/tuplestore.h"
@@ -29,11 +31,35 @@ struct JoinInputs {
     QueryColumns probe;
 };
 
-static void read_inputs(FunctionCallInfo fcinfo, const char* fn, JoinInputs* in) {
-    char* build_query = text_to_cstring(PG_GETARG_TEXT_PP(0));
-    char* probe_query = text_to_cstring(PG_GETARG_TEXT_PP(1));
-    in->build = read_query_columns(fn, "build_query", build_query, 2, kKinds, kNames, false, kNullable);
-    in->probe = read_query_columns(fn, "probe_query", probe_query, 2, kKinds, kNames, false, kNullable);
+// How a call names its inputs.
+enum class InputForm {
+    Queries,        // (build_query text, probe_query text)
+    Relations,      // (build, build_key_column, build_value_column, probe, probe_key_column, probe_value_column)
+    RelationKeys,   // (build, build_key_column, probe, probe_key_column): keys only
+};
+
+static void read_inputs(FunctionCallInfo fcinfo, const char* fn, InputForm form, JoinInputs* in) {
+    if (form == InputForm::Queries) {
+        char* build_query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+        char* probe_query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+        in->build = read_query_columns(fn, "build_query", build_query, 2, kKinds, kNames, false, kNullable);
+        in->probe = read_query_columns(fn, "probe_query", probe_query, 2, kKinds, kNames, false, kNullable);
+        return;
+    }
+    // Relations: 3 arguments a side, or 2 when only the keys are read.
+    const int per_side = form == InputForm::Relations ? 3 : 2;
+    static const char* const kBuildArgs[2] = {"build_key_column", "build_value_column"};
+    static const char* const kProbeArgs[2] = {"probe_key_column", "probe_value_column"};
+    const char* build_cols[2];
+    const char* probe_cols[2];
+    for (int c = 0; c < per_side - 1; ++c) {
+        build_cols[c] = NameStr(*PG_GETARG_NAME(1 + c));
+        probe_cols[c] = NameStr(*PG_GETARG_NAME(per_side + 1 + c));
+    }
+    in->build = read_relation_columns(fn, "build", PG_GETARG_OID(0), per_side - 1, build_cols, kBuildArgs, kKinds,
+                                      false, kNullable);
+    in->probe = read_relation_columns(fn, "probe", PG_GETARG_OID(per_side), per_side - 1, probe_cols, kProbeArgs,
+                                      kKinds, false, kNullable);
 }
 
 // A side whose values hold a NULL passes row indices instead (values = nullptr).
@@ -68,19 +94,24 @@ static approx::Status run_join_engine(const char* fn, const JoinInputs* in, doub
     });
     *matches = info.matches;
     record_sides(in);
+    const QueryColumns* sides[2] = {&in->build, &in->probe};
+    record_read(sides, 2);
     return st;
 }
 
-APPROX_FUNCTION(approx_gpu_hash_join_count) {
+static Datum join_count(FunctionCallInfo fcinfo, InputForm form) {
     const char* fn = "hash_join_count";
     double t0 = glue_clock_ms();
     JoinInputs* in = static_cast<JoinInputs*>(palloc0(sizeof(JoinInputs)));
-    read_inputs(fcinfo, fn, in);
+    read_inputs(fcinfo, fn, form, in);
     int64 matches = 0;
     approx::Status st = run_join_engine(fn, in, glue_clock_ms() - t0, nullptr, nullptr, &matches);
     check_engine_result(st, fn);
     PG_RETURN_INT64(matches);
 }
+
+APPROX_FUNCTION(approx_gpu_hash_join_count) { return join_count(fcinfo, InputForm::Queries); }
+APPROX_FUNCTION(approx_gpu_hash_join_count_relations) { return join_count(fcinfo, InputForm::RelationKeys); }
 
 // ---- hash_join: rows into the tuplestore of a materialize-mode SRF ---------------------
 
@@ -136,13 +167,13 @@ static bool tuplestore_sink(void* user, const int64_t* keys, const int64_t* buil
     return ok;
 }
 
-APPROX_FUNCTION(approx_gpu_hash_join) {
+static Datum join_rows(FunctionCallInfo fcinfo, InputForm form) {
     const char* fn = "hash_join";
     double t0 = glue_clock_ms();
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     JoinInputs* in = static_cast<JoinInputs*>(palloc0(sizeof(JoinInputs)));
-    read_inputs(fcinfo, fn, in);
+    read_inputs(fcinfo, fn, form, in);
 
     SinkState* sink = static_cast<SinkState*>(palloc0(sizeof(SinkState)));
     sink->store = rsinfo->setResult;
@@ -157,3 +188,6 @@ APPROX_FUNCTION(approx_gpu_hash_join) {
     check_engine_result(st, fn);
     return (Datum) 0;
 }
+
+APPROX_FUNCTION(approx_gpu_hash_join) { return join_rows(fcinfo, InputForm::Queries); }
+APPROX_FUNCTION(approx_gpu_hash_join_relations) { return join_rows(fcinfo, InputForm::Relations); }

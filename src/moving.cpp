@@ -28,6 +28,7 @@ extern "C" {
 
 #include "core/moving.hpp"
 #include "query_reader.h"
+#include "relation_reader.h"
 
 namespace mo = approx::moving;
 
@@ -210,13 +211,21 @@ APPROX_FUNCTION(approx_gpu_mo_drop) {
     PG_RETURN_VOID();
 }
 
-APPROX_FUNCTION(approx_gpu_mo_load) {
+// mo_load(name, query) or mo_load(name, relation, id_column, x_column, y_column).
+static Datum load_objects(FunctionCallInfo fcinfo, bool relation) {
     const char* fn = "mo_load";
     const uint64 serial = lookup(fcinfo, fn)->serial;  // an unknown name fails before the query runs
-    char* query = text_to_cstring(PG_GETARG_TEXT_PP(1));
     static const ColumnKind kinds[3] = {ColumnKind::Integer, ColumnKind::Float, ColumnKind::Float};
     static const char* const names[3] = {"id", "x", "y"};
-    QueryColumns cols = read_query_columns(fn, "query", query, 3, kinds, names, false);
+    static const char* const args[3] = {"id_column", "x_column", "y_column"};
+    QueryColumns cols;
+    if (relation) {
+        const char* colnames[3] = {NameStr(*PG_GETARG_NAME(2)), NameStr(*PG_GETARG_NAME(3)), NameStr(*PG_GETARG_NAME(4))};
+        cols = read_relation_columns(fn, "relation", PG_GETARG_OID(1), 3, colnames, args, kinds, false);
+    } else {
+        char* query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+        cols = read_query_columns(fn, "query", query, 3, kinds, names, false);
+    }
     // The query ran user SQL, which may have dropped (or dropped and
     // re-created) the index: look it up again.
     MoEntry* e = find_entry(name_arg(fcinfo, fn));
@@ -231,9 +240,14 @@ APPROX_FUNCTION(approx_gpu_mo_load) {
         return index->update(cols.ints[0], cols.floats[1], cols.floats[2], static_cast<size_t>(cols.rows), ctx,
                              applied);
     });
+    const QueryColumns* inputs[1] = {&cols};
+    record_read(inputs, 1);
     check_engine_result(st, fn);
     PG_RETURN_INT64(applied);
 }
+
+APPROX_FUNCTION(approx_gpu_mo_load) { return load_objects(fcinfo, false); }
+APPROX_FUNCTION(approx_gpu_mo_load_relation) { return load_objects(fcinfo, true); }
 
 APPROX_FUNCTION(approx_gpu_mo_update) {
     const char* fn = "mo_update";

@@ -11,9 +11,6 @@ extern "C" {
 
 #include <cmath>
 
-extern "C" {
-}
-
 namespace {
 
 // A DestReceiver forwarding to a RowSink.
@@ -199,5 +196,6 @@ QueryColumns read_query_columns(const char* fn, const char* arg, const char* que
     RowSink sink = {receiver_startup, receiver_slot, r};
     run_inner_query(fn, arg, query, false, sink);
     out.ms_read = glue_clock_ms() - t0;
+    out.read_path = "query";
     return out;
 }

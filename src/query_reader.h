@@ -36,6 +36,8 @@ struct QueryColumns {
     bool* nulls[8];      // nulls[c][row] for nullable columns (nullptr otherwise or when no row came); value 0 there
     int64 null_counts[8];  // NULLs kept per nullable column
     double ms_read;      // time spent running the query and collecting rows
+    const char* read_path;  // how the rows were read, for last_run(): "query", "parallel scan", ...
+    int read_workers;       // parallel workers that read besides the backend
 };
 
 // Runs `query` (must be a single SELECT returning exactly `ncols` columns of

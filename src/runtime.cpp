@@ -71,6 +71,10 @@ static approx::RunStats last_stats;
 static char answered_from[16];
 static char answer_reason[256];
 static char answer_synopsis[NAMEDATALEN];
+// How the last call read its input (relation_reader.h: record_read()).
+static char read_path[48];
+
+void last_run_set_read(const char* path) { strlcpy(read_path, path ? path : "", sizeof read_path); }
 
 void last_run_set_answer(const char* from, const char* reason, const char* synopsis) {
     strlcpy(answered_from, from ? from : "", sizeof answered_from);
@@ -81,6 +85,7 @@ void last_run_set_answer(const char* from, const char* reason, const char* synop
 void last_run_rows(const char* op, const char* reason) {
     last_stats.reset(op);
     last_run_set_answer("rows", reason, nullptr);
+    last_run_set_read(nullptr);
 }
 
 approx::RunStats& last_run_stats(void) { return last_stats; }
@@ -113,6 +118,7 @@ approx::ExecContext exec_context(const char* op) {
     ctx.cancel = query_cancel_requested;
     last_stats.reset(op);
     last_run_set_answer(nullptr, nullptr, nullptr);
+    last_run_set_read(nullptr);
     ctx.stats = &last_stats;
     return ctx;
 }
@@ -515,6 +521,7 @@ APPROX_FUNCTION(approx_gpu_last_run) {
     if (answered_from[0]) j.add_string("answered_from", answered_from);
     if (answer_synopsis[0]) j.add_string("synopsis", answer_synopsis);
     if (answer_reason[0]) j.add_string("reason", answer_reason);
+    if (read_path[0]) j.add_string("read", read_path);
     for (int i = 0; i < s.n_extra; ++i) j.add_number(s.extra[i].key, s.extra[i].value);
     j.end_object();
     PG_RETURN_JSONB_P(j.finish());

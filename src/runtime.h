@@ -51,6 +51,10 @@ approx::RunStats& last_run_stats(void);
 void last_run_set_answer(const char* answered_from, const char* reason, const char* synopsis);
 void last_run_rows(const char* op, const char* reason);
 
+// How the last call read its input ("parallel scan", "query", ...; nullptr
+// clears); last_run() reports it as "read". Cleared by every exec_context().
+void last_run_set_read(const char* path);
+
 // Milliseconds between two calls, for RunStats::ms_read.
 double glue_clock_ms(void);
 

@@ -1,7 +1,10 @@
-// SQL glue for top-k: the aggregates topk/bottomk (id, score, k) -> scored[].
-// Reads and checks arguments, calls approx::topk, builds results.
+// SQL glue for top-k: the aggregates topk/bottomk (id, score, k) -> scored[],
+// and the functions topk/bottomk(relation, id_column, score_column, k), which
+// read the table through the relation reader and hand every pair to the
+// selection engine (no pruning on the way: that is the GPU's work).
 // topk_nra(relation, id_column, score_columns, k, batch) is in topk_nra.cpp.
 #include "runtime.h"
+#include "relation_reader.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -42,6 +45,18 @@ static ArrayType* scored_array(FunctionCallInfo fcinfo, const int64* ids, const 
     char typalign;
     get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
     return construct_array(datums, static_cast<int>(n), elem_type, typlen, typbyval, typalign);
+}
+
+// Room for the answer of a selection of k among n pairs (ERROR 54000 when
+// the scored[] array would pass 1 GB).
+static void answer_buffers(const char* fn, int64 k, int64 n, int64** ids, double** scores) {
+    int64 want = std::min<int64>(k, n);
+    if (want > static_cast<int64>(MaxAllocSize / 64))  // each scored element takes about 48 bytes
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: an answer of %lld pairs would exceed 1 GB", fn, static_cast<long long>(want)),
+                        errhint("Use a smaller k.")));
+    *ids = static_cast<int64*>(palloc(sizeof(int64) * Max(want, 1)));
+    *scores = static_cast<double*>(palloc(sizeof(double) * Max(want, 1)));
 }
 
 // ---- aggregates: topk(id, score, k) and bottomk(id, score, k) ----------------------------
@@ -230,13 +245,9 @@ APPROX_FUNCTION(approx_gpu_topk_final) {
     if (s->n == 0 || !s->has_k) PG_RETURN_NULL();  // no rows: NULL, like array_agg()
     const Order order = static_cast<Order>(s->order);
     const char* fn = order_fn(order);
-    int64 want = std::min<int64>(s->k, s->n);
-    if (want > static_cast<int64>(MaxAllocSize / 64))  // each scored element takes about 48 bytes
-        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                        errmsg("%s: an answer of %lld pairs would exceed 1 GB", fn, static_cast<long long>(want)),
-                        errhint("Use a smaller k.")));
-    int64* ids = static_cast<int64*>(palloc(sizeof(int64) * want));
-    double* scores = static_cast<double*>(palloc(sizeof(double) * want));
+    int64* ids;
+    double* scores;
+    answer_buffers(fn, s->k, s->n, &ids, &scores);
     size_t got = 0;
     approx::Status st = run_engine(fn, s->skipped, 0, [&](const approx::ExecContext& ctx) {
         return topk::select(s->ids, s->scores, static_cast<size_t>(s->n), static_cast<size_t>(s->k), order, ctx,
@@ -245,3 +256,32 @@ APPROX_FUNCTION(approx_gpu_topk_final) {
     check_engine_result(st, fn);
     PG_RETURN_ARRAYTYPE_P(scored_array(fcinfo, ids, scores, static_cast<int64>(got)));
 }
+
+// ---- functions over a relation: topk/bottomk(relation, id_column, score_column, k) ---------
+
+static Datum topk_relation(FunctionCallInfo fcinfo, Order order) {
+    const char* fn = order_fn(order);
+    const int32 k = PG_GETARG_INT32(3);
+    if (k <= 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: k must be positive, not %d", fn, k)));
+    static const ColumnKind kinds[2] = {ColumnKind::Integer, ColumnKind::Float};
+    static const char* const args[2] = {"id_column", "score_column"};
+    const char* cols[2] = {NameStr(*PG_GETARG_NAME(1)), NameStr(*PG_GETARG_NAME(2))};
+    QueryColumns in = read_relation_columns(fn, "relation", PG_GETARG_OID(0), 2, cols, args, kinds, true);
+    if (in.rows == 0) PG_RETURN_NULL();  // no rows: NULL, like the aggregate
+    int64* ids;
+    double* scores;
+    answer_buffers(fn, k, in.rows, &ids, &scores);
+    size_t got = 0;
+    approx::Status st = run_engine(fn, in.rows_skipped, in.ms_read, [&](const approx::ExecContext& ctx) {
+        return topk::select(in.ints[0], in.floats[1], static_cast<size_t>(in.rows), static_cast<size_t>(k), order,
+                            ctx, reinterpret_cast<int64_t*>(ids), scores, got);
+    });
+    const QueryColumns* inputs[1] = {&in};
+    record_read(inputs, 1);
+    check_engine_result(st, fn);
+    PG_RETURN_ARRAYTYPE_P(scored_array(fcinfo, ids, scores, static_cast<int64>(got)));
+}
+
+APPROX_FUNCTION(approx_gpu_topk_relation) { return topk_relation(fcinfo, Order::Desc); }
+APPROX_FUNCTION(approx_gpu_bottomk_relation) { return topk_relation(fcinfo, Order::Asc); }

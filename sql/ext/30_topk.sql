@@ -41,3 +41,14 @@ CREATE FUNCTION topk_nra(relation regclass, id_column name, score_columns name[]
     AS 'MODULE_PATHNAME', 'approx_gpu_topk_nra' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION topk_nra(regclass, name, name[], int, int) IS
     'Exact top k objects by the sum of their scores over score_columns (a missing score counts as the column''s minimum), found by NRA over one descending cursor per column, batch rows per list per round; needs a unique index on id_column';
+
+-- ---- over a relation (0.4.0): every pair goes to the selection engine ------------------------
+CREATE FUNCTION topk(relation regclass, id_column name, score_column name, k int) RETURNS scored[]
+    AS 'MODULE_PATHNAME', 'approx_gpu_topk_relation' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION topk(regclass, name, name, int) IS
+    'The k rows of relation with the largest score_column, exactly ORDER BY score DESC, id ASC LIMIT k; the table is read by parallel workers and every pair is selected by the engine (rows with a NULL skipped)';
+
+CREATE FUNCTION bottomk(relation regclass, id_column name, score_column name, k int) RETURNS scored[]
+    AS 'MODULE_PATHNAME', 'approx_gpu_bottomk_relation' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION bottomk(regclass, name, name, int) IS
+    'The k rows of relation with the smallest score_column, exactly ORDER BY score ASC, id ASC LIMIT k; the table is read by parallel workers and every pair is selected by the engine (rows with a NULL skipped)';

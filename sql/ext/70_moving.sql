@@ -44,3 +44,8 @@ CREATE FUNCTION mo_drop(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'approx_gpu_mo_drop' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION mo_drop(text) IS
     'Drops a moving-object index of this session and frees its memory (not transactional)';
+
+CREATE FUNCTION mo_load(name text, relation regclass, id_column name, x_column name, y_column name) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'approx_gpu_mo_load_relation' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION mo_load(text, regclass, name, name, name) IS
+    'Inserts or moves the objects of a table (id_column, x_column, y_column) as one batch, read by parallel workers; rows with a NULL are skipped; returns the distinct ids written (not transactional)';

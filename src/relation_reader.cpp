@@ -1,0 +1,670 @@
+// The relation reader (see relation_reader.h). Plain C-style code on purpose:
+// it waits on condition variables and scans pages, both of which process
+// interrupts and may longjmp, so no object here has a destructor.
+//
+// Protocol. The leader puts one ReaderShared block in the parallel context's
+// DSM: the column layout, one ParallelTableScanDesc per relation read, and a
+// pool of chunks (4 per worker), each FREE, FILLING or FULL. A worker takes a
+// FREE chunk, fills it from its share of the parallel scans, marks it FULL and
+// wakes the leader (cv_full); with no FREE chunk it sleeps on cv_free. The
+// leader copies FULL chunks into the result, frees them and wakes the workers;
+// while no chunk is waiting it scans pages itself, straight into the result.
+// Worker ERRORs reach the leader as ERRORs through the parallel context's
+// error queues (CHECK_FOR_INTERRUPTS); a cancel of the leader aborts the
+// transaction, which terminates the workers.
+#include "relation_reader.h"
+
+extern "C" {
+#include "access/parallel.h"
+#include "access/relation.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "lib/stringinfo.h"
+#include "optimizer/cost.h"
+#include "optimizer/paths.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/condition_variable.h"
+#include "storage/shm_toc.h"
+#include "storage/spin.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+}
+
+#include <cmath>
+
+// ---- settings ------------------------------------------------------------------------------
+
+static int read_workers_setting = -1;
+
+void relation_reader_init(void) {
+    DefineCustomIntVariable(
+        "approx_gpu.read_workers", "Parallel workers that read a table for a function given a relation (-1 = auto).",
+        "auto follows PostgreSQL's rule for a parallel sequential scan (the table's parallel_workers option, else one "
+        "worker from min_parallel_table_scan_size and one more for every tripling of the table), capped by "
+        "max_parallel_workers_per_gather; 0 reads in the backend alone. Workers come from max_parallel_workers.",
+        &read_workers_setting, -1, -1, 1024, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+}
+
+// ---- shared layout -------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kMaxCols = 8;
+constexpr int kChunkRows = 16384;
+constexpr int kChunksPerWorker = 4;
+constexpr int kLeaderBatch = 4096;  // rows the leader scans between looks at the chunk pool
+constexpr uint64 kKeyShared = UINT64CONST(0xA99A000000000001);
+constexpr uint64 kKeyScanBase = UINT64CONST(0xA99A000100000000);
+
+enum ChunkState : uint32 { kFree = 0, kFilling = 1, kFull = 2 };
+
+struct ChunkHeader {
+    uint32 state;
+    int32 rows;
+    int64 skipped;
+    int64 null_counts[kMaxCols];
+};
+
+struct ReaderShared {
+    char fn[64];
+    char relname[2 * NAMEDATALEN + 2];
+    NameData colnames[kMaxCols];
+    int ncols;
+    int nrels;
+    int nchunks;
+    bool allow_infinity;
+    uint8 kinds[kMaxCols];
+    bool nullable[kMaxCols];
+    Oid types[kMaxCols];
+    Size off_relids;   // Oid[nrels]
+    Size off_attnums;  // AttrNumber[nrels * ncols]
+    Size off_maxatt;   // AttrNumber[nrels]: highest attnum read, per relation
+    Size off_headers;  // ChunkHeader[nchunks]
+    Size off_data;     // nchunks chunks of chunk_bytes
+    Size chunk_bytes;
+
+    slock_t mutex;  // chunk states and workers_done
+    int workers_done;
+    ConditionVariable cv_full;  // a chunk became FULL or a worker finished: the leader waits on it
+    ConditionVariable cv_free;  // a chunk became FREE: workers wait on it
+};
+
+template <class T>
+T* at(const ReaderShared* sh, Size off) {
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<ReaderShared*>(sh)) + off);
+}
+const Oid* relids(const ReaderShared* sh) { return at<Oid>(sh, sh->off_relids); }
+const AttrNumber* attnums(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_attnums) + rel * sh->ncols; }
+AttrNumber max_attnum(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_maxatt)[rel]; }
+ChunkHeader* header(const ReaderShared* sh, int i) { return at<ChunkHeader>(sh, sh->off_headers) + i; }
+
+// Columns being written: 8-byte values (int64 or double by kind), NULL flags
+// for nullable columns. A chunk or the leader's result.
+struct ColumnsView {
+    char* values[kMaxCols];
+    bool* nulls[kMaxCols];
+};
+
+ColumnsView chunk_view(const ReaderShared* sh, int i) {
+    ColumnsView v;
+    char* base = at<char>(sh, sh->off_data) + sh->chunk_bytes * i;
+    for (int c = 0; c < sh->ncols; ++c) {
+        v.values[c] = base + static_cast<Size>(c) * kChunkRows * 8;
+        v.nulls[c] = sh->nullable[c] ? reinterpret_cast<bool*>(base + static_cast<Size>(sh->ncols) * kChunkRows * 8 +
+                                                                static_cast<Size>(c) * kChunkRows)
+                                     : nullptr;
+    }
+    return v;
+}
+
+int64 int_value(Datum d, Oid t) {
+    if (t == INT8OID) return DatumGetInt64(d);
+    if (t == INT4OID) return DatumGetInt32(d);
+    return DatumGetInt16(d);
+}
+
+// Stores the needed attributes of `slot` as row `row` of `dst`; false (and
+// the row counted in *skipped) when a non-nullable column is NULL.
+bool store_row(const ReaderShared* sh, const AttrNumber* atts, AttrNumber maxatt, TupleTableSlot* slot,
+               const ColumnsView& dst, int64 row, int64* skipped, int64* null_counts) {
+    slot_getsomeattrs(slot, maxatt);
+    const int ncols = sh->ncols;
+    for (int c = 0; c < ncols; ++c)
+        if (slot->tts_isnull[atts[c] - 1] && !sh->nullable[c]) {
+            ++*skipped;
+            return false;
+        }
+    for (int c = 0; c < ncols; ++c) {
+        const int a = atts[c] - 1;
+        char* p = dst.values[c] + row * 8;
+        if (dst.nulls[c]) {
+            dst.nulls[c][row] = slot->tts_isnull[a];
+            if (slot->tts_isnull[a]) {
+                ++null_counts[c];
+                memset(p, 0, 8);
+                continue;
+            }
+        }
+        Datum d = slot->tts_values[a];
+        const Oid t = sh->types[c];
+        if (sh->kinds[c] == static_cast<uint8>(ColumnKind::Integer)) {
+            int64 v = int_value(d, t);
+            memcpy(p, &v, 8);
+        } else {
+            double v = t == FLOAT8OID ? DatumGetFloat8(d)
+                       : t == FLOAT4OID ? static_cast<double>(DatumGetFloat4(d))
+                                        : static_cast<double>(int_value(d, t));
+            if (std::isnan(v) || (!sh->allow_infinity && std::isinf(v)))
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("%s: column \"%s\" of relation %s contains %s", sh->fn,
+                                       NameStr(sh->colnames[c]), sh->relname,
+                                       std::isnan(v) ? "NaN" : "an infinite value")));
+            memcpy(p, &v, 8);
+        }
+    }
+    return true;
+}
+
+// ---- workers -------------------------------------------------------------------------------
+
+int acquire_chunk(ReaderShared* sh) {
+    for (;;) {
+        int got = -1;
+        SpinLockAcquire(&sh->mutex);
+        for (int i = 0; i < sh->nchunks; ++i)
+            if (header(sh, i)->state == kFree) {
+                header(sh, i)->state = kFilling;
+                got = i;
+                break;
+            }
+        SpinLockRelease(&sh->mutex);
+        if (got >= 0) {
+            ConditionVariableCancelSleep();
+            ChunkHeader* h = header(sh, got);
+            h->rows = 0;
+            h->skipped = 0;
+            memset(h->null_counts, 0, sizeof h->null_counts);
+            return got;
+        }
+        ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
+    }
+}
+
+void publish_chunk(ReaderShared* sh, int i) {
+    SpinLockAcquire(&sh->mutex);
+    header(sh, i)->state = kFull;
+    SpinLockRelease(&sh->mutex);
+    ConditionVariableBroadcast(&sh->cv_full);
+}
+
+}  // namespace
+
+// The parallel workers' entry point (looked up by name in this library).
+extern "C" PGDLLEXPORT void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc);
+
+void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
+    ReaderShared* sh = static_cast<ReaderShared*>(shm_toc_lookup(toc, kKeyShared, false));
+    int chunk = -1;
+    ColumnsView view;
+    for (int r = 0; r < sh->nrels; ++r) {
+        Relation rel = table_open(relids(sh)[r], AccessShareLock);
+        ParallelTableScanDesc pscan = static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false));
+        TableScanDesc scan = table_beginscan_parallel(rel, pscan);
+        TupleTableSlot* slot = table_slot_create(rel, nullptr);
+        const AttrNumber* atts = attnums(sh, r);
+        const AttrNumber maxatt = max_attnum(sh, r);
+        while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+            if (chunk < 0) {
+                chunk = acquire_chunk(sh);
+                view = chunk_view(sh, chunk);
+            }
+            ChunkHeader* h = header(sh, chunk);
+            if (store_row(sh, atts, maxatt, slot, view, h->rows, &h->skipped, h->null_counts) &&
+                ++h->rows == kChunkRows) {
+                publish_chunk(sh, chunk);
+                chunk = -1;
+            }
+        }
+        ExecDropSingleTupleTableSlot(slot);
+        table_endscan(scan);
+        table_close(rel, AccessShareLock);
+    }
+    if (chunk >= 0) publish_chunk(sh, chunk);
+    SpinLockAcquire(&sh->mutex);
+    ++sh->workers_done;
+    SpinLockRelease(&sh->mutex);
+    ConditionVariableBroadcast(&sh->cv_full);
+}
+
+// ---- the leader ----------------------------------------------------------------------------
+
+namespace {
+
+const char* kind_list(ColumnKind k) {
+    return k == ColumnKind::Integer ? "int2, int4 or int8" : "float8, float4, int2, int4 or int8";
+}
+
+bool type_ok(ColumnKind k, Oid t) {
+    if (t == INT2OID || t == INT4OID || t == INT8OID) return true;
+    return k == ColumnKind::Float && (t == FLOAT8OID || t == FLOAT4OID);
+}
+
+bool is_scannable_kind(char relkind) {
+    return relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW || relkind == RELKIND_PARTITIONED_TABLE;
+}
+
+// The result being filled by the leader.
+struct ReadResult {
+    QueryColumns* out;
+    const ColumnKind* kinds;
+    const bool* nullable;
+    int ncols;
+    int64 capacity;
+    ColumnsView view;
+};
+
+void reserve_rows(ReadResult* res, int64 need) {
+    if (need <= res->capacity) return;
+    int64 cap = res->capacity > 0 ? res->capacity : 16384;
+    while (cap < need) cap *= 2;
+    QueryColumns* out = res->out;
+    for (int c = 0; c < res->ncols; ++c) {
+        Size bytes = static_cast<Size>(cap) * 8;
+        char* old = res->view.values[c];
+        char* p = static_cast<char*>(old ? repalloc_huge(old, bytes) : MemoryContextAllocHuge(CurrentMemoryContext, bytes));
+        res->view.values[c] = p;
+        if (res->kinds[c] == ColumnKind::Integer)
+            out->ints[c] = reinterpret_cast<int64*>(p);
+        else
+            out->floats[c] = reinterpret_cast<double*>(p);
+        if (res->nullable && res->nullable[c]) {
+            Size nb = static_cast<Size>(cap);
+            bool* n = res->view.nulls[c];
+            res->view.nulls[c] = static_cast<bool*>(n ? repalloc_huge(n, nb) : MemoryContextAllocHuge(CurrentMemoryContext, nb));
+            out->nulls[c] = res->view.nulls[c];
+        }
+    }
+    res->capacity = cap;
+}
+
+// Appends FULL chunks to the result; returns how many were taken.
+int drain_chunks(ReaderShared* sh, ReadResult* res) {
+    int taken = 0;
+    for (int i = 0; i < sh->nchunks; ++i) {
+        SpinLockAcquire(&sh->mutex);
+        bool full = header(sh, i)->state == kFull;
+        SpinLockRelease(&sh->mutex);
+        if (!full) continue;
+        ChunkHeader* h = header(sh, i);
+        QueryColumns* out = res->out;
+        reserve_rows(res, out->rows + h->rows);
+        ColumnsView src = chunk_view(sh, i);
+        for (int c = 0; c < sh->ncols; ++c) {
+            memcpy(res->view.values[c] + out->rows * 8, src.values[c], static_cast<Size>(h->rows) * 8);
+            if (src.nulls[c]) memcpy(res->view.nulls[c] + out->rows, src.nulls[c], static_cast<Size>(h->rows));
+            out->null_counts[c] += h->null_counts[c];
+        }
+        out->rows += h->rows;
+        out->rows_skipped += h->skipped;
+        SpinLockAcquire(&sh->mutex);
+        h->state = kFree;
+        SpinLockRelease(&sh->mutex);
+        ++taken;
+    }
+    if (taken > 0) ConditionVariableBroadcast(&sh->cv_free);
+    return taken;
+}
+
+// The leader's own scans: relation by relation, kLeaderBatch rows at a time.
+struct LeaderScan {
+    ReaderShared* sh;
+    Relation* rels;
+    ParallelTableScanDesc* pscans;  // nullptr: serial scans
+    Snapshot snapshot;
+    int rel;  // current relation; nrels when done
+    TableScanDesc scan;
+    TupleTableSlot* slot;
+};
+
+// Scans up to kLeaderBatch rows into the result; false once every relation is done.
+bool leader_step(LeaderScan* ls, ReadResult* res) {
+    ReaderShared* sh = ls->sh;
+    while (ls->rel < sh->nrels) {
+        Relation rel = ls->rels[ls->rel];
+        if (ls->scan == nullptr) {
+            ls->scan = ls->pscans ? table_beginscan_parallel(rel, ls->pscans[ls->rel])
+                                  : table_beginscan(rel, ls->snapshot, 0, nullptr);
+            ls->slot = table_slot_create(rel, nullptr);
+        }
+        QueryColumns* out = res->out;
+        reserve_rows(res, out->rows + kLeaderBatch);
+        const AttrNumber* atts = attnums(sh, ls->rel);
+        const AttrNumber maxatt = max_attnum(sh, ls->rel);
+        for (int i = 0; i < kLeaderBatch; ++i) {
+            if (!table_scan_getnextslot(ls->scan, ForwardScanDirection, ls->slot)) {
+                ExecDropSingleTupleTableSlot(ls->slot);
+                table_endscan(ls->scan);
+                ls->scan = nullptr;
+                ls->slot = nullptr;
+                ++ls->rel;
+                return ls->rel < sh->nrels;
+            }
+            if (store_row(sh, atts, maxatt, ls->slot, res->view, out->rows, &out->rows_skipped, out->null_counts))
+                ++out->rows;
+        }
+        return true;
+    }
+    return false;
+}
+
+// Workers for `pages` heap pages of `top` (PostgreSQL's rule for a parallel
+// sequential scan unless approx_gpu.read_workers says otherwise).
+int choose_workers(Relation top, BlockNumber pages) {
+    if (read_workers_setting >= 0) return read_workers_setting;
+    int workers = -1;
+    if (top->rd_rel->relkind == RELKIND_RELATION || top->rd_rel->relkind == RELKIND_MATVIEW)
+        workers = RelationGetParallelWorkers(top, -1);
+    if (workers < 0) {
+        BlockNumber threshold = Max(min_parallel_table_scan_size, 1);
+        if (pages < threshold) return 0;
+        workers = 1;
+        while (pages >= threshold * 3 && workers < INT_MAX / 3) {
+            ++workers;
+            if (threshold > PG_INT32_MAX / 3) break;
+            threshold *= 3;
+        }
+    }
+    return Min(workers, max_parallel_workers_per_gather);
+}
+
+// The SPI route: the query the caller would run.
+QueryColumns read_through_query(const char* fn, const char* rel_arg, Relation top, int ncols,
+                                const char* const* column_names, const ColumnKind* kinds, bool allow_infinity,
+                                const bool* nullable, const char* why) {
+    StringInfoData q;
+    initStringInfo(&q);
+    appendStringInfoString(&q, "SELECT ");
+    for (int c = 0; c < ncols; ++c)
+        appendStringInfo(&q, "%s%s", c ? ", " : "", quote_identifier(column_names[c]));
+    appendStringInfo(&q, " FROM %s",
+                     quote_qualified_identifier(get_namespace_name(RelationGetNamespace(top)),
+                                                RelationGetRelationName(top)));
+    QueryColumns out = read_query_columns(fn, rel_arg, q.data, ncols, kinds, column_names, allow_infinity, nullable);
+    out.read_path = why;
+    return out;
+}
+
+}  // namespace
+
+QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
+                                   const char* const* column_names, const char* const* column_args,
+                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable) {
+    Assert(ncols > 0 && ncols <= kMaxCols);
+    double t0 = glue_clock_ms();
+    Relation top = try_relation_open(relid, AccessShareLock);
+    if (top == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("%s: %s: relation with OID %u does not exist", fn, rel_arg, relid)));
+    const char relkind = top->rd_rel->relkind;
+    const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(top)),
+                                                     RelationGetRelationName(top));
+    if (!is_scannable_kind(relkind) && relkind != RELKIND_VIEW && relkind != RELKIND_FOREIGN_TABLE)
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("%s: %s: %s is not a table, view or materialized view", fn, rel_arg, relname)));
+
+    // Columns by name, their types, the privilege to read them.
+    TupleDesc desc = RelationGetDescr(top);
+    AttrNumber top_atts[kMaxCols];
+    Oid types[kMaxCols];
+    for (int c = 0; c < ncols; ++c) {
+        AttrNumber a = get_attnum(relid, column_names[c]);
+        if (a == InvalidAttrNumber || a < 0)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                            errmsg("%s: %s: column \"%s\" of relation %s does not exist", fn, column_args[c],
+                                   column_names[c], relname)));
+        Oid t = getBaseType(TupleDescAttr(desc, a - 1)->atttypid);
+        if (!type_ok(kinds[c], t))
+            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                            errmsg("%s: %s: column \"%s\" of relation %s must be %s, not %s", fn, column_args[c],
+                                   column_names[c], relname, kind_list(kinds[c]),
+                                   format_type_be(TupleDescAttr(desc, a - 1)->atttypid))));
+        top_atts[c] = a;
+        types[c] = t;
+    }
+    if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+        for (int c = 0; c < ncols; ++c)
+            if (pg_attribute_aclcheck(relid, top_atts[c], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+                ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                                errmsg("%s: permission denied for table %s", fn, relname),
+                                errdetail("Reading column \"%s\" needs the SELECT privilege on it or on the table.",
+                                          column_names[c])));
+
+    // Rows the query would filter or that are not in a heap: run the query.
+    const char* via_query = nullptr;
+    if (relkind == RELKIND_VIEW)
+        via_query = "query (view)";
+    else if (relkind == RELKIND_FOREIGN_TABLE)
+        via_query = "query (foreign table)";
+    else if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+        via_query = "query (row-level security)";
+    if (relkind == RELKIND_MATVIEW && !RelationIsPopulated(top))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: materialized view %s has not been populated", fn, relname),
+                        errhint("Use the REFRESH MATERIALIZED VIEW command.")));
+
+    // Every relation with storage under `top` (itself, partitions, children).
+    List* members = NIL;
+    if (via_query == nullptr) {
+        List* all = (relkind == RELKIND_PARTITIONED_TABLE || top->rd_rel->relhassubclass)
+                        ? find_all_inheritors(relid, AccessShareLock, nullptr)
+                        : list_make1_oid(relid);
+        ListCell* lc;
+        foreach (lc, all) {
+            Oid child = lfirst_oid(lc);
+            char k = get_rel_relkind(child);
+            if (k == RELKIND_PARTITIONED_TABLE) continue;
+            if (k == RELKIND_FOREIGN_TABLE) {  // a foreign partition: only the query reads it
+                via_query = "query (foreign partition)";
+                break;
+            }
+            members = lappend_oid(members, child);
+        }
+    }
+    if (via_query != nullptr) {
+        QueryColumns out = read_through_query(fn, rel_arg, top, ncols, column_names, kinds, allow_infinity, nullable,
+                                              via_query);
+        relation_close(top, NoLock);
+        out.ms_read = glue_clock_ms() - t0;
+        return out;
+    }
+
+    // Open the members, map the columns by name (attnums differ between children).
+    const int nrels = list_length(members);
+    Relation* rels = static_cast<Relation*>(palloc0(sizeof(Relation) * Max(nrels, 1)));
+    AttrNumber* atts = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * Max(nrels, 1) * ncols));
+    AttrNumber* maxatt = static_cast<AttrNumber*>(palloc0(sizeof(AttrNumber) * Max(nrels, 1)));
+    BlockNumber pages = 0;
+    double tuples = 0;
+    bool any_temp = false;
+    for (int r = 0; r < nrels; ++r) {
+        Oid child = list_nth_oid(members, r);
+        rels[r] = child == relid ? top : table_open(child, AccessShareLock);
+        for (int c = 0; c < ncols; ++c) {
+            AttrNumber a = child == relid ? top_atts[c] : get_attnum(child, column_names[c]);
+            if (a <= 0)
+                ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                                errmsg("%s: column \"%s\" is missing in %s", fn, column_names[c],
+                                       RelationGetRelationName(rels[r]))));
+            atts[r * ncols + c] = a;
+            maxatt[r] = Max(maxatt[r], a);
+        }
+        pages += RelationGetNumberOfBlocks(rels[r]);
+        if (rels[r]->rd_rel->reltuples > 0) tuples += rels[r]->rd_rel->reltuples;
+        if (rels[r]->rd_rel->relpersistence == RELPERSISTENCE_TEMP) any_temp = true;
+    }
+
+    // Workers: none for temporary tables (only this backend can read them),
+    // inside a parallel operation, or for small tables.
+    int nworkers = 0;
+    if (!any_temp && nrels > 0 && IsUnderPostmaster && !IsInParallelMode()) nworkers = choose_workers(top, pages);
+
+    // The shared block (the leader alone also uses it, from private memory).
+    const int nchunks = nworkers > 0 ? nworkers * kChunksPerWorker : 0;
+    Size chunk_bytes = static_cast<Size>(ncols) * kChunkRows * 9;
+    Size off_relids = MAXALIGN(sizeof(ReaderShared));
+    Size off_attnums = MAXALIGN(off_relids + sizeof(Oid) * nrels);
+    Size off_maxatt = MAXALIGN(off_attnums + sizeof(AttrNumber) * nrels * ncols);
+    Size off_headers = MAXALIGN(off_maxatt + sizeof(AttrNumber) * nrels);
+    Size off_data = MAXALIGN(off_headers + sizeof(ChunkHeader) * nchunks);
+    Size shared_bytes = add_size(off_data, mul_size(chunk_bytes, nchunks));
+
+    ParallelContext* pcxt = nullptr;
+    ReaderShared* sh;
+    ParallelTableScanDesc* pscans = nullptr;
+    Snapshot snapshot = GetActiveSnapshot();
+    if (nworkers > 0) {
+        EnterParallelMode();
+        pcxt = CreateParallelContext("approx_gpu", "approx_gpu_relation_reader_worker", nworkers);
+        shm_toc_estimate_chunk(&pcxt->estimator, shared_bytes);
+        for (int r = 0; r < nrels; ++r) shm_toc_estimate_chunk(&pcxt->estimator, table_parallelscan_estimate(rels[r], snapshot));
+        shm_toc_estimate_keys(&pcxt->estimator, 1 + nrels);
+        InitializeParallelDSM(pcxt);
+        sh = static_cast<ReaderShared*>(shm_toc_allocate(pcxt->toc, shared_bytes));
+        shm_toc_insert(pcxt->toc, kKeyShared, sh);
+        pscans = static_cast<ParallelTableScanDesc*>(palloc(sizeof(ParallelTableScanDesc) * nrels));
+        for (int r = 0; r < nrels; ++r) {
+            pscans[r] = static_cast<ParallelTableScanDesc>(
+                shm_toc_allocate(pcxt->toc, table_parallelscan_estimate(rels[r], snapshot)));
+            table_parallelscan_initialize(rels[r], pscans[r], snapshot);
+            shm_toc_insert(pcxt->toc, kKeyScanBase + r, pscans[r]);
+        }
+    } else {
+        sh = static_cast<ReaderShared*>(palloc(shared_bytes));
+    }
+    memset(sh, 0, off_data);
+    strlcpy(sh->fn, fn, sizeof sh->fn);
+    strlcpy(sh->relname, relname, sizeof sh->relname);
+    for (int c = 0; c < ncols; ++c) {
+        namestrcpy(&sh->colnames[c], column_names[c]);
+        sh->kinds[c] = static_cast<uint8>(kinds[c]);
+        sh->nullable[c] = nullable != nullptr && nullable[c];
+        sh->types[c] = types[c];
+    }
+    sh->ncols = ncols;
+    sh->nrels = nrels;
+    sh->nchunks = nchunks;
+    sh->allow_infinity = allow_infinity;
+    sh->off_relids = off_relids;
+    sh->off_attnums = off_attnums;
+    sh->off_maxatt = off_maxatt;
+    sh->off_headers = off_headers;
+    sh->off_data = off_data;
+    sh->chunk_bytes = chunk_bytes;
+    for (int r = 0; r < nrels; ++r) at<Oid>(sh, off_relids)[r] = RelationGetRelid(rels[r]);
+    memcpy(at<AttrNumber>(sh, off_attnums), atts, sizeof(AttrNumber) * nrels * ncols);
+    memcpy(at<AttrNumber>(sh, off_maxatt), maxatt, sizeof(AttrNumber) * nrels);
+    SpinLockInit(&sh->mutex);
+    ConditionVariableInit(&sh->cv_full);
+    ConditionVariableInit(&sh->cv_free);
+
+    int launched = 0;
+    if (pcxt != nullptr) {
+        LaunchParallelWorkers(pcxt);
+        launched = pcxt->nworkers_launched;
+    }
+
+    QueryColumns out;
+    memset(&out, 0, sizeof out);
+    out.ncols = ncols;
+    ReadResult res;
+    memset(&res, 0, sizeof res);
+    res.out = &out;
+    res.kinds = kinds;
+    res.nullable = nullable;
+    res.ncols = ncols;
+    reserve_rows(&res, static_cast<int64>(Min(tuples * 1.05 + kLeaderBatch, 1e9)));
+
+    LeaderScan ls = {sh, rels, pscans, snapshot, 0, nullptr, nullptr};
+    bool leader_done = false;
+    for (;;) {
+        if (launched > 0 && drain_chunks(sh, &res) > 0) continue;
+        if (!leader_done) {
+            leader_done = !leader_step(&ls, &res);
+            CHECK_FOR_INTERRUPTS();
+            continue;
+        }
+        if (launched == 0) break;
+        SpinLockAcquire(&sh->mutex);
+        bool all_done = sh->workers_done == launched;
+        SpinLockRelease(&sh->mutex);
+        if (all_done) {
+            drain_chunks(sh, &res);  // what the last worker published before finishing
+            break;
+        }
+        // A worker that stopped without finishing failed: its ERROR (or
+        // "failed to initialize") comes out of WaitForParallelWorkersToFinish.
+        if (ConditionVariableTimedSleep(&sh->cv_full, 100, PG_WAIT_EXTENSION)) {
+            for (int w = 0; w < launched; ++w) {
+                pid_t pid;
+                if (GetBackgroundWorkerPid(pcxt->worker[w].bgwhandle, &pid) == BGWH_STOPPED) {
+                    SpinLockAcquire(&sh->mutex);
+                    all_done = sh->workers_done == launched;
+                    SpinLockRelease(&sh->mutex);
+                    if (all_done) break;
+                    ConditionVariableCancelSleep();
+                    WaitForParallelWorkersToFinish(pcxt);
+                    SpinLockAcquire(&sh->mutex);
+                    all_done = sh->workers_done == launched;
+                    SpinLockRelease(&sh->mutex);
+                    if (!all_done)
+                        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                                        errmsg("%s: a parallel worker reading %s exited before it finished", fn,
+                                               relname)));
+                    break;
+                }
+            }
+        }
+    }
+    ConditionVariableCancelSleep();
+    if (pcxt != nullptr) {
+        WaitForParallelWorkersToFinish(pcxt);
+        DestroyParallelContext(pcxt);
+        ExitParallelMode();
+    }
+    for (int r = 0; r < nrels; ++r)
+        if (rels[r] != top) table_close(rels[r], NoLock);
+    relation_close(top, NoLock);
+    if (out.rows == 0)
+        for (int c = 0; c < ncols; ++c) out.nulls[c] = nullptr;  // as read_query_columns: no row, no flags
+    out.ms_read = glue_clock_ms() - t0;
+    out.read_path = launched > 0 ? "parallel scan" : "scan";
+    out.read_workers = launched;
+    return out;
+}
+
+void record_read(const QueryColumns* const* inputs, int n) {
+    int64 rows = 0;
+    double ms = 0;
+    int most = 0;  // the input read by the most workers names the path
+    for (int i = 0; i < n; ++i) {
+        rows += inputs[i]->rows + inputs[i]->rows_skipped;
+        ms += inputs[i]->ms_read;
+        if (inputs[i]->read_workers > inputs[most]->read_workers) most = i;
+    }
+    if (n == 0) return;
+    approx::RunStats& s = last_run_stats();
+    s.add("read_workers", inputs[most]->read_workers);
+    if (ms > 0) s.add("rows_read_per_s", rows / (ms / 1000.0));
+    last_run_set_read(inputs[most]->read_path);
+}

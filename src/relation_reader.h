@@ -1,0 +1,36 @@
+// Reads named columns of a table straight into columnar buffers, with
+// PostgreSQL's parallel machinery: the extension's own parallel workers
+// (CreateParallelContext + a parallel table scan per heap) deform only the
+// needed attributes and fill fixed-width column chunks in dynamic shared
+// memory; the leader scans too and appends finished chunks to the result.
+//
+// Semantics are those of `SELECT col, ... FROM relation` run by the caller:
+// the statement's snapshot; SELECT privilege on the table or on every column
+// read (ERROR 42501 otherwise); partitioned tables and inheritance parents
+// read every child, through the parent's privileges. Where a direct read
+// would not be what that query returns -- row-level security applies to the
+// caller, or the relation is a view or a foreign table -- the query itself
+// runs through SPI (read_query_columns) instead.
+#pragma once
+
+#include "query_reader.h"
+
+// Settings of the reader (approx_gpu.read_workers); called from _PG_init.
+void relation_reader_init(void);
+
+// The `ncols` columns `column_names` of `relid` (the function's argument
+// `rel_arg`; `column_args[c]` names the argument that gave column c) as
+// QueryColumns, allocated in the current memory context, with the same rules
+// as read_query_columns: kinds (Integer: int2/int4/int8 only, ERROR 42804
+// otherwise; Float: float4/float8 or an integer type), NaN always an ERROR,
+// ±Infinity unless allow_infinity; a NULL in a nullable column is recorded in
+// nulls[c], a NULL elsewhere skips the row (counted).
+// Runs ERRORs (never C++ exceptions) and must be called with no C++ object
+// that owns resources alive: waiting for workers processes interrupts.
+QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
+                                   const char* const* column_names, const char* const* column_args,
+                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable = nullptr);
+
+// last_run() after the engine call: how the input was read ("read": "parallel
+// scan", "scan" or "query ..."), the workers that helped, rows per second.
+void record_read(const QueryColumns* const* inputs, int n);
