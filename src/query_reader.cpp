@@ -68,14 +68,6 @@ void grow(ColumnarReceiver* r) {
     r->capacity = cap;
 }
 
-const char* kind_list(ColumnKind k) {
-    return k == ColumnKind::Integer ? "int2, int4 or int8" : "float8, float4, int2, int4 or int8";
-}
-
-bool type_ok(ColumnKind k, Oid t) {
-    if (t == INT2OID || t == INT4OID || t == INT8OID) return true;
-    return k == ColumnKind::Float && (t == FLOAT8OID || t == FLOAT4OID);
-}
 
 void receiver_startup(void* self, TupleDesc desc) {
     ColumnarReceiver* r = static_cast<ColumnarReceiver*>(self);
@@ -83,26 +75,16 @@ void receiver_startup(void* self, TupleDesc desc) {
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                         errmsg("%s: %s must return %d columns, not %d", r->fn, r->arg, r->ncols, desc->natts)));
     for (int c = 0; c < r->ncols; ++c) {
-        Oid t = TupleDescAttr(desc, c)->atttypid;
-        if (!type_ok(r->kinds[c], t))
+        Oid declared = TupleDescAttr(desc, c)->atttypid;
+        Oid t = getBaseType(declared);  // a domain reads as its base type
+        if (!column_type_ok(r->kinds[c], t))
             ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                             errmsg("%s: column %d (%s) of %s must be %s, not %s", r->fn, c + 1, r->names[c], r->arg,
-                                   kind_list(r->kinds[c]), format_type_be(t))));
+                                   column_kind_types(r->kinds[c]), format_type_be(declared))));
         r->types[c] = t;
     }
 }
 
-int64 int_value(Datum d, Oid t) {
-    if (t == INT8OID) return DatumGetInt64(d);
-    if (t == INT4OID) return DatumGetInt32(d);
-    return DatumGetInt16(d);
-}
-
-double float_value(Datum d, Oid t) {
-    if (t == FLOAT8OID) return DatumGetFloat8(d);
-    if (t == FLOAT4OID) return DatumGetFloat4(d);
-    return static_cast<double>(int_value(d, t));
-}
 
 void receiver_slot(void* self, TupleTableSlot* slot) {
     ColumnarReceiver* r = static_cast<ColumnarReceiver*>(self);
@@ -129,9 +111,9 @@ void receiver_slot(void* self, TupleTableSlot* slot) {
         }
         Datum d = slot->tts_values[c];
         if (r->kinds[c] == ColumnKind::Integer) {
-            r->out->ints[c][row] = int_value(d, r->types[c]);
+            r->out->ints[c][row] = integer_datum(d, r->types[c]);
         } else {
-            double v = float_value(d, r->types[c]);
+            double v = float_datum(d, r->types[c]);
             if (std::isnan(v) || (!r->allow_infinity && std::isinf(v)))
                 ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                                 errmsg("%s: column %d (%s) of %s contains %s", r->fn, c + 1, r->names[c], r->arg,
@@ -143,6 +125,27 @@ void receiver_slot(void* self, TupleTableSlot* slot) {
 }
 
 }  // namespace
+
+const char* column_kind_types(ColumnKind k) {
+    return k == ColumnKind::Integer ? "int2, int4 or int8" : "float8, float4, int2, int4 or int8";
+}
+
+bool column_type_ok(ColumnKind k, Oid t) {
+    if (t == INT2OID || t == INT4OID || t == INT8OID) return true;
+    return k == ColumnKind::Float && (t == FLOAT8OID || t == FLOAT4OID);
+}
+
+int64 integer_datum(Datum d, Oid t) {
+    if (t == INT8OID) return DatumGetInt64(d);
+    if (t == INT4OID) return DatumGetInt32(d);
+    return DatumGetInt16(d);
+}
+
+double float_datum(Datum d, Oid t) {
+    if (t == FLOAT8OID) return DatumGetFloat8(d);
+    if (t == FLOAT4OID) return DatumGetFloat4(d);
+    return static_cast<double>(integer_datum(d, t));
+}
 
 void run_inner_query(const char* fn, const char* arg, const char* query, bool read_only, const RowSink& sink) {
     SinkReceiver* r = static_cast<SinkReceiver*>(palloc0(sizeof(SinkReceiver)));

@@ -27,6 +27,14 @@ enum class ColumnKind {
     Float,    // float8, float4, int2, int4 or int8 -> double
 };
 
+// The types a column of kind k accepts (t: a base type; domains read as
+// theirs), their names for errors, and a value of such a type as int64 or
+// double (shared with the relation reader).
+bool column_type_ok(ColumnKind k, Oid t);
+const char* column_kind_types(ColumnKind k);
+int64 integer_datum(Datum d, Oid t);
+double float_datum(Datum d, Oid t);
+
 struct QueryColumns {
     int ncols;
     int64 rows;          // rows kept

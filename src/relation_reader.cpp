@@ -128,12 +128,6 @@ ColumnsView chunk_view(const ReaderShared* sh, int i) {
     return v;
 }
 
-int64 int_value(Datum d, Oid t) {
-    if (t == INT8OID) return DatumGetInt64(d);
-    if (t == INT4OID) return DatumGetInt32(d);
-    return DatumGetInt16(d);
-}
-
 // Stores the needed attributes of `slot` as row `row` of `dst`; false (and
 // the row counted in *skipped) when a non-nullable column is NULL.
 bool store_row(const ReaderShared* sh, const AttrNumber* atts, AttrNumber maxatt, TupleTableSlot* slot,
@@ -159,12 +153,10 @@ bool store_row(const ReaderShared* sh, const AttrNumber* atts, AttrNumber maxatt
         Datum d = slot->tts_values[a];
         const Oid t = sh->types[c];
         if (sh->kinds[c] == static_cast<uint8>(ColumnKind::Integer)) {
-            int64 v = int_value(d, t);
+            int64 v = integer_datum(d, t);
             memcpy(p, &v, 8);
         } else {
-            double v = t == FLOAT8OID ? DatumGetFloat8(d)
-                       : t == FLOAT4OID ? static_cast<double>(DatumGetFloat4(d))
-                                        : static_cast<double>(int_value(d, t));
+            double v = float_datum(d, t);
             if (std::isnan(v) || (!sh->allow_infinity && std::isinf(v)))
                 ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                                 errmsg("%s: column \"%s\" of relation %s contains %s", sh->fn,
@@ -250,15 +242,6 @@ void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
 // ---- the leader ----------------------------------------------------------------------------
 
 namespace {
-
-const char* kind_list(ColumnKind k) {
-    return k == ColumnKind::Integer ? "int2, int4 or int8" : "float8, float4, int2, int4 or int8";
-}
-
-bool type_ok(ColumnKind k, Oid t) {
-    if (t == INT2OID || t == INT4OID || t == INT8OID) return true;
-    return k == ColumnKind::Float && (t == FLOAT8OID || t == FLOAT4OID);
-}
 
 bool is_scannable_kind(char relkind) {
     return relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW || relkind == RELKIND_PARTITIONED_TABLE;
@@ -423,7 +406,9 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                         errmsg("%s: %s: %s is not a table, view or materialized view", fn, rel_arg, relname)));
 
-    // Columns by name, their types, the privilege to read them.
+    // Columns by name, the privilege to read them, their types (in the
+    // order PostgreSQL reports errors: no type is told to a reader without
+    // the privilege).
     TupleDesc desc = RelationGetDescr(top);
     AttrNumber top_atts[kMaxCols];
     Oid types[kMaxCols];
@@ -433,14 +418,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                             errmsg("%s: %s: column \"%s\" of relation %s does not exist", fn, column_args[c],
                                    column_names[c], relname)));
-        Oid t = getBaseType(TupleDescAttr(desc, a - 1)->atttypid);
-        if (!type_ok(kinds[c], t))
-            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                            errmsg("%s: %s: column \"%s\" of relation %s must be %s, not %s", fn, column_args[c],
-                                   column_names[c], relname, kind_list(kinds[c]),
-                                   format_type_be(TupleDescAttr(desc, a - 1)->atttypid))));
         top_atts[c] = a;
-        types[c] = t;
     }
     if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
         for (int c = 0; c < ncols; ++c)
@@ -449,6 +427,14 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
                                 errmsg("%s: permission denied for table %s", fn, relname),
                                 errdetail("Reading column \"%s\" needs the SELECT privilege on it or on the table.",
                                           column_names[c])));
+    for (int c = 0; c < ncols; ++c) {
+        Oid declared = TupleDescAttr(desc, top_atts[c] - 1)->atttypid;
+        types[c] = getBaseType(declared);
+        if (!column_type_ok(kinds[c], types[c]))
+            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                            errmsg("%s: %s: column \"%s\" of relation %s must be %s, not %s", fn, column_args[c],
+                                   column_names[c], relname, column_kind_types(kinds[c]), format_type_be(declared))));
+    }
 
     // Rows the query would filter or that are not in a heap: run the query.
     const char* via_query = nullptr;
