@@ -28,7 +28,7 @@ SET search_path = approx_gpu, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)
-\set hand_tests 58
+\set hand_tests 60
 BEGIN;
 
 -- ---- sentinel: the postmaster's start time and this backend -------------------------
@@ -172,14 +172,22 @@ INSERT INTO hostile_base VALUES
   ('topk_final(internal)', $${"NULL"}$$),
   ('topk(bigint,float8,int)', $${"g::bigint","(g % 3)::float8","3"}$$),
   ('bottomk(bigint,float8,int)', $${"g::bigint","(g % 3)::float8","3"}$$),
+  ('topk(regclass,name,name,int)', $${"'hostile_t'::regclass","'id'","'a'","5"}$$),
+  ('bottomk(regclass,name,name,int)', $${"'hostile_t'::regclass","'id'","'b'","5"}$$),
   ('topk_nra(regclass,name,name[],int,int)', $${"'hostile_t'::regclass","'id'","'{a,b}'::name[]","5","16"}$$),
   ('hash_join(text,text)', $${"'SELECT k, v FROM hostile_t'","'SELECT k, -v FROM hostile_t WHERE id < 50'"}$$),
   ('hash_join_count(text,text)', $${"'SELECT k, v FROM hostile_t'","'SELECT k, -v FROM hostile_t WHERE id < 50'"}$$),
+  ('hash_join(regclass,name,name,regclass,name,name)', $${"'hostile_t'::regclass","'k'","'v'","'hostile_part'::regclass","'id'","'id'"}$$),
+  ('hash_join_count(regclass,name,regclass,name)', $${"'hostile_t'::regclass","'k'","'hostile_part'::regclass","'id'"}$$),
   ('transitive_closure(text)', $${"'SELECT id, id % 17 + 1 FROM hostile_t'"}$$),
   ('reachability_count(text)', $${"'SELECT id, id % 17 + 1 FROM hostile_t'"}$$),
   ('reachable(text,bigint)', $${"'SELECT id, id % 17 + 1 FROM hostile_t'","3"}$$),
+  ('transitive_closure(regclass,name,name)', $${"'hostile_t'::regclass","'id'","'k'"}$$),
+  ('reachability_count(regclass,name,name)', $${"'hostile_t'::regclass","'id'","'k'"}$$),
+  ('reachable(regclass,name,name,bigint)', $${"'hostile_t'::regclass","'id'","'k'","3"}$$),
   ('mo_create(text,float8,float8,float8,float8,int,int)', $${"format('hostile_mo_new_%s', nextval('hostile_seq'))","0","0","10","10","4","4"}$$),
   ('mo_load(text,text)', $${"'hostile_mo'","'SELECT id, a, b FROM hostile_t WHERE id < 20'"}$$),
+  ('mo_load(text,regclass,name,name,name)', $${"'hostile_mo'","'hostile_t'::regclass","'id'","'a'","'b'"}$$),
   ('mo_update(text,bigint[],float8[],float8[])', $${"'hostile_mo'","'{1,2}'::bigint[]","'{5,6}'::float8[]","'{7,8}'::float8[]"}$$),
   ('mo_delete(text,bigint[])', $${"'hostile_mo'","'{3,4}'::bigint[]"}$$),
   ('mo_range(text,float8,float8,float8,float8)', $${"'hostile_mo'","0","0","50","50"}$$),
@@ -449,6 +457,13 @@ SELECT is(mo_load('hostile_m', 'SELECT id, x, y FROM hm WHERE (SELECT approx_gpu
 SELECT is(mo_load('hostile_m', 'SELECT id, x, y FROM hm WHERE (SELECT approx_gpu.mo_load(''hostile_m'', ''SELECT 5000, 1.0::float8, 2.0::float8'')) = 1'),
           20::bigint, 'mo_load re-entered from its own query');
 SELECT is((mo_info('hostile_m')->>'objects')::bigint, 22::bigint, 'the index holds the rows of all three batches');
+-- the relation form over a view runs the view's query, which may drop the index
+CREATE TEMP VIEW hm_dropper AS SELECT id, x, y FROM hm WHERE (SELECT approx_gpu.mo_drop('hostile_m')) IS NULL;
+SELECT is(pg_temp.state($$SELECT mo_load('hostile_m', 'hm_dropper'::regclass, 'id', 'x', 'y')$$),
+          '55000', 'mo_load over a view whose query drops the same index -> 55000');
+SELECT mo_create('hostile_m', 0, 0, 100, 100, 4, 4) IS NOT NULL AS recreated \gset
+SELECT is(mo_load('hostile_m', 'hm'::regclass, 'id', 'x', 'y'), 20::bigint, 'mo_load over the table itself');
+DROP VIEW hm_dropper;
 SELECT is(pg_temp.state($$SELECT mo_load('hostile_m', 'SELECT id, x, y + pg_temp.run(''DROP TABLE hm'') FROM hm')$$),
           '55006', 'mo_load: its query drops its own table -> 55006');
 SELECT is(pg_temp.state($$SELECT mo_range('hostile_m', 0, 0, 100, 100), mo_drop('hostile_m')$$),
