@@ -46,6 +46,8 @@ struct QueryColumns {
     double ms_read;      // time spent running the query and collecting rows
     const char* read_path;  // how the rows were read, for last_run(): "query", "parallel scan", ...
     int read_workers;       // parallel workers that read besides the backend
+    int64 worker_rows;      // rows (kept or skipped) those workers read
+    int64 chunk_waits;      // times a worker waited for the backend to take its rows
 };
 
 // Runs `query` (must be a single SELECT returning exactly `ncols` columns of

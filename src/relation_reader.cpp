@@ -12,9 +12,18 @@
 // Worker ERRORs reach the leader as ERRORs through the parallel context's
 // error queues (CHECK_FOR_INTERRUPTS); a cancel of the leader aborts the
 // transaction, which terminates the workers.
+//
+// Pages. A heap relation is read a page at a time, as heapgetpage() does:
+// pin, share-lock, visibility per tuple (none on all-visible pages), then
+// only the needed attributes are taken from each visible tuple in place
+// (heap_getattr: fixed offsets while no NULL or varlena precedes them). Other
+// table access methods, and SERIALIZABLE transactions (whose reads must take
+// predicate locks tuple by tuple), go through the table AM's slots instead.
 #include "relation_reader.h"
 
 extern "C" {
+#include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/relation.h"
 #include "access/relscan.h"
@@ -30,6 +39,7 @@ extern "C" {
 #include "optimizer/paths.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "storage/condition_variable.h"
 #include "storage/shm_toc.h"
 #include "storage/spin.h"
@@ -63,7 +73,8 @@ namespace {
 constexpr int kMaxCols = 8;
 constexpr int kChunkRows = 16384;
 constexpr int kChunksPerWorker = 4;
-constexpr int kLeaderBatch = 4096;  // rows the leader scans between looks at the chunk pool
+constexpr int kPageRows = MaxHeapTuplesPerPage;  // the most rows one scan step adds
+constexpr int kLeaderSteps = 16;  // scan steps (pages) the leader takes between looks at the chunk pool
 constexpr uint64 kKeyShared = UINT64CONST(0xA99A000000000001);
 constexpr uint64 kKeyScanBase = UINT64CONST(0xA99A000100000000);
 
@@ -94,8 +105,11 @@ struct ReaderShared {
     Size off_data;     // nchunks chunks of chunk_bytes
     Size chunk_bytes;
 
-    slock_t mutex;  // chunk states and workers_done
+    bool direct;    // heap relations are read page by page (see above)
+
+    slock_t mutex;  // chunk states, workers_done, chunk_waits
     int workers_done;
+    int64 chunk_waits;  // times a worker found no FREE chunk
     ConditionVariable cv_full;  // a chunk became FULL or a worker finished: the leader waits on it
     ConditionVariable cv_free;  // a chunk became FREE: workers wait on it
 };
@@ -128,35 +142,33 @@ ColumnsView chunk_view(const ReaderShared* sh, int i) {
     return v;
 }
 
-// Stores the needed attributes of `slot` as row `row` of `dst`; false (and
-// the row counted in *skipped) when a non-nullable column is NULL.
-bool store_row(const ReaderShared* sh, const AttrNumber* atts, AttrNumber maxatt, TupleTableSlot* slot,
-               const ColumnsView& dst, int64 row, int64* skipped, int64* null_counts) {
-    slot_getsomeattrs(slot, maxatt);
+// Stores the needed attributes (values[c], isnull[c], in column order) as
+// row `row` of `dst`; false (and the row counted in *skipped) when a
+// non-nullable column is NULL.
+bool store_row(const ReaderShared* sh, const Datum* values, const bool* isnull, const ColumnsView& dst, int64 row,
+               int64* skipped, int64* null_counts) {
     const int ncols = sh->ncols;
     for (int c = 0; c < ncols; ++c)
-        if (slot->tts_isnull[atts[c] - 1] && !sh->nullable[c]) {
+        if (isnull[c] && !sh->nullable[c]) {
             ++*skipped;
             return false;
         }
     for (int c = 0; c < ncols; ++c) {
-        const int a = atts[c] - 1;
         char* p = dst.values[c] + row * 8;
         if (dst.nulls[c]) {
-            dst.nulls[c][row] = slot->tts_isnull[a];
-            if (slot->tts_isnull[a]) {
+            dst.nulls[c][row] = isnull[c];
+            if (isnull[c]) {
                 ++null_counts[c];
                 memset(p, 0, 8);
                 continue;
             }
         }
-        Datum d = slot->tts_values[a];
         const Oid t = sh->types[c];
         if (sh->kinds[c] == static_cast<uint8>(ColumnKind::Integer)) {
-            int64 v = integer_datum(d, t);
+            int64 v = integer_datum(values[c], t);
             memcpy(p, &v, 8);
         } else {
-            double v = float_datum(d, t);
+            double v = float_datum(values[c], t);
             if (std::isnan(v) || (!sh->allow_infinity && std::isinf(v)))
                 ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                                 errmsg("%s: column \"%s\" of relation %s contains %s", sh->fn,
@@ -165,6 +177,110 @@ bool store_row(const ReaderShared* sh, const AttrNumber* atts, AttrNumber maxatt
             memcpy(p, &v, 8);
         }
     }
+    return true;
+}
+
+// One participant's scan of one relation: a heap read page by page, or the
+// table AM's slots. step() appends at most kPageRows rows.
+struct RelScan {
+    const ReaderShared* sh;
+    int index;  // which relation of sh
+    Relation rel;
+    bool direct;
+    Snapshot snapshot;
+    // direct
+    ParallelBlockTableScanDesc pbscan;  // nullptr: serial
+    ParallelBlockTableScanWorkerData pbwork;
+    BufferAccessStrategy strategy;
+    BlockNumber next_block;
+    BlockNumber nblocks;
+    // slots
+    TableScanDesc scan;
+    TupleTableSlot* slot;
+};
+
+void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel, ParallelTableScanDesc pscan,
+                   Snapshot snapshot) {
+    memset(rs, 0, sizeof *rs);
+    rs->sh = sh;
+    rs->index = index;
+    rs->rel = rel;
+    rs->snapshot = snapshot;
+    rs->direct = sh->direct && rel->rd_tableam == GetHeapamTableAmRoutine();
+    if (rs->direct) {
+        rs->pbscan = reinterpret_cast<ParallelBlockTableScanDesc>(pscan);
+        rs->nblocks = rs->pbscan ? rs->pbscan->phs_nblocks : RelationGetNumberOfBlocks(rel);
+        if (rs->nblocks > static_cast<BlockNumber>(NBuffers / 4)) rs->strategy = GetAccessStrategy(BAS_BULKREAD);
+        if (rs->pbscan) table_block_parallelscan_startblock_init(rel, &rs->pbwork, rs->pbscan);
+        pgstat_count_heap_scan(rel);
+    } else {
+        rs->scan = pscan ? table_beginscan_parallel(rel, pscan) : table_beginscan(rel, snapshot, 0, nullptr);
+        rs->slot = table_slot_create(rel, nullptr);
+    }
+}
+
+void relscan_end(RelScan* rs) {
+    if (rs->direct) {
+        if (rs->strategy) FreeAccessStrategy(rs->strategy);
+    } else {
+        ExecDropSingleTupleTableSlot(rs->slot);
+        table_endscan(rs->scan);
+    }
+}
+
+// Appends the rows of the next page (or the next kPageRows tuples) to dst at
+// *rows; false when the relation is done.
+bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipped, int64* null_counts) {
+    const ReaderShared* sh = rs->sh;
+    const AttrNumber* atts = attnums(sh, rs->index);
+    const int ncols = sh->ncols;
+    Datum values[kMaxCols];
+    bool isnull[kMaxCols];
+    if (!rs->direct) {
+        const AttrNumber maxatt = max_attnum(sh, rs->index);
+        for (int i = 0; i < kPageRows; ++i) {
+            if (!table_scan_getnextslot(rs->scan, ForwardScanDirection, rs->slot)) return false;
+            slot_getsomeattrs(rs->slot, maxatt);
+            for (int c = 0; c < ncols; ++c) {
+                values[c] = rs->slot->tts_values[atts[c] - 1];
+                isnull[c] = rs->slot->tts_isnull[atts[c] - 1];
+            }
+            if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) ++*rows;
+        }
+        return true;
+    }
+    BlockNumber block;
+    if (rs->pbscan) {
+        block = table_block_parallelscan_nextpage(rs->rel, &rs->pbwork, rs->pbscan);
+        if (block == InvalidBlockNumber) return false;
+    } else {
+        if (rs->next_block >= rs->nblocks) return false;
+        block = rs->next_block++;
+    }
+    CHECK_FOR_INTERRUPTS();
+    Relation rel = rs->rel;
+    TupleDesc desc = RelationGetDescr(rel);
+    Buffer buf = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, rs->strategy);
+    heap_page_prune_opt(rel, buf);
+    LockBuffer(buf, BUFFER_LOCK_SHARE);
+    Page page = BufferGetPage(buf);
+    TestForOldSnapshot(rs->snapshot, rel, page);
+    const bool all_visible = PageIsAllVisible(page) && !rs->snapshot->takenDuringRecovery;
+    const OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+    HeapTupleData tuple;
+    tuple.t_tableOid = RelationGetRelid(rel);
+    for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off)) {
+        ItemId item = PageGetItemId(page, off);
+        if (!ItemIdIsNormal(item)) continue;
+        tuple.t_data = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
+        tuple.t_len = ItemIdGetLength(item);
+        ItemPointerSet(&tuple.t_self, block, off);
+        if (!all_visible && !HeapTupleSatisfiesVisibility(&tuple, rs->snapshot, buf)) continue;
+        for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
+        if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) ++*rows;
+    }
+    LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+    ReleaseBuffer(buf);
     return true;
 }
 
@@ -189,6 +305,9 @@ int acquire_chunk(ReaderShared* sh) {
             memset(h->null_counts, 0, sizeof h->null_counts);
             return got;
         }
+        SpinLockAcquire(&sh->mutex);
+        ++sh->chunk_waits;
+        SpinLockRelease(&sh->mutex);
         ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
     }
 }
@@ -207,29 +326,32 @@ extern "C" PGDLLEXPORT void approx_gpu_relation_reader_worker(dsm_segment* seg, 
 
 void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
     ReaderShared* sh = static_cast<ReaderShared*>(shm_toc_lookup(toc, kKeyShared, false));
+    // The leader's active snapshot, restored by ParallelWorkerMain: the
+    // snapshot the parallel scans were set up with.
+    Snapshot snapshot = GetActiveSnapshot();
     int chunk = -1;
     ColumnsView view;
     for (int r = 0; r < sh->nrels; ++r) {
         Relation rel = table_open(relids(sh)[r], AccessShareLock);
-        ParallelTableScanDesc pscan = static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false));
-        TableScanDesc scan = table_beginscan_parallel(rel, pscan);
-        TupleTableSlot* slot = table_slot_create(rel, nullptr);
-        const AttrNumber* atts = attnums(sh, r);
-        const AttrNumber maxatt = max_attnum(sh, r);
-        while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        RelScan rs;
+        relscan_begin(&rs, sh, r, rel,
+                      static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)), snapshot);
+        for (;;) {
             if (chunk < 0) {
                 chunk = acquire_chunk(sh);
                 view = chunk_view(sh, chunk);
             }
             ChunkHeader* h = header(sh, chunk);
-            if (store_row(sh, atts, maxatt, slot, view, h->rows, &h->skipped, h->null_counts) &&
-                ++h->rows == kChunkRows) {
+            int64 rows = h->rows;
+            bool more = relscan_step(&rs, view, &rows, &h->skipped, h->null_counts);
+            h->rows = static_cast<int32>(rows);
+            if (h->rows > kChunkRows - kPageRows) {
                 publish_chunk(sh, chunk);
                 chunk = -1;
             }
+            if (!more) break;
         }
-        ExecDropSingleTupleTableSlot(slot);
-        table_endscan(scan);
+        relscan_end(&rs);
         table_close(rel, AccessShareLock);
     }
     if (chunk >= 0) publish_chunk(sh, chunk);
@@ -300,6 +422,7 @@ int drain_chunks(ReaderShared* sh, ReadResult* res) {
         }
         out->rows += h->rows;
         out->rows_skipped += h->skipped;
+        out->worker_rows += h->rows + h->skipped;
         SpinLockAcquire(&sh->mutex);
         h->state = kFree;
         SpinLockRelease(&sh->mutex);
@@ -309,46 +432,36 @@ int drain_chunks(ReaderShared* sh, ReadResult* res) {
     return taken;
 }
 
-// The leader's own scans: relation by relation, kLeaderBatch rows at a time.
+// The leader's own scans: relation by relation, kLeaderSteps pages at a time.
 struct LeaderScan {
     ReaderShared* sh;
     Relation* rels;
     ParallelTableScanDesc* pscans;  // nullptr: serial scans
     Snapshot snapshot;
     int rel;  // current relation; nrels when done
-    TableScanDesc scan;
-    TupleTableSlot* slot;
+    bool open;
+    RelScan scan;
 };
 
-// Scans up to kLeaderBatch rows into the result; false once every relation is done.
+// Scans up to kLeaderSteps pages into the result; false once every relation is done.
 bool leader_step(LeaderScan* ls, ReadResult* res) {
     ReaderShared* sh = ls->sh;
-    while (ls->rel < sh->nrels) {
-        Relation rel = ls->rels[ls->rel];
-        if (ls->scan == nullptr) {
-            ls->scan = ls->pscans ? table_beginscan_parallel(rel, ls->pscans[ls->rel])
-                                  : table_beginscan(rel, ls->snapshot, 0, nullptr);
-            ls->slot = table_slot_create(rel, nullptr);
+    QueryColumns* out = res->out;
+    for (int step = 0; step < kLeaderSteps; ++step) {
+        if (ls->rel >= sh->nrels) return false;
+        if (!ls->open) {
+            relscan_begin(&ls->scan, sh, ls->rel, ls->rels[ls->rel], ls->pscans ? ls->pscans[ls->rel] : nullptr,
+                          ls->snapshot);
+            ls->open = true;
         }
-        QueryColumns* out = res->out;
-        reserve_rows(res, out->rows + kLeaderBatch);
-        const AttrNumber* atts = attnums(sh, ls->rel);
-        const AttrNumber maxatt = max_attnum(sh, ls->rel);
-        for (int i = 0; i < kLeaderBatch; ++i) {
-            if (!table_scan_getnextslot(ls->scan, ForwardScanDirection, ls->slot)) {
-                ExecDropSingleTupleTableSlot(ls->slot);
-                table_endscan(ls->scan);
-                ls->scan = nullptr;
-                ls->slot = nullptr;
-                ++ls->rel;
-                return ls->rel < sh->nrels;
-            }
-            if (store_row(sh, atts, maxatt, ls->slot, res->view, out->rows, &out->rows_skipped, out->null_counts))
-                ++out->rows;
+        reserve_rows(res, out->rows + kPageRows);
+        if (!relscan_step(&ls->scan, res->view, &out->rows, &out->rows_skipped, out->null_counts)) {
+            relscan_end(&ls->scan);
+            ls->open = false;
+            ++ls->rel;
         }
-        return true;
     }
-    return false;
+    return ls->rel < sh->nrels;
 }
 
 // Workers for `pages` heap pages of `top` (PostgreSQL's rule for a parallel
@@ -557,6 +670,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     sh->off_headers = off_headers;
     sh->off_data = off_data;
     sh->chunk_bytes = chunk_bytes;
+    sh->direct = !IsolationIsSerializable();
     for (int r = 0; r < nrels; ++r) at<Oid>(sh, off_relids)[r] = RelationGetRelid(rels[r]);
     memcpy(at<AttrNumber>(sh, off_attnums), atts, sizeof(AttrNumber) * nrels * ncols);
     memcpy(at<AttrNumber>(sh, off_maxatt), maxatt, sizeof(AttrNumber) * nrels);
@@ -579,9 +693,14 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     res.kinds = kinds;
     res.nullable = nullable;
     res.ncols = ncols;
-    reserve_rows(&res, static_cast<int64>(Min(tuples * 1.05 + kLeaderBatch, 1e9)));
+    reserve_rows(&res, static_cast<int64>(Min(tuples * 1.05 + kPageRows, 1e9)));
 
-    LeaderScan ls = {sh, rels, pscans, snapshot, 0, nullptr, nullptr};
+    LeaderScan ls;
+    memset(&ls, 0, sizeof ls);
+    ls.sh = sh;
+    ls.rels = rels;
+    ls.pscans = pscans;
+    ls.snapshot = snapshot;
     bool leader_done = false;
     for (;;) {
         if (launched > 0 && drain_chunks(sh, &res) > 0) continue;
@@ -623,6 +742,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
         }
     }
     ConditionVariableCancelSleep();
+    out.chunk_waits = sh->chunk_waits;  // sh lives in the DSM segment destroyed below
     if (pcxt != nullptr) {
         WaitForParallelWorkersToFinish(pcxt);
         DestroyParallelContext(pcxt);
@@ -640,17 +760,21 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
 }
 
 void record_read(const QueryColumns* const* inputs, int n) {
-    int64 rows = 0;
+    int64 rows = 0, worker_rows = 0, waits = 0;
     double ms = 0;
     int most = 0;  // the input read by the most workers names the path
     for (int i = 0; i < n; ++i) {
         rows += inputs[i]->rows + inputs[i]->rows_skipped;
+        worker_rows += inputs[i]->worker_rows;
+        waits += inputs[i]->chunk_waits;
         ms += inputs[i]->ms_read;
         if (inputs[i]->read_workers > inputs[most]->read_workers) most = i;
     }
     if (n == 0) return;
     approx::RunStats& s = last_run_stats();
     s.add("read_workers", inputs[most]->read_workers);
+    s.add("rows_read_by_workers", static_cast<double>(worker_rows));
+    s.add("read_chunk_waits", static_cast<double>(waits));
     if (ms > 0) s.add("rows_read_per_s", rows / (ms / 1000.0));
     last_run_set_read(inputs[most]->read_path);
 }

@@ -50,7 +50,7 @@ if [[ $STEPS == *bench* ]]; then
   if [ -n "$sqls" ]; then
     W=$(mktemp -d); chown pgrun "$W"
     pg_as initdb -D "$W/data" -A trust >/dev/null
-    printf "listen_addresses=''\nunix_socket_directories='%s'\nshared_buffers='4GB'\nmax_parallel_workers_per_gather=4\n" "$W" >>"$W/data/postgresql.conf"
+    printf "listen_addresses=''\nunix_socket_directories='%s'\nshared_buffers='4GB'\nmax_parallel_workers_per_gather=4\nmax_worker_processes=24\nmax_parallel_workers=20\n" "$W" >>"$W/data/postgresql.conf"
     pg_as pg_ctl -D "$W/data" -l "$W/log" -w start >/dev/null
     export PGHOST=$W PGUSER=pgrun PGDATABASE=postgres
     for s in $sqls; do
