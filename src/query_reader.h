@@ -35,6 +35,10 @@ const char* column_kind_types(ColumnKind k);
 int64 integer_datum(Datum d, Oid t);
 double float_datum(Datum d, Oid t);
 
+// Allocates (old = nullptr) or grows a column buffer of `bytes` in mcxt
+// (huge allocations allowed; transparent huge pages requested for large ones).
+void* grow_column(MemoryContext mcxt, void* old, Size bytes);
+
 struct QueryColumns {
     int ncols;
     int64 rows;          // rows kept

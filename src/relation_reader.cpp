@@ -60,9 +60,9 @@ static int read_workers_setting = -1;
 void relation_reader_init(void) {
     DefineCustomIntVariable(
         "approx_gpu.read_workers", "Parallel workers that read a table for a function given a relation (-1 = auto).",
-        "auto follows PostgreSQL's rule for a parallel sequential scan (the table's parallel_workers option, else one "
-        "worker from min_parallel_table_scan_size and one more for every tripling of the table), capped by "
-        "max_parallel_workers_per_gather; 0 reads in the backend alone. Workers come from max_parallel_workers.",
+        "auto: the table's parallel_workers option, else one worker from 8 x min_parallel_table_scan_size and one "
+        "more for every tripling of the table, capped by max_parallel_workers_per_gather; 0 reads in the backend "
+        "alone. Workers come from max_parallel_workers; fewer may start, and the backend reads what they do not.",
         &read_workers_setting, -1, -1, 1024, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
@@ -387,7 +387,7 @@ void reserve_rows(ReadResult* res, int64 need) {
     for (int c = 0; c < res->ncols; ++c) {
         Size bytes = static_cast<Size>(cap) * 8;
         char* old = res->view.values[c];
-        char* p = static_cast<char*>(old ? repalloc_huge(old, bytes) : MemoryContextAllocHuge(CurrentMemoryContext, bytes));
+        char* p = static_cast<char*>(grow_column(CurrentMemoryContext, old, bytes));
         res->view.values[c] = p;
         if (res->kinds[c] == ColumnKind::Integer)
             out->ints[c] = reinterpret_cast<int64*>(p);
@@ -396,7 +396,7 @@ void reserve_rows(ReadResult* res, int64 need) {
         if (res->nullable && res->nullable[c]) {
             Size nb = static_cast<Size>(cap);
             bool* n = res->view.nulls[c];
-            res->view.nulls[c] = static_cast<bool*>(n ? repalloc_huge(n, nb) : MemoryContextAllocHuge(CurrentMemoryContext, nb));
+            res->view.nulls[c] = static_cast<bool*>(grow_column(CurrentMemoryContext, n, nb));
             out->nulls[c] = res->view.nulls[c];
         }
     }
@@ -464,20 +464,24 @@ bool leader_step(LeaderScan* ls, ReadResult* res) {
     return ls->rel < sh->nrels;
 }
 
-// Workers for `pages` heap pages of `top` (PostgreSQL's rule for a parallel
-// sequential scan unless approx_gpu.read_workers says otherwise).
+// Workers for `pages` heap pages of `top`, unless approx_gpu.read_workers
+// says otherwise: the table's parallel_workers option, else PostgreSQL's rule
+// for a parallel sequential scan (one worker, one more for every tripling)
+// counted from 8 x min_parallel_table_scan_size -- a worker costs a process
+// start and this library's load (30-40 ms measured on 2 cores), which a
+// table under about 64 MB does not repay -- capped by
+// max_parallel_workers_per_gather.
 int choose_workers(Relation top, BlockNumber pages) {
     if (read_workers_setting >= 0) return read_workers_setting;
     int workers = -1;
     if (top->rd_rel->relkind == RELKIND_RELATION || top->rd_rel->relkind == RELKIND_MATVIEW)
         workers = RelationGetParallelWorkers(top, -1);
     if (workers < 0) {
-        BlockNumber threshold = Max(min_parallel_table_scan_size, 1);
+        double threshold = 8.0 * Max(min_parallel_table_scan_size, 1);
         if (pages < threshold) return 0;
         workers = 1;
-        while (pages >= threshold * 3 && workers < INT_MAX / 3) {
+        while (pages >= threshold * 3 && workers < 1024) {
             ++workers;
-            if (threshold > PG_INT32_MAX / 3) break;
             threshold *= 3;
         }
     }
