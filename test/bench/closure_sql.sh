@@ -7,11 +7,26 @@
 #             exists (made by test/bench/closure_debian_graph.sh)
 # Uses psql with PGHOST/PGPORT/PGUSER/PGDATABASE from the environment; creates
 # its tables (closure_bench_*). Times are server-side (clock_timestamp()), the
-# median of 3 runs (1 run when WITH RECURSIVE takes over 10 s); every result is
-# the count, and the three must agree (the table says so).
+# median of RUNS (default 3) runs (1 run when WITH RECURSIVE takes over 10 s;
+# the engine forms after one warm-up run);
+# every result is the count, and all must agree (the table says so).
+# The first table is the summary (plot.sh reads it); the second (test/bench/
+# forms.sql) has every form, the inner-query form reachability_count(query)
+# and the relation form reachability_count(relation, src, dst) on each engine,
+# with ms read / transfer / compute, rows/s read, read workers and the ratio to
+# WITH RECURSIVE. PG_WORKERS (max_parallel_workers_per_gather of PostgreSQL's
+# query and the inner-query form; default cores/2 capped at 8), READ_WORKERS
+# (approx_gpu.read_workers of the relation form, and its
+# max_parallel_workers_per_gather; default -1 = auto under PG_WORKERS).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEBIAN=${CLOSURE_DEBIAN_CSV:-build/closure_debian_edges.csv}
+RUNS=${RUNS:-3}
+CORES=$(nproc)
+HALF=$(( CORES / 2 < 1 ? 1 : (CORES / 2 > 8 ? 8 : CORES / 2) ))
+PG_WORKERS=${PG_WORKERS:-$HALF}
+NOTE=$([ "$PG_WORKERS" = "$HALF" ] && echo "cores/2 capped at 8, $CORES cores" || echo "PG_WORKERS, $CORES cores")
+READ_WORKERS=${READ_WORKERS:--1}
 psql -qX -v ON_ERROR_STOP=1 >/dev/null <<SQL
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS approx_gpu;
@@ -31,54 +46,59 @@ else
   echo "($DEBIAN not found: run test/bench/closure_debian_graph.sh first for the Debian row)"
 fi
 
-psql -qX -v ON_ERROR_STOP=1 <<'SQL'
+psql -qX -v ON_ERROR_STOP=1 -v runs="$RUNS" -v pg_workers="$PG_WORKERS" -v read_workers="$READ_WORKERS" \
+     -v workers_note="$NOTE" -v forms="$PWD/test/bench/forms.sql" <<'SQL'
 SET client_min_messages = warning;
 SET jit = off;
--- median time (ms) of `runs` runs of a one-value query, and its value
-CREATE FUNCTION pg_temp.timed(q text, device text, runs int) RETURNS TABLE(ms float8, value bigint)
-LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; times float8[] := '{}'; i int;
-BEGIN
-  PERFORM set_config('approx_gpu.device', device, false);
-  FOR i IN 1..runs LOOP
-    t0 := clock_timestamp();
-    EXECUTE q INTO value;
-    times := times || (extract(epoch FROM clock_timestamp() - t0) * 1000)::float8;
-    IF i = 1 AND times[1] > 10000 THEN EXIT; END IF;
-  END LOOP;
-  SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY t) INTO ms FROM unnest(times) t;
-  RETURN NEXT;
-END $$;
-CREATE FUNCTION pg_temp.bench(name text, tbl text) RETURNS TABLE(
+\i :forms
+SET closure_bench.runs = :runs;
+-- Every form of one graph, rows 10 * g + 1.. of the forms table: WITH RECURSIVE (no warm-up, one
+-- run when it takes over 10 s), reachability_count over the inner query and over the relation on
+-- the CPU, and on the GPU when there is one (each after a warm-up run: the CPU's threads, the CUDA
+-- context). Returns the summary row (medians: percentile_disc).
+CREATE FUNCTION pg_temp.bench(g int, name text, tbl text) RETURNS TABLE(
   graph text, vertices bigint, edges bigint, pairs bigint, with_recursive_ms numeric, cpu_ms numeric, gpu_ms numeric,
   speedup_cpu numeric, speedup_gpu numeric, agree boolean)
 LANGUAGE plpgsql AS $$
-DECLARE rec record; c record; g_ms float8; g_value bigint; q text := format('SELECT src, dst FROM %s', tbl); has_gpu boolean;
+DECLARE q text := format('SELECT src, dst FROM %s', tbl); has_gpu boolean; b int := 10 * g;
+        runs int := current_setting('closure_bench.runs')::int; rec float8; c float8; gg float8;
 BEGIN
   EXECUTE format('SELECT count(*) FROM %s', tbl) INTO edges;
   IF edges = 0 THEN RETURN; END IF;
   EXECUTE format('SELECT count(*) FROM (SELECT src FROM %1$s UNION SELECT dst FROM %1$s) v', tbl) INTO vertices;
   has_gpu := (approx_gpu.device_info()->>'gpu_available')::boolean;
-  SELECT * INTO rec FROM pg_temp.timed(format(
+  PERFORM pg_temp.form_time(b + 1, name || ': PostgreSQL WITH RECURSIVE ... SELECT count(*)', b + 1, 'pg', format(
     'WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM %1$s UNION SELECT r.src, e.dst FROM r JOIN %1$s e ON e.src = r.dst) SELECT count(*) FROM r',
-    tbl), 'cpu', 3);
-  SELECT * INTO c FROM pg_temp.timed(format('SELECT approx_gpu.reachability_count(%L)', q), 'cpu', 3);
+    tbl), runs, 'cpu', false, cutoff_ms => 10000);
+  PERFORM pg_temp.form_time(b + 2, name || ': reachability_count(query)', b + 1, 'query',
+                            format('SELECT approx_gpu.reachability_count(%L)', q), runs, 'cpu');
+  PERFORM pg_temp.form_time(b + 3, name || ': reachability_count(relation)', b + 1, 'relation',
+                            format('SELECT approx_gpu.reachability_count(%L, ''src'', ''dst'')', tbl), runs, 'cpu');
   IF has_gpu THEN
-    PERFORM pg_temp.timed(format('SELECT approx_gpu.reachability_count(%L)', q), 'gpu', 1);  -- CUDA context
-    SELECT t.ms, t.value INTO g_ms, g_value FROM pg_temp.timed(format('SELECT approx_gpu.reachability_count(%L)', q), 'gpu', 3) t;
+    PERFORM pg_temp.form_time(b + 4, name || ': reachability_count(query), GPU', b + 1, 'query',
+                              format('SELECT approx_gpu.reachability_count(%L)', q), runs, 'gpu');
+    PERFORM pg_temp.form_time(b + 5, name || ': reachability_count(relation), GPU', b + 1, 'relation',
+                              format('SELECT approx_gpu.reachability_count(%L, ''src'', ''dst'')', tbl), runs, 'gpu');
   END IF;
+  SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) FILTER (WHERE ord = b + 1),
+         percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) FILTER (WHERE ord = b + 2),
+         percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) FILTER (WHERE ord = b + 4),
+         count(DISTINCT answer) = 1, min(answer) FILTER (WHERE ord = b + 1)
+    INTO rec, c, gg, agree, pairs
+    FROM form_runs WHERE ord BETWEEN b + 1 AND b + 9;
   graph := name;
-  pairs := rec.value;
-  with_recursive_ms := round(rec.ms::numeric, 1);
-  cpu_ms := round(c.ms::numeric, 1);
-  gpu_ms := CASE WHEN has_gpu THEN round(g_ms::numeric, 1) END;
-  speedup_cpu := round((rec.ms / c.ms)::numeric, 1);
-  speedup_gpu := CASE WHEN has_gpu THEN round((rec.ms / g_ms)::numeric, 1) END;
-  agree := c.value = rec.value AND (NOT has_gpu OR g_value = rec.value);
+  with_recursive_ms := round(rec::numeric, 1);
+  cpu_ms := round(c::numeric, 1);
+  gpu_ms := CASE WHEN has_gpu THEN round(gg::numeric, 1) END;
+  speedup_cpu := round((rec / c)::numeric, 1);
+  speedup_gpu := CASE WHEN has_gpu THEN round((rec / gg)::numeric, 1) END;
   RETURN NEXT;
 END $$;
-\echo reachability_count vs WITH RECURSIVE (count of the closure), end to end, ms (median of 3)
-SELECT * FROM pg_temp.bench('sparse', 'closure_bench_sparse')
-UNION ALL SELECT * FROM pg_temp.bench('giant', 'closure_bench_giant')
-UNION ALL SELECT * FROM pg_temp.bench('debian', 'closure_bench_debian');
+\echo reachability_count vs WITH RECURSIVE (count of the closure), end to end, ms (median of :runs)
+SELECT * FROM pg_temp.bench(1, 'sparse', 'closure_bench_sparse')
+UNION ALL SELECT * FROM pg_temp.bench(2, 'giant', 'closure_bench_giant')
+UNION ALL SELECT * FROM pg_temp.bench(3, 'debian', 'closure_bench_debian');
+\pset footer off
+SELECT pg_temp.form_header(format('closure forms (reachability_count), %s runs (engine forms warm; WITH RECURSIVE cold, one run past 10 s)', :runs)) AS "setting";
+SELECT * FROM pg_temp.form_table;
 SQL

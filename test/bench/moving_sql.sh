@@ -15,10 +15,26 @@
 # (updates per batch, default 100000), MO_Q (queries per batch, default 10000).
 # Prints one table; each figure is the median of 3 timed runs
 # (clock_timestamp() around the statement, inside the server).
+# Then the load forms (test/bench/forms.sql), RUNS (default 3) warm runs each
+# into a fresh index: mo_load over an inner query and over the relation (the
+# parallel relation reader), with ms read / transfer / compute, rows/s read and
+# read workers, against PostgreSQL building a spatial index on the same rows
+# (CREATE INDEX ... USING gist (point(x, y)); the PostGIS load of the first
+# table, one run, when PostGIS is there) and a plain scan. PG_WORKERS
+# (max_parallel_workers_per_gather of PostgreSQL's queries and the inner-query
+# form; default cores/2 capped at 8), READ_WORKERS (approx_gpu.read_workers of
+# the relation form, and its max_parallel_workers_per_gather; default -1 =
+# auto under PG_WORKERS).
 set -euo pipefail
 N=${MO_N:-1000000}
 U=${MO_BATCH:-100000}
 Q=${MO_Q:-10000}
+RUNS=${RUNS:-3}
+HALF=$(( $(nproc) / 2 < 1 ? 1 : ($(nproc) / 2 > 8 ? 8 : $(nproc) / 2) ))
+PG_WORKERS=${PG_WORKERS:-$HALF}
+NOTE=$([ "$PG_WORKERS" = "$HALF" ] && echo "cores/2 capped at 8, $(nproc) cores" || echo "PG_WORKERS, $(nproc) cores")
+READ_WORKERS=${READ_WORKERS:--1}
+FORMS=$(cd "$(dirname "$0")" && pwd)/forms.sql
 DB=mo_bench_$$
 HOST=$(hostname)
 CORES=$(nproc)
@@ -111,6 +127,41 @@ FROM results GROUP BY system ORDER BY system;
 SELECT CASE WHEN count(DISTINCT answer) = 1 THEN 'answers agree: every system found the same objects'
             ELSE 'ANSWERS DIFFER' END AS check
 FROM results WHERE phase = 'answer';
+SQL
+
+# ---- load forms (one session: the index lives in the backend) ----------------------
+echo
+echo "== load forms: mo_load over a query and over the relation vs PostgreSQL indexing the same rows"
+psql -qX -v ON_ERROR_STOP=1 -d "$DB" -v runs="$RUNS" -v n="$N" -v pg_workers="$PG_WORKERS" \
+     -v read_workers="$READ_WORKERS" -v workers_note="$NOTE" -v forms="$FORMS" <<'SQL'
+SET client_min_messages = warning;
+VACUUM ANALYZE obj;
+\i :forms
+\o /dev/null
+SELECT pg_temp.form_time(1, 'PostgreSQL: SELECT count(*) FROM obj (scan only)', 2, 'pg', 'SELECT count(*) FROM obj', :runs);
+SELECT pg_temp.form_time(2, 'PostgreSQL: CREATE INDEX ON obj USING gist (point(x, y))', 2, 'pg',
+                         'CREATE INDEX obj_forms_gist ON obj USING gist (point(x, y))', :runs,
+                         after => 'DROP INDEX obj_forms_gist');
+SELECT pg_temp.form_add(3, 'PostGIS: CREATE TABLE pts + PRIMARY KEY + GiST (1 run, above)', 2, sum(ms), 'postgres')
+FROM results WHERE phase = 'load' AND system LIKE 'PostGIS%' HAVING count(*) > 0;
+SELECT pg_temp.form_time(4, 'mo_load(index, ''SELECT id, x, y FROM obj'') (query)', 2, 'query',
+                         'SELECT approx_gpu.mo_load(''mo_forms'', ''SELECT id, x, y FROM obj'')', :runs,
+                         before => 'SELECT approx_gpu.mo_create(''mo_forms'', 0, 0, 100000, 100000, 256, 256)',
+                         after => 'SELECT approx_gpu.mo_drop(''mo_forms'')');
+SELECT pg_temp.form_time(5, 'mo_load(index, relation obj, ''id'', ''x'', ''y'')', 2, 'relation',
+                         'SELECT approx_gpu.mo_load(''mo_forms'', ''obj'', ''id'', ''x'', ''y'')', :runs,
+                         before => 'SELECT approx_gpu.mo_create(''mo_forms'', 0, 0, 100000, 100000, 256, 256)',
+                         after => 'SELECT approx_gpu.mo_drop(''mo_forms'')');
+SELECT pg_temp.form_time(6, 'mo_load(index, relation obj, ...), CPU engine', 2, 'relation',
+                         'SELECT approx_gpu.mo_load(''mo_forms'', ''obj'', ''id'', ''x'', ''y'')', :runs, 'cpu',
+                         before => 'SELECT approx_gpu.mo_create(''mo_forms'', 0, 0, 100000, 100000, 256, 256)',
+                         after => 'SELECT approx_gpu.mo_drop(''mo_forms'')')
+WHERE (approx_gpu.device_info()->>'gpu_available')::boolean;
+\o
+\pset footer off
+SELECT pg_temp.form_header(format('mo_load of %s objects (id bigint, x, y float8) into a fresh index, %s warm runs',
+                                  :n, :runs)) AS "setting";
+SELECT * FROM pg_temp.form_table;
 SQL
 [ "$HAVE_POSTGIS" = 1 ] || echo "PostGIS is not installed here: only approx_gpu was measured (run this script on a machine with postgresql-15-postgis-3 for the PostGIS row)"
 echo "updates: median of batches 2-4 of $U (batch 1 warms up); queries: median of 3 runs of $Q range counts of 100 m x 100 m after a warm-up run"

@@ -128,8 +128,13 @@ def p_topk(lines):
     return rows or None
 
 
+# The forms table (test/bench/forms.sql) that the *_sql.sh scripts print after their summary:
+# a summary parser stops at its header.
+FORMS_TABLE = r"^\s*form\s*\|\s*median ms\s*\|"
+
+
 def p_topk_sql(lines):
-    body = lines_after(lines, r"SELECT topk\(id, score, k\) vs ORDER BY.* over (\d+) rows")
+    body = lines_after(lines, r"SELECT topk\(id, score, k\) vs ORDER BY.* over (\d+) rows", FORMS_TABLE)
     if body is None:
         return None
     hdr = [l for l in lines if re.search(r"SELECT topk\(id, score, k\) vs ORDER BY.* over (\d+) rows", l)][-1]
@@ -192,7 +197,7 @@ def p_moving_torch(lines):
 
 
 def p_moving_sql(lines):
-    body = lines_after(lines, r"^\s*system\s*\|\s*measured on\s*\|\s*objects")
+    body = lines_after(lines, r"^\s*system\s*\|\s*measured on\s*\|\s*objects", FORMS_TABLE)
     rows = []
     for l in body or []:
         p = [x.strip() for x in l.split("|")]
@@ -257,7 +262,7 @@ def p_closure_torch(lines):
 
 
 def p_closure_sql(lines):
-    body = lines_after(lines, r"^\s*graph\s*\|\s*vertices\s*\|.*with_recursive_ms")
+    body = lines_after(lines, r"^\s*graph\s*\|\s*vertices\s*\|.*with_recursive_ms", FORMS_TABLE)
     rows = []
     for l in body or []:
         p = [x.strip() for x in l.split("|")]

@@ -4,6 +4,13 @@
 #  1. SELECT topk(id, score, k) vs ORDER BY score DESC, id LIMIT k (PostgreSQL's
 #     top-N heapsort) over TOPK_ROWS rows (default 10^7; 10^6 distinct scores,
 #     so many ties), k in {10, 100, 1000}, serial and parallel plans.
+#  1b. The relation form topk(relation, id_column, score_column, k) (the
+#     parallel relation reader) next to PostgreSQL's ORDER BY ... LIMIT k and
+#     the topk(id, score, k) aggregate, both with parallel workers, over the
+#     same table, k in TOPK_REL_K (default "10 100 1000"): one table of
+#     test/bench/forms.sql (ms read / transfer / compute, rows/s read, read
+#     workers, device, ratio to ORDER BY), and a check that the answers equal
+#     ORDER BY's.
 #  2. The paper's NRA setup: N objects with 4 independent uniform attributes,
 #     a B-tree index per attribute (INCLUDE id: index-only backward scans),
 #     k = 100: topk_nra on each engine (time, rounds, depth read, random
@@ -11,10 +18,21 @@
 #     LIMIT 100. NRA_SIZES (default "1000000 10000000").
 # Times: median of RUNS (default 3) runs after one warm-up, measured with
 # clock_timestamp() around EXECUTE in PL/pgSQL (no client transfer).
+# Workers in 1b: PG_WORKERS (max_parallel_workers_per_gather of ORDER BY and
+# the aggregate; default cores/2 capped at 8), READ_WORKERS
+# (approx_gpu.read_workers of the relation form, and its
+# max_parallel_workers_per_gather; default -1 = auto under PG_WORKERS).
 set -euo pipefail
 ROWS=${TOPK_ROWS:-10000000}
 NRA_SIZES=${NRA_SIZES:-"1000000 10000000"}
 RUNS=${RUNS:-3}
+REL_K=${TOPK_REL_K:-"10 100 1000"}
+CORES=$(nproc)
+HALF=$(( CORES / 2 < 1 ? 1 : (CORES / 2 > 8 ? 8 : CORES / 2) ))
+PG_WORKERS=${PG_WORKERS:-$HALF}
+NOTE=$([ "$PG_WORKERS" = "$HALF" ] && echo "cores/2 capped at 8, $CORES cores" || echo "PG_WORKERS, $CORES cores")
+READ_WORKERS=${READ_WORKERS:--1}
+FORMS=$(cd "$(dirname "$0")" && pwd)/forms.sql
 PSQL=(psql -X -q -v ON_ERROR_STOP=1 -P footer=off)
 
 "${PSQL[@]}" <<'SQL'
@@ -40,7 +58,8 @@ CREATE OR REPLACE FUNCTION topk_bench.has_gpu() RETURNS boolean LANGUAGE sql AS
 SQL
 
 echo "== 1. SELECT topk(id, score, k) vs ORDER BY score DESC, id LIMIT k over $ROWS rows (median of $RUNS, ms)"
-"${PSQL[@]}" -v rows="$ROWS" -v runs="$RUNS" <<'SQL'
+"${PSQL[@]}" -v rows="$ROWS" -v runs="$RUNS" -v rel_k="{${REL_K// /,}}" \
+  -v pg_workers="$PG_WORKERS" -v read_workers="$READ_WORKERS" -v workers_note="$NOTE" -v forms="$FORMS" <<'SQL'
 SET client_min_messages = warning;
 SELECT setseed(0.5) AS seed \gset
 DROP TABLE IF EXISTS topk_bench.t;
@@ -73,6 +92,53 @@ SELECT k, round(topk_serial::numeric, 1) AS "topk serial", round(topk_par::numer
        round((orderby_serial / topk_serial)::numeric, 2) AS "x serial", round((orderby_par / topk_par)::numeric, 2) AS "x parallel",
        device AS "final on", same AS "same answer"
 FROM r1 ORDER BY k;
+
+\echo
+\echo '== 1b. topk(relation, id_column, score_column, k) vs ORDER BY score DESC, id LIMIT k with parallel workers'
+\i :forms
+SET topk_bench.rel_k = :'rel_k';
+\o /dev/null
+DO $$
+DECLARE kk int; runs int := current_setting('topk_bench.runs')::int;
+        ks int[] := current_setting('topk_bench.rel_k')::int[];
+        gpu boolean := (approx_gpu.device_info()->>'gpu_available')::boolean;
+        ord text; base int;
+BEGIN
+  PERFORM pg_temp.form_time(1, 'PostgreSQL: SELECT count(*) FROM t (scan only)', 10 * ks[1] + 1, 'pg',
+                            'SELECT count(*) FROM topk_bench.t', runs);
+  FOREACH kk IN ARRAY ks LOOP
+    base := 10 * kk;
+    ord := format('SELECT array_agg(ROW(id, score)::approx_gpu.scored ORDER BY score DESC, id) FROM '
+                  '(SELECT id, score FROM topk_bench.t ORDER BY score DESC, id LIMIT %s) s', kk);
+    PERFORM pg_temp.form_time(base + 1, format('k = %s: PostgreSQL: ORDER BY score DESC, id LIMIT k', kk), base + 1,
+                              'pg', ord, runs);
+    PERFORM pg_temp.form_time(base + 2, format('k = %s: SELECT topk(id, score, k) FROM t (aggregate)', kk), base + 1,
+                              'query', format('SELECT approx_gpu.topk(id, score, %s) FROM topk_bench.t', kk), runs);
+    PERFORM pg_temp.form_time(base + 3, format('k = %s: topk(relation t, ''id'', ''score'', k)', kk), base + 1,
+                              'relation', format('SELECT approx_gpu.topk(''topk_bench.t'', ''id'', ''score'', %s)', kk), runs);
+    IF gpu THEN
+      PERFORM pg_temp.form_time(base + 4, format('k = %s: topk(relation t, ...), CPU engine', kk), base + 1,
+                                'relation', format('SELECT approx_gpu.topk(''topk_bench.t'', ''id'', ''score'', %s)', kk),
+                                runs, 'cpu');
+    END IF;
+  END LOOP;
+END $$;
+\o
+SELECT pg_temp.form_header(format('top-k over %s rows (id bigint, score float8; 10^6 distinct scores), %s warm runs',
+                                  :rows, :runs)) AS "setting";
+SELECT * FROM pg_temp.form_table;
+SELECT p.ord / 10 AS k,
+       CASE WHEN r.a IS NULL THEN 'not run' WHEN r.a = p.a THEN 'yes' ELSE 'NO: DIFFERS' END AS "topk(relation) = ORDER BY",
+       CASE WHEN c.a IS NULL THEN '-' WHEN c.a = p.a THEN 'yes' ELSE 'NO: DIFFERS' END AS "its CPU engine = ORDER BY",
+       CASE WHEN g.a IS NULL THEN 'not run' WHEN g.a = p.a THEN 'yes' ELSE 'NO: DIFFERS' END AS "topk aggregate = ORDER BY",
+       CASE WHEN p.n = 1 AND coalesce(r.n, 1) = 1 AND coalesce(g.n, 1) = 1 AND coalesce(c.n, 1) = 1
+            THEN 'yes' ELSE 'NO: an answer varied between runs' END AS "every run the same"
+FROM (SELECT ord, min(answer) AS a, count(DISTINCT answer) AS n FROM form_runs GROUP BY ord) p
+LEFT JOIN (SELECT ord, min(answer) AS a, count(DISTINCT answer) AS n FROM form_runs GROUP BY ord) g ON g.ord = p.ord + 1
+LEFT JOIN (SELECT ord, min(answer) AS a, count(DISTINCT answer) AS n FROM form_runs GROUP BY ord) r ON r.ord = p.ord + 2
+LEFT JOIN (SELECT ord, min(answer) AS a, count(DISTINCT answer) AS n FROM form_runs GROUP BY ord) c ON c.ord = p.ord + 3
+WHERE p.ord % 10 = 1 AND p.ord > 1
+ORDER BY 1;
 DROP TABLE topk_bench.t;
 SQL
 
