@@ -15,7 +15,6 @@
 // counting matches, an exclusive scan and a load-balanced emit per output row.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
-#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -80,9 +79,9 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
     Lap lap;
 
     // Build side: sort by key, distinct keys with (offset, count).
-    DeviceBuffer<int64_t> keys_in, vals_in, sorted_keys, sorted_vals, run_len, num_runs;
+    DeviceBuffer<int64_t> keys_in, vals_in, sorted_keys, sorted_vals, num_runs;
     APPROX_TRY(keys_in.alloc(ctx, n));
-    APPROX_TRY(vals_in.alloc(ctx, n + 1));  // + 1: the run lengths get a trailing 0 for the scan
+    APPROX_TRY(vals_in.alloc(ctx, n + 1));  // + 1: later the runs' offsets, n + 1 of them
     APPROX_TRY(sorted_keys.alloc(ctx, n));
     APPROX_TRY(sorted_vals.alloc(ctx, n));
     APPROX_TRY(num_runs.alloc(ctx, 1));
@@ -99,13 +98,12 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
         return cub::DeviceRadixSort::SortPairs(p, bytes, keys_in.get(), sorted_keys.get(), vals_in.get(),
                                                sorted_vals.get(), n_items, 0, 64, stream);
     }));
-    // keys_in / vals_in are free again: distinct keys and run lengths go there.
+    // keys_in / vals_in are free again: the distinct keys and, in place of
+    // their run lengths, the runs' offsets go there (gpu::run_offsets).
     int64_t* unique_keys = keys_in.get();
-    int64_t* run_lengths = vals_in.get();
-    APPROX_TRY(tmp.run(ctx, [&](void* p, size_t& bytes) {
-        return cub::DeviceRunLengthEncode::Encode(p, bytes, sorted_keys.get(), unique_keys, run_lengths,
-                                                  num_runs.get(), n_items, stream);
-    }));
+    int64_t* run_starts = vals_in.get();
+    APPROX_TRY(gpu::run_offsets(tmp, ctx, sorted_keys.get(), static_cast<int64_t>(n), unique_keys, run_starts,
+                                run_starts, num_runs.get(), stream));
     int64_t distinct = 0;
     APPROX_CUDA(cudaMemcpyAsync(&distinct, num_runs.get(), sizeof distinct, cudaMemcpyDeviceToHost, stream));
     APPROX_TRY(lap.stop(stream, kernels));
@@ -113,13 +111,12 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
     sorted_keys.reset();
     if (ctx.cancelled()) return cancelled_status();
 
+    // The offsets outlive vals_in: keep the distinct + 1 that the join reads.
     DeviceBuffer<int64_t> run_off;
     APPROX_TRY(run_off.alloc(ctx, static_cast<size_t>(distinct) + 1));
     APPROX_TRY(lap.start(stream));
-    APPROX_CUDA(cudaMemsetAsync(run_lengths + distinct, 0, sizeof(int64_t), stream));
-    APPROX_TRY(tmp.run(ctx, [&](void* p, size_t& bytes) {
-        return cub::DeviceScan::ExclusiveSum(p, bytes, run_lengths, run_off.get(), distinct + 1, stream);
-    }));
+    APPROX_CUDA(cudaMemcpyAsync(run_off.get(), run_starts, (static_cast<size_t>(distinct) + 1) * sizeof(int64_t),
+                                cudaMemcpyDeviceToDevice, stream));
     APPROX_TRY(lap.stop(stream, kernels));
 
     GpuTable table;
