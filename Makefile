@@ -57,7 +57,7 @@ NVCC_ARCH   = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
 NVCCFLAGS   = -std=c++17 -O3 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -DAPPROX_WITH_CUDA \
               -I$(CUDA_HOME)/include/cccl -Isrc --expt-relaxed-constexpr -lineinfo
 
-EXTRA_CLEAN = build src/*.bc src/core/*.bc test/bench/*.o
+EXTRA_CLEAN = build src/*.bc src/core/*.bc test/bench/*.o test/unit/*.o
 
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
@@ -85,9 +85,20 @@ GTEST_LIBS  = /usr/lib/x86_64-linux-gnu/libgtest_main.a /usr/lib/x86_64-linux-gn
 UNIT_SRCS   = $(wildcard test/unit/*_test.cpp)
 TEST_CXX    = $(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter $(CUDA_DEFS) -Isrc
 
-build/unit_tests: $(UNIT_SRCS) $(ENGINE_OBJS)
+# Test-only GPU code (test seams such as test/unit/hashjoin_seam.cu): linked
+# into build/unit_tests of a CUDA build, never into approx_gpu.so.
+ifeq ($(WITH_CUDA),1)
+UNIT_CUDA_OBJS = $(patsubst %.cu,%.o,$(wildcard test/unit/*.cu))
+else
+UNIT_CUDA_OBJS =
+endif
+
+test/unit/%.o: test/unit/%.cu $(wildcard test/unit/*.hpp) $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp) $(BUILD_STAMP)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+build/unit_tests: $(UNIT_SRCS) $(wildcard test/unit/*.hpp) $(ENGINE_OBJS) $(UNIT_CUDA_OBJS)
 	@mkdir -p build
-	$(TEST_CXX) -o $@ $(UNIT_SRCS) $(ENGINE_OBJS) $(GTEST_LIBS) $(CUDA_LIBS) -lpthread
+	$(TEST_CXX) -o $@ $(UNIT_SRCS) $(ENGINE_OBJS) $(UNIT_CUDA_OBJS) $(GTEST_LIBS) $(CUDA_LIBS) -lpthread
 
 unit: build/unit_tests
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cub/device/device_for.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -204,6 +206,29 @@ Status sequence(T* out, int64_t n, T first, cudaStream_t stream) {
     if (n <= 0) return Status::Ok();
     APPROX_CUDA(cub::DeviceFor::Bulk(n, SequenceOp<T>{out, first}, stream));
     return Status::Ok();
+}
+
+// ---- segment bounds -------------------------------------------------------------------
+
+// Runs of equal values in in[0, n) (grouped, e.g. sorted): unique[r] is the
+// value of run r and offsets[r] its first index, for r < *num_runs (left on the
+// device), and offsets[*num_runs] = n, so run r is [offsets[r], offsets[r + 1]).
+// lengths and offsets hold n + 1 entries and may be the same buffer (in place);
+// lengths past the runs are zeroed, so every entry of offsets up to n is
+// defined (n itself from the last run on). 0 < n <= INT_MAX (CUB's item count).
+// cub::DeviceRunLengthEncode::Encode, then cub::DeviceScan::ExclusiveSum.
+template <class In, class UniqueOut, class Off, class NumRuns>
+Status run_offsets(CubTemp& tmp, const ExecContext& ctx, In in, int64_t n, UniqueOut unique, Off* lengths,
+                   Off* offsets, NumRuns* num_runs, cudaStream_t stream) {
+    if (n <= 0) return Status::Ok();
+    const int items = static_cast<int>(n);
+    APPROX_CUDA(cudaMemsetAsync(lengths, 0, (static_cast<size_t>(n) + 1) * sizeof(Off), stream));
+    APPROX_TRY(tmp.run(ctx, [&](void* p, size_t& bytes) {
+        return cub::DeviceRunLengthEncode::Encode(p, bytes, in, unique, lengths, num_runs, items, stream);
+    }));
+    return tmp.run(ctx, [&](void* p, size_t& bytes) {
+        return cub::DeviceScan::ExclusiveSum(p, bytes, lengths, offsets, items + 1, stream);
+    });
 }
 
 // ---- buffer growth --------------------------------------------------------------------

@@ -50,9 +50,6 @@ struct BuildOptions {
     int max_bucket_attempts = 16;   // hash-function sets tried per bucket before a rebuild
     int max_table_builds = 4;       // whole-table builds before giving up
     int max_cuckoo_rounds = 128;    // eviction rounds per bucket attempt
-    // Test hook: in the first table build, attempts below this number fail in
-    // every bucket (as if their cuckoo insertion had not converged).
-    int test_fail_bucket_attempts = 0;
 };
 
 // What a build did and what the table costs.

@@ -15,9 +15,8 @@
 //       phase 1 with this seed; overflow = a bucket got more than kBucketCapacity keys
 //   bool find_duplicate(int64_t& key)
 //       a repeated input key, if the backend can look for one and there is one
-//   Status build_buckets(uint64_t seed, int fail_attempts, BucketsResult& r)
-//       phase 2 over the pairs of the last spread(); attempts below
-//       fail_attempts fail in every bucket (BuildOptions::test_fail_bucket_attempts)
+//   Status build_buckets(uint64_t seed, BucketsResult& r)
+//       phase 2 over the pairs of the last spread()
 //   Status finish(uint64_t seed)   the table is complete (keep seed, stop clocks)
 //   void abandon()                  every build failed (free the partial table)
 #pragma once
@@ -28,6 +27,15 @@
 #include "hashjoin_detail.hpp"
 
 namespace approx::hashjoin {
+
+// Which converged attempts of a bucket (phase 2) may stand. The engines'
+// backends are templates over it and the product instantiates them with
+// EveryAttempt only; the unit tests instantiate them with a gate that refuses
+// some attempts to exercise the retries (test/unit/hashjoin_seam.hpp, never
+// linked into approx_gpu.so).
+struct EveryAttempt {
+    HJ_HD bool accepts(int) const { return true; }
+};
 
 struct BucketsResult {
     bool failed = false;   // some bucket failed every attempt: rebuild the table
@@ -64,7 +72,7 @@ Status build_table(B& backend, size_t n, uint32_t buckets, const ExecContext& ct
         if (!spread) continue;
         if (ctx.cancelled()) return cancelled_status();
         BucketsResult r;
-        APPROX_TRY(backend.build_buckets(seed, build == 0 ? o.test_fail_bucket_attempts : 0, r));
+        APPROX_TRY(backend.build_buckets(seed, r));
         info.bucket_restarts += r.restarts;
         if (r.dup)
             return Status::Error(StatusCode::InvalidArgument, "duplicate key %lld", static_cast<long long>(r.dup_key));

@@ -14,6 +14,7 @@
 #include "core/gpu.hpp"
 #include "core/hashjoin.hpp"
 #include "core/hashjoin_detail.hpp"
+#include "hashjoin_seam.hpp"
 
 namespace hj = approx::hashjoin;
 using approx::DeviceMode;
@@ -62,14 +63,15 @@ std::vector<int64_t> unique_keys(size_t n, uint64_t seed) {
     return k;
 }
 
-// Builds and checks that every key finds its value and no absent key is found.
-void check_table(const ExecContext& ctx, const std::vector<int64_t>& keys, const hj::BuildOptions& o,
-                 hj::TableInfo* info_out = nullptr, bool with_values = true) {
+// Checks that every key finds its value and no absent key is found in a table
+// that build(values) built from keys (values, or the row index when
+// with_values is false) and find(q, m, got, found) searches.
+template <class Build, class Find>
+void check_lookups(const std::vector<int64_t>& keys, bool with_values, Build&& build, Find&& find) {
     const size_t n = keys.size();
     std::vector<int64_t> values(n);
     for (size_t i = 0; i < n; ++i) values[i] = static_cast<int64_t>(i) * 7 - 3;
-    hj::Table t;
-    Status st = t.build(keys.data(), with_values ? values.data() : nullptr, n, ctx, o);
+    Status st = build(with_values ? values.data() : nullptr);
     ASSERT_TRUE(st.ok()) << st.message;
     std::unordered_map<int64_t, int64_t> ref;
     for (size_t i = 0; i < n; ++i) ref[keys[i]] = with_values ? values[i] : static_cast<int64_t>(i);
@@ -81,7 +83,7 @@ void check_table(const ExecContext& ctx, const std::vector<int64_t>& keys, const
     q.insert(q.end(), std::begin(specials), std::end(specials));
     std::vector<int64_t> got(q.size(), 42);
     std::vector<uint8_t> found(q.size(), 9);
-    st = t.find(q.data(), q.size(), got.data(), found.data(), ctx);
+    st = find(q.data(), q.size(), got.data(), found.data());
     ASSERT_TRUE(st.ok()) << st.message;
     size_t bad = 0;
     for (size_t i = 0; i < q.size(); ++i) {
@@ -95,7 +97,37 @@ void check_table(const ExecContext& ctx, const std::vector<int64_t>& keys, const
         }
     }
     EXPECT_EQ(bad, 0u);
+}
+
+// Builds a Table and checks it (check_lookups).
+void check_table(const ExecContext& ctx, const std::vector<int64_t>& keys, const hj::BuildOptions& o,
+                 hj::TableInfo* info_out = nullptr, bool with_values = true) {
+    hj::Table t;
+    check_lookups(
+        keys, with_values, [&](const int64_t* values) { return t.build(keys.data(), values, keys.size(), ctx, o); },
+        [&](const int64_t* q, size_t m, int64_t* got, uint8_t* found) { return t.find(q, m, got, found, ctx); });
     if (info_out) *info_out = t.info();
+}
+
+// The same through the test seam (hashjoin_seam.hpp): the engine of ctx builds
+// the table with the first N attempts of every bucket refused in its first
+// table build.
+template <int N>
+void check_table_refusing(const ExecContext& ctx, const std::vector<int64_t>& keys, const hj::BuildOptions& o,
+                          hj::TableInfo* info_out) {
+    std::unique_ptr<hj::TableStorage> st;
+    hj::TableInfo info;
+    check_lookups(
+        keys, true,
+        [&](const int64_t* values) {
+#ifdef APPROX_WITH_CUDA
+            if (ctx.mode == DeviceMode::Gpu)
+                return hj::test::gpu_build_refusing<N>(keys.data(), values, keys.size(), ctx, o, st, info);
+#endif
+            return hj::test::cpu_build_refusing<N>(keys.data(), values, keys.size(), ctx, o, st, info);
+        },
+        [&](const int64_t* q, size_t m, int64_t* got, uint8_t* found) { return st->find(q, m, got, found, ctx); });
+    *info_out = info;
 }
 
 // ---- join reference ----------------------------------------------------------------
@@ -313,12 +345,11 @@ TEST(HashjoinTable, BadOptionsAndUnbuiltTable) {
 // ---- forced failures and rebuilds ----------------------------------------------------
 
 TEST(HashjoinRebuild, FailedBucketsRestartWithNewFunctions) {
-    // The test hook fails the first three attempts of every bucket.
+    // The test seam refuses the first three attempts of every bucket.
     hj::BuildOptions o;
-    o.test_fail_bucket_attempts = 3;
     both_engines([&](const ExecContext& ctx) {
         hj::TableInfo info;
-        check_table(ctx, unique_keys(20000, 31), o, &info);
+        check_table_refusing<3>(ctx, unique_keys(20000, 31), o, &info);
         EXPECT_EQ(info.table_builds, 1);
         EXPECT_EQ(info.bucket_restarts, 3 * info.buckets);
     });
@@ -329,10 +360,9 @@ TEST(HashjoinRebuild, ExhaustedBucketsRebuildTheWholeTable) {
     // is rebuilt with a new seed, and that build succeeds.
     hj::BuildOptions o;
     o.max_bucket_attempts = 4;
-    o.test_fail_bucket_attempts = 4;
     both_engines([&](const ExecContext& ctx) {
         hj::TableInfo info;
-        check_table(ctx, unique_keys(20000, 32), o, &info);
+        check_table_refusing<4>(ctx, unique_keys(20000, 32), o, &info);
         EXPECT_EQ(info.table_builds, 2);
         EXPECT_EQ(info.phase1_attempts, 2);
         // At least one bucket used up its attempts (the CPU stops at the first).
