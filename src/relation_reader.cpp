@@ -1,57 +1,38 @@
-// The relation reader (see relation_reader.h). Plain C-style code on purpose:
-// it waits on condition variables and scans pages, both of which process
-// interrupts and may longjmp, so no object here has a destructor.
-//
-// Protocol. The leader puts one ReaderShared block in the parallel context's
-// DSM: the column layout, one ParallelTableScanDesc per relation read, and a
-// pool of chunks (4 per worker), each FREE, FILLING or FULL. A worker takes a
-// FREE chunk, fills it from its share of the parallel scans, marks it FULL and
-// wakes the leader (cv_full); with no FREE chunk it sleeps on cv_free. The
-// leader copies FULL chunks into the result, frees them and wakes the workers;
-// while no chunk is waiting it scans pages itself, straight into the result.
-// Worker ERRORs reach the leader as ERRORs through the parallel context's
-// error queues (CHECK_FOR_INTERRUPTS); a cancel of the leader aborts the
-// transaction, which terminates the workers.
-//
-// Pages. A heap relation is read a page at a time, as heapgetpage() does:
-// pin, share-lock, visibility per tuple (none on all-visible pages), then
-// only the needed attributes are taken from each visible tuple in place
-// (heap_getattr: fixed offsets while no NULL or varlena precedes them). Other
-// table access methods, and SERIALIZABLE transactions (whose reads must take
-// predicate locks tuple by tuple), go through the table AM's slots instead.
+// The relation reader (see relation_reader.h), the backend's side: it checks
+// the columns and privileges, chooses the path (parallel scan, scan, or the
+// query through SPI), sets up the parallel context and its DSM block
+// (relation_scan.h describes the protocol), scans pages itself and appends
+// the workers' chunks. Plain C-style code: waits and scans process interrupts
+// and may longjmp, so nothing here has a destructor.
 #include "relation_reader.h"
 
+#include "relation_scan.h"
+
 extern "C" {
-#include "access/heapam.h"
-#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/relation.h"
-#include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
-#include "executor/tuptable.h"
 #include "lib/stringinfo.h"
 #include "optimizer/cost.h"
 #include "optimizer/paths.h"
-#include "pgstat.h"
 #include "storage/bufmgr.h"
-#include "storage/predicate.h"
-#include "storage/condition_variable.h"
-#include "storage/shm_toc.h"
-#include "storage/spin.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/wait_event.h"
 }
 
 #include <cmath>
+
+using namespace relscan;
 
 // ---- settings ------------------------------------------------------------------------------
 
@@ -66,300 +47,11 @@ void relation_reader_init(void) {
         &read_workers_setting, -1, -1, 1024, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
-// ---- shared layout -------------------------------------------------------------------------
-
 namespace {
 
-constexpr int kMaxCols = 8;
-constexpr int kChunkRows = 16384;
-constexpr int kChunksPerWorker = 4;
-constexpr int kPageRows = MaxHeapTuplesPerPage;  // the most rows one scan step adds
 constexpr int kLeaderSteps = 16;  // scan steps (pages) the leader takes between looks at the chunk pool
-constexpr uint64 kKeyShared = UINT64CONST(0xA99A000000000001);
-constexpr uint64 kKeyScanBase = UINT64CONST(0xA99A000100000000);
-
-enum ChunkState : uint32 { kFree = 0, kFilling = 1, kFull = 2 };
-
-struct ChunkHeader {
-    uint32 state;
-    int32 rows;
-    int64 skipped;
-    int64 null_counts[kMaxCols];
-};
-
-struct ReaderShared {
-    char fn[64];
-    char relname[2 * NAMEDATALEN + 2];
-    NameData colnames[kMaxCols];
-    int ncols;
-    int nrels;
-    int nchunks;
-    bool allow_infinity;
-    uint8 kinds[kMaxCols];
-    bool nullable[kMaxCols];
-    Oid types[kMaxCols];
-    Size off_relids;   // Oid[nrels]
-    Size off_attnums;  // AttrNumber[nrels * ncols]
-    Size off_maxatt;   // AttrNumber[nrels]: highest attnum read, per relation
-    Size off_headers;  // ChunkHeader[nchunks]
-    Size off_data;     // nchunks chunks of chunk_bytes
-    Size chunk_bytes;
-
-    bool direct;    // heap relations are read page by page (see above)
-
-    slock_t mutex;  // chunk states, workers_done, chunk_waits
-    int workers_done;
-    int64 chunk_waits;  // times a worker found no FREE chunk
-    ConditionVariable cv_full;  // a chunk became FULL or a worker finished: the leader waits on it
-    ConditionVariable cv_free;  // a chunk became FREE: workers wait on it
-};
-
-template <class T>
-T* at(const ReaderShared* sh, Size off) {
-    return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<ReaderShared*>(sh)) + off);
-}
-const Oid* relids(const ReaderShared* sh) { return at<Oid>(sh, sh->off_relids); }
-const AttrNumber* attnums(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_attnums) + rel * sh->ncols; }
-AttrNumber max_attnum(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_maxatt)[rel]; }
-ChunkHeader* header(const ReaderShared* sh, int i) { return at<ChunkHeader>(sh, sh->off_headers) + i; }
-
-// Columns being written: 8-byte values (int64 or double by kind), NULL flags
-// for nullable columns. A chunk or the leader's result.
-struct ColumnsView {
-    char* values[kMaxCols];
-    bool* nulls[kMaxCols];
-};
-
-ColumnsView chunk_view(const ReaderShared* sh, int i) {
-    ColumnsView v;
-    char* base = at<char>(sh, sh->off_data) + sh->chunk_bytes * i;
-    for (int c = 0; c < sh->ncols; ++c) {
-        v.values[c] = base + static_cast<Size>(c) * kChunkRows * 8;
-        v.nulls[c] = sh->nullable[c] ? reinterpret_cast<bool*>(base + static_cast<Size>(sh->ncols) * kChunkRows * 8 +
-                                                                static_cast<Size>(c) * kChunkRows)
-                                     : nullptr;
-    }
-    return v;
-}
-
-// Stores the needed attributes (values[c], isnull[c], in column order) as
-// row `row` of `dst`; false (and the row counted in *skipped) when a
-// non-nullable column is NULL.
-bool store_row(const ReaderShared* sh, const Datum* values, const bool* isnull, const ColumnsView& dst, int64 row,
-               int64* skipped, int64* null_counts) {
-    const int ncols = sh->ncols;
-    for (int c = 0; c < ncols; ++c)
-        if (isnull[c] && !sh->nullable[c]) {
-            ++*skipped;
-            return false;
-        }
-    for (int c = 0; c < ncols; ++c) {
-        char* p = dst.values[c] + row * 8;
-        if (dst.nulls[c]) {
-            dst.nulls[c][row] = isnull[c];
-            if (isnull[c]) {
-                ++null_counts[c];
-                memset(p, 0, 8);
-                continue;
-            }
-        }
-        const Oid t = sh->types[c];
-        if (sh->kinds[c] == static_cast<uint8>(ColumnKind::Integer)) {
-            int64 v = integer_datum(values[c], t);
-            memcpy(p, &v, 8);
-        } else {
-            double v = float_datum(values[c], t);
-            if (std::isnan(v) || (!sh->allow_infinity && std::isinf(v)))
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("%s: column \"%s\" of relation %s contains %s", sh->fn,
-                                       NameStr(sh->colnames[c]), sh->relname,
-                                       std::isnan(v) ? "NaN" : "an infinite value")));
-            memcpy(p, &v, 8);
-        }
-    }
-    return true;
-}
-
-// One participant's scan of one relation: a heap read page by page, or the
-// table AM's slots. step() appends at most kPageRows rows.
-struct RelScan {
-    const ReaderShared* sh;
-    int index;  // which relation of sh
-    Relation rel;
-    bool direct;
-    Snapshot snapshot;
-    // direct
-    ParallelBlockTableScanDesc pbscan;  // nullptr: serial
-    ParallelBlockTableScanWorkerData pbwork;
-    BufferAccessStrategy strategy;
-    BlockNumber next_block;
-    BlockNumber nblocks;
-    // slots
-    TableScanDesc scan;
-    TupleTableSlot* slot;
-};
-
-void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel, ParallelTableScanDesc pscan,
-                   Snapshot snapshot) {
-    memset(rs, 0, sizeof *rs);
-    rs->sh = sh;
-    rs->index = index;
-    rs->rel = rel;
-    rs->snapshot = snapshot;
-    rs->direct = sh->direct && rel->rd_tableam == GetHeapamTableAmRoutine();
-    if (rs->direct) {
-        rs->pbscan = reinterpret_cast<ParallelBlockTableScanDesc>(pscan);
-        rs->nblocks = rs->pbscan ? rs->pbscan->phs_nblocks : RelationGetNumberOfBlocks(rel);
-        if (rs->nblocks > static_cast<BlockNumber>(NBuffers / 4)) rs->strategy = GetAccessStrategy(BAS_BULKREAD);
-        if (rs->pbscan) table_block_parallelscan_startblock_init(rel, &rs->pbwork, rs->pbscan);
-        pgstat_count_heap_scan(rel);
-    } else {
-        rs->scan = pscan ? table_beginscan_parallel(rel, pscan) : table_beginscan(rel, snapshot, 0, nullptr);
-        rs->slot = table_slot_create(rel, nullptr);
-    }
-}
-
-void relscan_end(RelScan* rs) {
-    if (rs->direct) {
-        if (rs->strategy) FreeAccessStrategy(rs->strategy);
-    } else {
-        ExecDropSingleTupleTableSlot(rs->slot);
-        table_endscan(rs->scan);
-    }
-}
-
-// Appends the rows of the next page (or the next kPageRows tuples) to dst at
-// *rows; false when the relation is done.
-bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipped, int64* null_counts) {
-    const ReaderShared* sh = rs->sh;
-    const AttrNumber* atts = attnums(sh, rs->index);
-    const int ncols = sh->ncols;
-    Datum values[kMaxCols];
-    bool isnull[kMaxCols];
-    if (!rs->direct) {
-        const AttrNumber maxatt = max_attnum(sh, rs->index);
-        for (int i = 0; i < kPageRows; ++i) {
-            if (!table_scan_getnextslot(rs->scan, ForwardScanDirection, rs->slot)) return false;
-            slot_getsomeattrs(rs->slot, maxatt);
-            for (int c = 0; c < ncols; ++c) {
-                values[c] = rs->slot->tts_values[atts[c] - 1];
-                isnull[c] = rs->slot->tts_isnull[atts[c] - 1];
-            }
-            if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) ++*rows;
-        }
-        return true;
-    }
-    BlockNumber block;
-    if (rs->pbscan) {
-        block = table_block_parallelscan_nextpage(rs->rel, &rs->pbwork, rs->pbscan);
-        if (block == InvalidBlockNumber) return false;
-    } else {
-        if (rs->next_block >= rs->nblocks) return false;
-        block = rs->next_block++;
-    }
-    CHECK_FOR_INTERRUPTS();
-    Relation rel = rs->rel;
-    TupleDesc desc = RelationGetDescr(rel);
-    Buffer buf = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, rs->strategy);
-    heap_page_prune_opt(rel, buf);
-    LockBuffer(buf, BUFFER_LOCK_SHARE);
-    Page page = BufferGetPage(buf);
-    TestForOldSnapshot(rs->snapshot, rel, page);
-    const bool all_visible = PageIsAllVisible(page) && !rs->snapshot->takenDuringRecovery;
-    const OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
-    HeapTupleData tuple;
-    tuple.t_tableOid = RelationGetRelid(rel);
-    for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off)) {
-        ItemId item = PageGetItemId(page, off);
-        if (!ItemIdIsNormal(item)) continue;
-        tuple.t_data = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
-        tuple.t_len = ItemIdGetLength(item);
-        ItemPointerSet(&tuple.t_self, block, off);
-        if (!all_visible && !HeapTupleSatisfiesVisibility(&tuple, rs->snapshot, buf)) continue;
-        for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
-        if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) ++*rows;
-    }
-    LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-    ReleaseBuffer(buf);
-    return true;
-}
-
-// ---- workers -------------------------------------------------------------------------------
-
-int acquire_chunk(ReaderShared* sh) {
-    for (;;) {
-        int got = -1;
-        SpinLockAcquire(&sh->mutex);
-        for (int i = 0; i < sh->nchunks; ++i)
-            if (header(sh, i)->state == kFree) {
-                header(sh, i)->state = kFilling;
-                got = i;
-                break;
-            }
-        SpinLockRelease(&sh->mutex);
-        if (got >= 0) {
-            ConditionVariableCancelSleep();
-            ChunkHeader* h = header(sh, got);
-            h->rows = 0;
-            h->skipped = 0;
-            memset(h->null_counts, 0, sizeof h->null_counts);
-            return got;
-        }
-        SpinLockAcquire(&sh->mutex);
-        ++sh->chunk_waits;
-        SpinLockRelease(&sh->mutex);
-        ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
-    }
-}
-
-void publish_chunk(ReaderShared* sh, int i) {
-    SpinLockAcquire(&sh->mutex);
-    header(sh, i)->state = kFull;
-    SpinLockRelease(&sh->mutex);
-    ConditionVariableBroadcast(&sh->cv_full);
-}
 
 }  // namespace
-
-// The parallel workers' entry point (looked up by name in this library).
-extern "C" PGDLLEXPORT void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc);
-
-void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
-    ReaderShared* sh = static_cast<ReaderShared*>(shm_toc_lookup(toc, kKeyShared, false));
-    // The leader's active snapshot, restored by ParallelWorkerMain: the
-    // snapshot the parallel scans were set up with.
-    Snapshot snapshot = GetActiveSnapshot();
-    int chunk = -1;
-    ColumnsView view;
-    for (int r = 0; r < sh->nrels; ++r) {
-        Relation rel = table_open(relids(sh)[r], AccessShareLock);
-        RelScan rs;
-        relscan_begin(&rs, sh, r, rel,
-                      static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)), snapshot);
-        for (;;) {
-            if (chunk < 0) {
-                chunk = acquire_chunk(sh);
-                view = chunk_view(sh, chunk);
-            }
-            ChunkHeader* h = header(sh, chunk);
-            int64 rows = h->rows;
-            bool more = relscan_step(&rs, view, &rows, &h->skipped, h->null_counts);
-            h->rows = static_cast<int32>(rows);
-            if (h->rows > kChunkRows - kPageRows) {
-                publish_chunk(sh, chunk);
-                chunk = -1;
-            }
-            if (!more) break;
-        }
-        relscan_end(&rs);
-        table_close(rel, AccessShareLock);
-    }
-    if (chunk >= 0) publish_chunk(sh, chunk);
-    SpinLockAcquire(&sh->mutex);
-    ++sh->workers_done;
-    SpinLockRelease(&sh->mutex);
-    ConditionVariableBroadcast(&sh->cv_full);
-}
 
 // ---- the leader ----------------------------------------------------------------------------
 

@@ -1,0 +1,136 @@
+// The relation reader's shared pieces: the layout of its DSM block, the
+// chunk protocol between the workers and the backend, and one participant's
+// scan of one relation. Used by relation_reader.cpp (the backend) and
+// relation_scan.cpp (the scans and the workers' entry point).
+//
+// Protocol. The leader puts one ReaderShared block in the parallel context's
+// DSM: the column layout, one ParallelTableScanDesc per relation read, and a
+// pool of chunks (4 per worker), each FREE, FILLING or FULL. A worker takes a
+// FREE chunk, fills it from its share of the parallel scans, marks it FULL and
+// wakes the leader (cv_full); with no FREE chunk it sleeps on cv_free. The
+// leader copies FULL chunks into the result, frees them and wakes the workers;
+// while no chunk is waiting it scans pages itself, straight into the result.
+// Worker ERRORs reach the leader as ERRORs through the parallel context's
+// error queues (CHECK_FOR_INTERRUPTS); a cancel of the leader aborts the
+// transaction, which terminates the workers.
+//
+// Pages. A heap relation is read a page at a time, as heapgetpage() does:
+// pin, share-lock, visibility per tuple (none on all-visible pages), then
+// only the needed attributes are taken from each visible tuple in place
+// (heap_getattr: fixed offsets while no NULL or varlena precedes them). Other
+// table access methods, and SERIALIZABLE transactions (whose reads must take
+// predicate locks tuple by tuple), go through the table AM's slots instead.
+//
+// Everything here is plain data and C-style functions: scans and waits
+// process interrupts and may longjmp, so nothing may have a destructor.
+#pragma once
+
+#include "query_reader.h"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/tableam.h"
+#include "storage/bufmgr.h"
+#include "storage/condition_variable.h"
+#include "storage/dsm.h"
+#include "storage/shm_toc.h"
+#include "storage/spin.h"
+#include "utils/rel.h"
+#include "utils/snapshot.h"
+}
+
+namespace relscan {
+
+constexpr int kMaxCols = 8;
+constexpr int kChunkRows = 16384;
+constexpr int kChunksPerWorker = 4;
+constexpr int kPageRows = MaxHeapTuplesPerPage;  // the most rows one scan step adds
+constexpr uint64 kKeyShared = UINT64CONST(0xA99A000000000001);
+constexpr uint64 kKeyScanBase = UINT64CONST(0xA99A000100000000);
+
+enum ChunkState : uint32 { kFree = 0, kFilling = 1, kFull = 2 };
+
+struct ChunkHeader {
+    uint32 state;
+    int32 rows;
+    int64 skipped;
+    int64 null_counts[kMaxCols];
+};
+
+struct ReaderShared {
+    char fn[64];
+    char relname[2 * NAMEDATALEN + 2];
+    NameData colnames[kMaxCols];
+    int ncols;
+    int nrels;
+    int nchunks;
+    bool allow_infinity;
+    uint8 kinds[kMaxCols];
+    bool nullable[kMaxCols];
+    Oid types[kMaxCols];
+    Size off_relids;   // Oid[nrels]
+    Size off_attnums;  // AttrNumber[nrels * ncols]
+    Size off_maxatt;   // AttrNumber[nrels]: highest attnum read, per relation
+    Size off_headers;  // ChunkHeader[nchunks]
+    Size off_data;     // nchunks chunks of chunk_bytes
+    Size chunk_bytes;
+
+    bool direct;    // heap relations are read page by page (see above)
+
+    slock_t mutex;  // chunk states, workers_done, chunk_waits
+    int workers_done;
+    int64 chunk_waits;  // times a worker found no FREE chunk
+    ConditionVariable cv_full;  // a chunk became FULL or a worker finished: the leader waits on it
+    ConditionVariable cv_free;  // a chunk became FREE: workers wait on it
+};
+
+template <class T>
+inline T* at(const ReaderShared* sh, Size off) {
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<ReaderShared*>(sh)) + off);
+}
+inline const Oid* relids(const ReaderShared* sh) { return at<Oid>(sh, sh->off_relids); }
+inline const AttrNumber* attnums(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_attnums) + rel * sh->ncols; }
+inline AttrNumber max_attnum(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_maxatt)[rel]; }
+inline ChunkHeader* header(const ReaderShared* sh, int i) { return at<ChunkHeader>(sh, sh->off_headers) + i; }
+
+// Columns being written: 8-byte values (int64 or double by kind), NULL flags
+// for nullable columns. A chunk or the leader's result.
+struct ColumnsView {
+    char* values[kMaxCols];
+    bool* nulls[kMaxCols];
+};
+ColumnsView chunk_view(const ReaderShared* sh, int i);
+
+// One participant's scan of one relation: a heap read page by page, or the
+// table AM's slots. step() appends at most kPageRows rows.
+struct RelScan {
+    const ReaderShared* sh;
+    int index;  // which relation of sh
+    Relation rel;
+    bool direct;
+    Snapshot snapshot;
+    // direct
+    ParallelBlockTableScanDesc pbscan;  // nullptr: serial
+    ParallelBlockTableScanWorkerData pbwork;
+    BufferAccessStrategy strategy;
+    BlockNumber next_block;
+    BlockNumber nblocks;
+    // slots
+    TableScanDesc scan;
+    TupleTableSlot* slot;
+};
+
+// Starts a scan of relation `index` of sh (pscan: its parallel scan, or
+// nullptr for a scan of the whole relation by this participant alone).
+void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel, ParallelTableScanDesc pscan,
+                   Snapshot snapshot);
+// Appends the rows of the next page (or the next kPageRows tuples) to dst at
+// *rows (room for kPageRows more); false when the relation is done.
+bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipped, int64* null_counts);
+void relscan_end(RelScan* rs);
+
+}  // namespace relscan
+
+// The parallel workers' entry point (looked up by name in this library).
+extern "C" PGDLLEXPORT void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc);
