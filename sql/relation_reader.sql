@@ -102,6 +102,11 @@ SELECT approx_gpu.hash_join_count('rr_b', 'key', 'rr_a', 'key') = (SELECT count(
 SELECT approx_gpu.last_run()->>'read' AS read, approx_gpu.last_run()->>'read_workers' AS workers;
 SELECT * FROM rr_topk_check('rr_a', 'value', 'score', 10);
 SET approx_gpu.read_workers = 2;
+-- SERIALIZABLE reads take predicate locks tuple by tuple: through the table AM's slots, same answers
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT * FROM rr_topk_check('rr_a', 'value', 'score', 10);
+SELECT approx_gpu.hash_join_count('rr_b', 'key', 'rr_a', 'key') = (SELECT count(*) FROM rr_b JOIN rr_a USING (key)) AS serializable_count;
+COMMIT;
 
 -- ---- shapes of tables ------------------------------------------------------------------------
 -- empty
