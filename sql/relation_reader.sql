@@ -101,6 +101,10 @@ SET approx_gpu.read_workers = 0;
 SELECT approx_gpu.hash_join_count('rr_b', 'key', 'rr_a', 'key') = (SELECT count(*) FROM rr_b JOIN rr_a USING (key)) AS serial_count;
 SELECT approx_gpu.last_run()->>'read' AS read, approx_gpu.last_run()->>'read_workers' AS workers;
 SELECT * FROM rr_topk_check('rr_a', 'value', 'score', 10);
+-- more workers than the server can start: capped, same answer
+SET approx_gpu.read_workers = 1000;
+SELECT approx_gpu.hash_join_count('rr_b', 'key', 'rr_a', 'key') = (SELECT count(*) FROM rr_b JOIN rr_a USING (key)) AS many_workers_count;
+SELECT (approx_gpu.last_run()->>'read_workers')::int <= current_setting('max_parallel_workers')::int AS capped;
 SET approx_gpu.read_workers = 2;
 -- SERIALIZABLE reads take predicate locks tuple by tuple: through the table AM's slots, same answers
 BEGIN ISOLATION LEVEL SERIALIZABLE;
