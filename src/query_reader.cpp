@@ -50,20 +50,6 @@ struct ColumnarReceiver {
     QueryColumns* out;
 };
 
-void grow(ColumnarReceiver* r) {
-    int64 cap = r->capacity > 0 ? r->capacity * 2 : 16384;
-    for (int c = 0; c < r->ncols; ++c) {
-        Size bytes = static_cast<Size>(cap) * 8;
-        if (r->kinds[c] == ColumnKind::Integer)
-            r->out->ints[c] = static_cast<int64*>(grow_column(r->mcxt, r->out->ints[c], bytes));
-        else
-            r->out->floats[c] = static_cast<double*>(grow_column(r->mcxt, r->out->floats[c], bytes));
-        if (r->nullable && r->nullable[c])
-            r->out->nulls[c] = static_cast<bool*>(grow_column(r->mcxt, r->out->nulls[c], static_cast<Size>(cap)));
-    }
-    r->capacity = cap;
-}
-
 void receiver_startup(void* self, TupleDesc desc) {
     ColumnarReceiver* r = static_cast<ColumnarReceiver*>(self);
     if (desc->natts != r->ncols)
@@ -89,7 +75,7 @@ void receiver_slot(void* self, TupleTableSlot* slot) {
             ++r->out->rows_skipped;
             return;
         }
-    if (r->out->rows == r->capacity) grow(r);
+    if (r->out->rows == r->capacity) reserve_columns(r->out, r->kinds, r->nullable, r->mcxt, &r->capacity, r->out->rows + 1);
     int64 row = r->out->rows;
     for (int c = 0; c < r->ncols; ++c) {
         if (r->out->nulls[c]) {
@@ -121,7 +107,7 @@ void receiver_slot(void* self, TupleTableSlot* slot) {
 
 }  // namespace
 
-void* grow_column(MemoryContext mcxt, void* old, Size bytes) {
+static void* grow_column(MemoryContext mcxt, void* old, Size bytes) {
     void* p = old ? repalloc_huge(old, bytes) : MemoryContextAllocHuge(mcxt, bytes);
 #ifdef MADV_HUGEPAGE
     // Columns of millions of rows are written once, front to back: with 4 kB
@@ -136,6 +122,23 @@ void* grow_column(MemoryContext mcxt, void* old, Size bytes) {
     }
 #endif
     return p;
+}
+
+void reserve_columns(QueryColumns* out, const ColumnKind* kinds, const bool* nullable, MemoryContext mcxt,
+                     int64* capacity, int64 need) {
+    if (need <= *capacity) return;
+    int64 cap = *capacity > 0 ? *capacity : 16384;
+    while (cap < need) cap *= 2;
+    for (int c = 0; c < out->ncols; ++c) {
+        Size bytes = static_cast<Size>(cap) * 8;
+        if (kinds[c] == ColumnKind::Integer)
+            out->ints[c] = static_cast<int64*>(grow_column(mcxt, out->ints[c], bytes));
+        else
+            out->floats[c] = static_cast<double*>(grow_column(mcxt, out->floats[c], bytes));
+        if (nullable && nullable[c])
+            out->nulls[c] = static_cast<bool*>(grow_column(mcxt, out->nulls[c], static_cast<Size>(cap)));
+    }
+    *capacity = cap;
 }
 
 const char* column_kind_types(ColumnKind k) {

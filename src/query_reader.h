@@ -35,10 +35,6 @@ const char* column_kind_types(ColumnKind k);
 int64 integer_datum(Datum d, Oid t);
 double float_datum(Datum d, Oid t);
 
-// Allocates (old = nullptr) or grows a column buffer of `bytes` in mcxt
-// (huge allocations allowed; transparent huge pages requested for large ones).
-void* grow_column(MemoryContext mcxt, void* old, Size bytes);
-
 struct QueryColumns {
     int ncols;
     int64 rows;          // rows kept
@@ -53,6 +49,13 @@ struct QueryColumns {
     int64 worker_rows;      // rows (kept or skipped) those workers read
     int64 chunk_waits;      // times a worker waited for the backend to take its rows
 };
+
+// Room for `need` rows in out's columns (out->ncols of them; nulls[c] for
+// nullable ones), growing every buffer to the next power-of-two multiple of
+// 16384 rows past *capacity; huge allocations allowed, transparent huge pages
+// requested for large ones. Shared by the query and relation readers.
+void reserve_columns(QueryColumns* out, const ColumnKind* kinds, const bool* nullable, MemoryContext mcxt,
+                     int64* capacity, int64 need);
 
 // Runs `query` (must be a single SELECT returning exactly `ncols` columns of
 // the given kinds) and returns its columns, allocated in the current memory

@@ -66,33 +66,19 @@ struct ReadResult {
     QueryColumns* out;
     const ColumnKind* kinds;
     const bool* nullable;
-    int ncols;
     int64 capacity;
-    ColumnsView view;
+    ColumnsView view;  // out's columns as raw 8-byte slots (derived in reserve_rows)
 };
 
+// Room for `need` rows; res->view follows the (possibly moved) columns.
 void reserve_rows(ReadResult* res, int64 need) {
-    if (need <= res->capacity) return;
-    int64 cap = res->capacity > 0 ? res->capacity : 16384;
-    while (cap < need) cap *= 2;
     QueryColumns* out = res->out;
-    for (int c = 0; c < res->ncols; ++c) {
-        Size bytes = static_cast<Size>(cap) * 8;
-        char* old = res->view.values[c];
-        char* p = static_cast<char*>(grow_column(CurrentMemoryContext, old, bytes));
-        res->view.values[c] = p;
-        if (res->kinds[c] == ColumnKind::Integer)
-            out->ints[c] = reinterpret_cast<int64*>(p);
-        else
-            out->floats[c] = reinterpret_cast<double*>(p);
-        if (res->nullable && res->nullable[c]) {
-            Size nb = static_cast<Size>(cap);
-            bool* n = res->view.nulls[c];
-            res->view.nulls[c] = static_cast<bool*>(grow_column(CurrentMemoryContext, n, nb));
-            out->nulls[c] = res->view.nulls[c];
-        }
+    reserve_columns(out, res->kinds, res->nullable, CurrentMemoryContext, &res->capacity, need);
+    for (int c = 0; c < out->ncols; ++c) {
+        res->view.values[c] = res->kinds[c] == ColumnKind::Integer ? reinterpret_cast<char*>(out->ints[c])
+                                                                   : reinterpret_cast<char*>(out->floats[c]);
+        res->view.nulls[c] = out->nulls[c];
     }
-    res->capacity = cap;
 }
 
 // Appends FULL chunks to the result; returns how many were taken.
@@ -181,7 +167,7 @@ int choose_workers(Relation top, BlockNumber pages) {
 }
 
 // The SPI route: the query the caller would run.
-QueryColumns read_through_query(const char* fn, const char* rel_arg, Relation top, int ncols,
+QueryColumns read_through_query(const char* fn, const char* rel_arg, const char* relname, int ncols,
                                 const char* const* column_names, const ColumnKind* kinds, bool allow_infinity,
                                 const bool* nullable, const char* why) {
     StringInfoData q;
@@ -189,9 +175,7 @@ QueryColumns read_through_query(const char* fn, const char* rel_arg, Relation to
     appendStringInfoString(&q, "SELECT ");
     for (int c = 0; c < ncols; ++c)
         appendStringInfo(&q, "%s%s", c ? ", " : "", quote_identifier(column_names[c]));
-    appendStringInfo(&q, " FROM %s",
-                     quote_qualified_identifier(get_namespace_name(RelationGetNamespace(top)),
-                                                RelationGetRelationName(top)));
+    appendStringInfo(&q, " FROM %s", relname);
     QueryColumns out = read_query_columns(fn, rel_arg, q.data, ncols, kinds, column_names, allow_infinity, nullable);
     out.read_path = why;
     return out;
@@ -277,7 +261,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
         }
     }
     if (via_query != nullptr) {
-        QueryColumns out = read_through_query(fn, rel_arg, top, ncols, column_names, kinds, allow_infinity, nullable,
+        QueryColumns out = read_through_query(fn, rel_arg, relname, ncols, column_names, kinds, allow_infinity, nullable,
                                               via_query);
         relation_close(top, NoLock);
         out.ms_read = glue_clock_ms() - t0;
@@ -391,7 +375,6 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     res.out = &out;
     res.kinds = kinds;
     res.nullable = nullable;
-    res.ncols = ncols;
     reserve_rows(&res, static_cast<int64>(Min(tuples * 1.05 + kPageRows, 1e9)));
 
     LeaderScan ls;
