@@ -212,6 +212,61 @@ REVOKE ALL ON rr_wide FROM regress_rr_cols;
 REVOKE USAGE ON SCHEMA approx_gpu FROM regress_rr_none, regress_rr_cols, regress_rr_rls;
 DROP ROLE regress_rr_none, regress_rr_cols, regress_rr_rls;
 
+-- ---- table synopses: sampled by the reader ---------------------------------------------------
+-- The sample is the rows of smallest hash(seed, TID): with a fixed seed the
+-- backend alone, parallel workers and the SERIALIZABLE slot path draw the
+-- same rows, so the stored synopses are equal byte for byte. NULLs, numerics,
+-- dates, texts, TOASTed values beside them and dead tuples.
+SET approx_gpu.random_seed = 7;
+CREATE TABLE rr_syn AS SELECT i AS id, round((random() * 1000)::numeric, 2) AS amount, random() * 100 AS x,
+    date '2024-01-01' + i % 366 AS day, (ARRAY['red', 'green', 'blue'])[1 + i % 3] AS color,
+    repeat(md5(i::text), 200) AS note
+  FROM generate_series(1, 60000) i;
+UPDATE rr_syn SET x = NULL, color = NULL WHERE id % 97 = 0;
+DELETE FROM rr_syn WHERE id % 1000 = 5;
+CREATE FUNCTION rr_synopsis(n text) RETURNS bytea LANGUAGE sql AS
+  $$SELECT approx_gpu.kde_synopsis_to_bytea(synopsis) FROM approx_gpu.synopses WHERE name = n$$;
+SELECT (approx_gpu.create_synopsis('rr_syn_par', 'rr_syn', ARRAY['amount', 'x', 'day', 'color']::name[], 2000)->>'N')::int
+  AS rows_built;
+SELECT approx_gpu.last_run()->>'read' AS read, (approx_gpu.last_run()->>'read_workers')::int > 0 AS workers_helped;
+SET approx_gpu.read_workers = 0;
+SELECT (approx_gpu.create_synopsis('rr_syn_ser', 'rr_syn', ARRAY['amount', 'x', 'day', 'color']::name[], 2000)->>'N')::int
+  AS rows_built;
+SELECT approx_gpu.last_run()->>'read' AS read;
+SET approx_gpu.read_workers = 2;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT (approx_gpu.create_synopsis('rr_syn_slots', 'rr_syn', ARRAY['amount', 'x', 'day', 'color']::name[], 2000)->>'N')::int
+  AS rows_built;
+COMMIT;
+SELECT rr_synopsis('rr_syn_par') = rr_synopsis('rr_syn_ser') AS parallel_equals_serial,
+       rr_synopsis('rr_syn_par') = rr_synopsis('rr_syn_slots') AS slots_equal;
+SELECT (approx_gpu.refresh_synopsis('rr_syn_ser')->>'N')::int AS refreshed;
+SELECT rr_synopsis('rr_syn_par') = rr_synopsis('rr_syn_ser') AS refresh_draws_the_same;
+SET approx_gpu.random_seed = 8;
+SELECT (approx_gpu.create_synopsis('rr_syn_8', 'rr_syn', ARRAY['amount', 'x', 'day', 'color']::name[], 2000)->>'N')::int
+  AS rows_built;
+SELECT rr_synopsis('rr_syn_par') <> rr_synopsis('rr_syn_8') AS another_seed_another_sample;
+-- a sample as large as the table holds every row once: the relation form
+-- answers as the query form does
+SET approx_gpu.random_seed = 7;
+SELECT (approx_gpu.create_synopsis('rr_syn_all', 'rr_syn', ARRAY['id', 'amount']::name[], 100000)->>'N')::int AS rows_built;
+SELECT (approx_gpu.create_synopsis('rr_syn_q', 'SELECT id, amount FROM rr_syn', 100000)->>'N')::int AS rows_built;
+SELECT abs(approx_gpu.approx_sum('rr_syn_all', 'amount', p) - approx_gpu.approx_sum('rr_syn_q', 'amount', p))
+         <= 1e-9 * abs(approx_gpu.approx_sum('rr_syn_q', 'amount', p)) AS sum_as_query,
+       abs(approx_gpu.approx_count('rr_syn_all', p) - approx_gpu.approx_count('rr_syn_q', p))
+         <= 1e-9 * approx_gpu.approx_count('rr_syn_q', p) AS count_as_query
+  FROM (VALUES ('{"id": [1000, 30000], "amount": [100, 600]}'::jsonb)) v(p);
+-- a value that is not finite, found by a worker, names its column
+UPDATE rr_syn SET amount = 'NaN' WHERE id = 59999;
+SELECT rr_error($$SELECT approx_gpu.create_synopsis('rr_syn_nan', 'rr_syn', ARRAY['amount']::name[], 100)$$) AS nan_amount;
+UPDATE rr_syn SET amount = 1, day = 'infinity' WHERE id = 59999;
+SELECT rr_error($$SELECT approx_gpu.create_synopsis('rr_syn_inf', 'rr_syn', ARRAY['id', 'day']::name[], 100)$$) AS infinite_day;
+SELECT approx_gpu.drop_synopsis(n) FROM unnest(ARRAY['rr_syn_par', 'rr_syn_ser', 'rr_syn_slots', 'rr_syn_8', 'rr_syn_all',
+                                                     'rr_syn_q']) n;
+DROP TABLE rr_syn;
+DROP FUNCTION rr_synopsis(text);
+RESET approx_gpu.random_seed;
+
 -- ---- errors --------------------------------------------------------------------------------
 SELECT rr_error($$SELECT approx_gpu.hash_join_count('rr_a', 'no_such', 'rr_b', 'key')$$) AS unknown_column;
 SELECT rr_error($$SELECT approx_gpu.hash_join_count('rr_a', 'ctid', 'rr_b', 'key')$$) AS system_column;

@@ -129,7 +129,7 @@ bool leader_step(LeaderScan* ls, ReadResult* res) {
         if (ls->rel >= sh->nrels) return false;
         if (!ls->open) {
             relscan_begin(&ls->scan, sh, ls->rel, ls->rels[ls->rel], ls->pscans ? ls->pscans[ls->rel] : nullptr,
-                          ls->snapshot);
+                          ls->snapshot, 0);
             ls->open = true;
         }
         reserve_rows(res, out->rows + kPageRows);
@@ -140,30 +140,6 @@ bool leader_step(LeaderScan* ls, ReadResult* res) {
         }
     }
     return ls->rel < sh->nrels;
-}
-
-// Workers for `pages` heap pages of `top`, unless approx_gpu.read_workers
-// says otherwise: the table's parallel_workers option, else PostgreSQL's rule
-// for a parallel sequential scan (one worker, one more for every tripling)
-// counted from 8 x min_parallel_table_scan_size -- a worker costs a process
-// start and this library's load (30-40 ms measured on 2 cores), which a
-// table under about 64 MB does not repay -- capped by
-// max_parallel_workers_per_gather.
-int choose_workers(Relation top, BlockNumber pages) {
-    if (read_workers_setting >= 0) return read_workers_setting;
-    int workers = -1;
-    if (top->rd_rel->relkind == RELKIND_RELATION || top->rd_rel->relkind == RELKIND_MATVIEW)
-        workers = RelationGetParallelWorkers(top, -1);
-    if (workers < 0) {
-        double threshold = 8.0 * Max(min_parallel_table_scan_size, 1);
-        if (pages < threshold) return 0;
-        workers = 1;
-        while (pages >= threshold * 3 && workers < 1024) {
-            ++workers;
-            threshold *= 3;
-        }
-    }
-    return Min(workers, max_parallel_workers_per_gather);
 }
 
 // The SPI route: the query the caller would run.
@@ -182,6 +158,113 @@ QueryColumns read_through_query(const char* fn, const char* rel_arg, const char*
 }
 
 }  // namespace
+
+// Workers for `pages` heap pages of `top`, unless approx_gpu.read_workers
+// says otherwise: the table's parallel_workers option, else PostgreSQL's rule
+// for a parallel sequential scan (one worker, one more for every tripling)
+// counted from 8 x min_parallel_table_scan_size -- a worker costs a process
+// start and this library's load (30-40 ms measured on 2 cores), which a
+// table under about 64 MB does not repay -- capped by
+// max_parallel_workers_per_gather.
+int relscan::choose_workers(Relation top, BlockNumber pages) {
+    if (read_workers_setting >= 0) return read_workers_setting;
+    int workers = -1;
+    if (top->rd_rel->relkind == RELKIND_RELATION || top->rd_rel->relkind == RELKIND_MATVIEW)
+        workers = RelationGetParallelWorkers(top, -1);
+    if (workers < 0) {
+        double threshold = 8.0 * Max(min_parallel_table_scan_size, 1);
+        if (pages < threshold) return 0;
+        workers = 1;
+        while (pages >= threshold * 3 && workers < 1024) {
+            ++workers;
+            threshold *= 3;
+        }
+    }
+    return Min(workers, max_parallel_workers_per_gather);
+}
+
+ReaderShared* relscan::reader_shared_create(int nworkers, Relation* rels, int nrels, Snapshot snapshot,
+                                            Size shared_bytes, ParallelContext** pcxt, ParallelTableScanDesc** pscans) {
+    *pcxt = nullptr;
+    *pscans = nullptr;
+    if (nworkers == 0) return static_cast<ReaderShared*>(palloc(shared_bytes));
+    EnterParallelMode();
+    ParallelContext* p = CreateParallelContext("approx_gpu", "approx_gpu_relation_reader_worker", nworkers);
+    shm_toc_estimate_chunk(&p->estimator, shared_bytes);
+    for (int r = 0; r < nrels; ++r) shm_toc_estimate_chunk(&p->estimator, table_parallelscan_estimate(rels[r], snapshot));
+    shm_toc_estimate_keys(&p->estimator, 1 + nrels);
+    InitializeParallelDSM(p);
+    ReaderShared* sh = static_cast<ReaderShared*>(shm_toc_allocate(p->toc, shared_bytes));
+    shm_toc_insert(p->toc, kKeyShared, sh);
+    ParallelTableScanDesc* scans = static_cast<ParallelTableScanDesc*>(palloc(sizeof(ParallelTableScanDesc) * nrels));
+    for (int r = 0; r < nrels; ++r) {
+        scans[r] = static_cast<ParallelTableScanDesc>(shm_toc_allocate(p->toc, table_parallelscan_estimate(rels[r], snapshot)));
+        table_parallelscan_initialize(rels[r], scans[r], snapshot);
+        shm_toc_insert(p->toc, kKeyScanBase + r, scans[r]);
+    }
+    *pcxt = p;
+    *pscans = scans;
+    return sh;
+}
+
+void relscan::reader_shared_init(ReaderShared* sh, const char* fn, const char* relname, Relation* rels, int nrels,
+                                 int ncols, const char* const* colnames, const Oid* types, const AttrNumber* atts,
+                                 const AttrNumber* maxatt) {
+    strlcpy(sh->fn, fn, sizeof sh->fn);
+    strlcpy(sh->relname, relname, sizeof sh->relname);
+    for (int c = 0; c < ncols; ++c) {
+        namestrcpy(&sh->colnames[c], colnames[c]);
+        sh->types[c] = types[c];
+    }
+    sh->ncols = ncols;
+    sh->nrels = nrels;
+    sh->direct = !IsolationIsSerializable();
+    for (int r = 0; r < nrels; ++r) at<Oid>(sh, sh->off_relids)[r] = RelationGetRelid(rels[r]);
+    memcpy(at<AttrNumber>(sh, sh->off_attnums), atts, sizeof(AttrNumber) * nrels * ncols);
+    memcpy(at<AttrNumber>(sh, sh->off_maxatt), maxatt, sizeof(AttrNumber) * nrels);
+    SpinLockInit(&sh->mutex);
+    ConditionVariableInit(&sh->cv_full);
+    ConditionVariableInit(&sh->cv_free);
+}
+
+bool relscan::reader_wait_workers(ReaderShared* sh, ParallelContext* pcxt, int launched, const char* fn,
+                                  const char* relname) {
+    SpinLockAcquire(&sh->mutex);
+    bool all_done = sh->workers_done == launched;
+    SpinLockRelease(&sh->mutex);
+    if (all_done) return true;
+    // A worker that stopped without finishing failed: its ERROR (or
+    // "failed to initialize") comes out of WaitForParallelWorkersToFinish.
+    if (ConditionVariableTimedSleep(&sh->cv_full, 100, PG_WAIT_EXTENSION)) {
+        for (int w = 0; w < launched; ++w) {
+            pid_t pid;
+            if (GetBackgroundWorkerPid(pcxt->worker[w].bgwhandle, &pid) == BGWH_STOPPED) {
+                SpinLockAcquire(&sh->mutex);
+                all_done = sh->workers_done == launched;
+                SpinLockRelease(&sh->mutex);
+                if (all_done) break;
+                ConditionVariableCancelSleep();
+                WaitForParallelWorkersToFinish(pcxt);
+                SpinLockAcquire(&sh->mutex);
+                all_done = sh->workers_done == launched;
+                SpinLockRelease(&sh->mutex);
+                if (!all_done)
+                    ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                                    errmsg("%s: a parallel worker reading %s exited before it finished", fn, relname)));
+                break;
+            }
+        }
+    }
+    return false;
+}
+
+void relscan::reader_shared_destroy(ParallelContext* pcxt) {
+    ConditionVariableCancelSleep();
+    if (pcxt == nullptr) return;
+    WaitForParallelWorkersToFinish(pcxt);
+    DestroyParallelContext(pcxt);
+    ExitParallelMode();
+}
 
 QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
                                    const char* const* column_names, const char* const* column_args,
@@ -311,55 +394,24 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     Size off_data = MAXALIGN(off_headers + sizeof(ChunkHeader) * nchunks);
     Size shared_bytes = add_size(off_data, mul_size(chunk_bytes, nchunks));
 
-    ParallelContext* pcxt = nullptr;
-    ReaderShared* sh;
-    ParallelTableScanDesc* pscans = nullptr;
+    ParallelContext* pcxt;
+    ParallelTableScanDesc* pscans;
     Snapshot snapshot = GetActiveSnapshot();
-    if (nworkers > 0) {
-        EnterParallelMode();
-        pcxt = CreateParallelContext("approx_gpu", "approx_gpu_relation_reader_worker", nworkers);
-        shm_toc_estimate_chunk(&pcxt->estimator, shared_bytes);
-        for (int r = 0; r < nrels; ++r) shm_toc_estimate_chunk(&pcxt->estimator, table_parallelscan_estimate(rels[r], snapshot));
-        shm_toc_estimate_keys(&pcxt->estimator, 1 + nrels);
-        InitializeParallelDSM(pcxt);
-        sh = static_cast<ReaderShared*>(shm_toc_allocate(pcxt->toc, shared_bytes));
-        shm_toc_insert(pcxt->toc, kKeyShared, sh);
-        pscans = static_cast<ParallelTableScanDesc*>(palloc(sizeof(ParallelTableScanDesc) * nrels));
-        for (int r = 0; r < nrels; ++r) {
-            pscans[r] = static_cast<ParallelTableScanDesc>(
-                shm_toc_allocate(pcxt->toc, table_parallelscan_estimate(rels[r], snapshot)));
-            table_parallelscan_initialize(rels[r], pscans[r], snapshot);
-            shm_toc_insert(pcxt->toc, kKeyScanBase + r, pscans[r]);
-        }
-    } else {
-        sh = static_cast<ReaderShared*>(palloc(shared_bytes));
-    }
+    ReaderShared* sh = reader_shared_create(nworkers, rels, nrels, snapshot, shared_bytes, &pcxt, &pscans);
     memset(sh, 0, off_data);
-    strlcpy(sh->fn, fn, sizeof sh->fn);
-    strlcpy(sh->relname, relname, sizeof sh->relname);
-    for (int c = 0; c < ncols; ++c) {
-        namestrcpy(&sh->colnames[c], column_names[c]);
-        sh->kinds[c] = static_cast<uint8>(kinds[c]);
-        sh->nullable[c] = nullable != nullptr && nullable[c];
-        sh->types[c] = types[c];
-    }
-    sh->ncols = ncols;
-    sh->nrels = nrels;
-    sh->nchunks = nchunks;
-    sh->allow_infinity = allow_infinity;
     sh->off_relids = off_relids;
     sh->off_attnums = off_attnums;
     sh->off_maxatt = off_maxatt;
     sh->off_headers = off_headers;
     sh->off_data = off_data;
     sh->chunk_bytes = chunk_bytes;
-    sh->direct = !IsolationIsSerializable();
-    for (int r = 0; r < nrels; ++r) at<Oid>(sh, off_relids)[r] = RelationGetRelid(rels[r]);
-    memcpy(at<AttrNumber>(sh, off_attnums), atts, sizeof(AttrNumber) * nrels * ncols);
-    memcpy(at<AttrNumber>(sh, off_maxatt), maxatt, sizeof(AttrNumber) * nrels);
-    SpinLockInit(&sh->mutex);
-    ConditionVariableInit(&sh->cv_full);
-    ConditionVariableInit(&sh->cv_free);
+    sh->nchunks = nchunks;
+    sh->allow_infinity = allow_infinity;
+    for (int c = 0; c < ncols; ++c) {
+        sh->kinds[c] = static_cast<uint8>(kinds[c]);
+        sh->nullable[c] = nullable != nullptr && nullable[c];
+    }
+    reader_shared_init(sh, fn, relname, rels, nrels, ncols, column_names, types, atts, maxatt);
 
     int launched = 0;
     if (pcxt != nullptr) {
@@ -392,44 +444,13 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
             continue;
         }
         if (launched == 0) break;
-        SpinLockAcquire(&sh->mutex);
-        bool all_done = sh->workers_done == launched;
-        SpinLockRelease(&sh->mutex);
-        if (all_done) {
+        if (reader_wait_workers(sh, pcxt, launched, fn, relname)) {
             drain_chunks(sh, &res);  // what the last worker published before finishing
             break;
         }
-        // A worker that stopped without finishing failed: its ERROR (or
-        // "failed to initialize") comes out of WaitForParallelWorkersToFinish.
-        if (ConditionVariableTimedSleep(&sh->cv_full, 100, PG_WAIT_EXTENSION)) {
-            for (int w = 0; w < launched; ++w) {
-                pid_t pid;
-                if (GetBackgroundWorkerPid(pcxt->worker[w].bgwhandle, &pid) == BGWH_STOPPED) {
-                    SpinLockAcquire(&sh->mutex);
-                    all_done = sh->workers_done == launched;
-                    SpinLockRelease(&sh->mutex);
-                    if (all_done) break;
-                    ConditionVariableCancelSleep();
-                    WaitForParallelWorkersToFinish(pcxt);
-                    SpinLockAcquire(&sh->mutex);
-                    all_done = sh->workers_done == launched;
-                    SpinLockRelease(&sh->mutex);
-                    if (!all_done)
-                        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                                        errmsg("%s: a parallel worker reading %s exited before it finished", fn,
-                                               relname)));
-                    break;
-                }
-            }
-        }
     }
-    ConditionVariableCancelSleep();
     out.chunk_waits = sh->chunk_waits;  // sh lives in the DSM segment destroyed below
-    if (pcxt != nullptr) {
-        WaitForParallelWorkersToFinish(pcxt);
-        DestroyParallelContext(pcxt);
-        ExitParallelMode();
-    }
+    reader_shared_destroy(pcxt);
     for (int r = 0; r < nrels; ++r)
         if (rels[r] != top) table_close(rels[r], NoLock);
     relation_close(top, NoLock);

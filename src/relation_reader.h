@@ -15,6 +15,11 @@
 
 #include "query_reader.h"
 
+extern "C" {
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+}
+
 // Settings of the reader (approx_gpu.read_workers); called from _PG_init.
 void relation_reader_init(void);
 
@@ -34,3 +39,23 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
 // last_run() after the engine call: how the input was read ("read": "parallel
 // scan", "scan" or "query ..."), the workers that helped, rows per second.
 void record_read(const QueryColumns* const* inputs, int n);
+
+// A uniform sample of up to `sample_m` visible rows of table `rel` (open,
+// privileges checked by the caller), read as read_relation_columns reads
+// (parallel workers, the statement's snapshot): every row's `ncheck` columns
+// `attnums` (types `types`, names `names`; numbers, numerics, dates,
+// timestamps) must be finite (ERROR 22023 naming the column otherwise). The
+// sample is the rows of smallest hash(seed, TID): with a fixed seed the same
+// rows whatever the workers or the path. For table synopses; ERRORs only, no
+// C++ object alive while it runs.
+struct RelationSample {
+    int64 rows;              // visible rows
+    int64 m;                 // rows sampled: min(rows, sample_m)
+    ItemPointerData* tids;   // m TIDs, in TID order (fetch them with the same snapshot)
+    double ms_read;
+    const char* read_path;   // "parallel scan" or "scan"
+    int read_workers;
+    int64 worker_rows;       // rows the workers read
+};
+RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const AttrNumber* attnums, const Oid* types,
+                               const char* const* names, int64 sample_m, uint64 seed);

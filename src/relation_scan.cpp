@@ -9,10 +9,16 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "pgstat.h"
+#include "utils/date.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 }
 
 #include <cmath>
+
+#include "core/hash_mix.hpp"
 
 namespace relscan {
 
@@ -69,6 +75,78 @@ bool store_row(const ReaderShared* sh, const Datum* values, const bool* isnull, 
 }
 
 
+// Sampling: 0 when a value of type t is finite, 1 for NaN, 2 for an infinity.
+int non_finite(Datum d, Oid t) {
+    switch (t) {
+        case FLOAT8OID: {
+            double v = DatumGetFloat8(d);
+            return std::isnan(v) ? 1 : std::isinf(v) ? 2 : 0;
+        }
+        case FLOAT4OID: {
+            float v = DatumGetFloat4(d);
+            return std::isnan(v) ? 1 : std::isinf(v) ? 2 : 0;
+        }
+        case NUMERICOID: {
+            Numeric n = DatumGetNumeric(d);  // detoasted in RelScan::tmp
+            return numeric_is_nan(n) ? 1 : numeric_is_inf(n) ? 2 : 0;
+        }
+        case DATEOID: return DATE_NOT_FINITE(DatumGetDateADT(d)) ? 2 : 0;
+        case TIMESTAMPOID:
+        case TIMESTAMPTZOID: return TIMESTAMP_NOT_FINITE(DatumGetTimestamp(d)) ? 2 : 0;
+        default: return 0;  // integers
+    }
+}
+
+// (priority, tid) pairs ordered as the sample wants them: smallest first.
+inline bool before(uint64 pa, uint64 ta, uint64 pb, uint64 tb) { return pa < pb || (pa == pb && ta < tb); }
+
+// A visible row for the sample: its columns checked, then kept when its
+// priority is among the sample_m smallest this participant has seen (a
+// max-heap on (priority, tid): the root is the first to go).
+void sample_row(const ReaderShared* sh, SampleSlot* slot, const ItemPointerData* tid, const Datum* values,
+                const bool* isnull) {
+    for (int c = 0; c < sh->ncols; ++c) {
+        if (isnull[c]) continue;
+        int bad = non_finite(values[c], sh->types[c]);
+        if (bad)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column \"%s\" of table %s contains %s", sh->fn, NameStr(sh->colnames[c]),
+                                   sh->relname, bad == 1 ? "NaN" : "an infinite value"),
+                            errhint("A synopsis needs finite values; NULL is fine.")));
+    }
+    ++slot->rows;
+    const uint64 t = pack_tid(tid);
+    const uint64 p = approx::mix64(sh->sample_seed ^ approx::mix64(t + 0x9e3779b97f4a7c15ULL));
+    uint64* pri = sample_priorities(slot);
+    uint64* tids = sample_tids(sh, slot);
+    const int64 m = sh->sample_m;
+    int64 i;
+    if (slot->size < m) {  // sift up
+        i = slot->size++;
+        while (i > 0) {
+            int64 parent = (i - 1) / 2;
+            if (!before(pri[parent], tids[parent], p, t)) break;
+            pri[i] = pri[parent];
+            tids[i] = tids[parent];
+            i = parent;
+        }
+    } else {
+        if (!before(p, t, pri[0], tids[0])) return;
+        i = 0;  // replace the root, sift down
+        for (;;) {
+            int64 child = 2 * i + 1;
+            if (child >= m) break;
+            if (child + 1 < m && before(pri[child], tids[child], pri[child + 1], tids[child + 1])) ++child;
+            if (!before(p, t, pri[child], tids[child])) break;
+            pri[i] = pri[child];
+            tids[i] = tids[child];
+            i = child;
+        }
+    }
+    pri[i] = p;
+    tids[i] = t;
+}
+
 int acquire_chunk(ReaderShared* sh) {
     for (;;) {
         int got = -1;
@@ -105,9 +183,13 @@ void publish_chunk(ReaderShared* sh, int i) {
 }  // namespace
 
 void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel, ParallelTableScanDesc pscan,
-                   Snapshot snapshot) {
+                   Snapshot snapshot, int participant) {
     memset(rs, 0, sizeof *rs);
     rs->sh = sh;
+    if (sh->sample_m > 0) {
+        rs->sample = sample_slot(sh, participant);
+        rs->tmp = AllocSetContextCreate(CurrentMemoryContext, "approx_gpu sample rows", ALLOCSET_SMALL_SIZES);
+    }
     rs->index = index;
     rs->rel = rel;
     rs->snapshot = snapshot;
@@ -125,6 +207,7 @@ void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel,
 }
 
 void relscan_end(RelScan* rs) {
+    if (rs->tmp) MemoryContextDelete(rs->tmp);
     if (rs->direct) {
         if (rs->strategy) FreeAccessStrategy(rs->strategy);
     } else {
@@ -150,7 +233,14 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
                 values[c] = rs->slot->tts_values[atts[c] - 1];
                 isnull[c] = rs->slot->tts_isnull[atts[c] - 1];
             }
-            if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) ++*rows;
+            if (rs->sample) {
+                MemoryContext old = MemoryContextSwitchTo(rs->tmp);
+                sample_row(sh, rs->sample, &rs->slot->tts_tid, values, isnull);
+                MemoryContextSwitchTo(old);
+                MemoryContextReset(rs->tmp);
+            } else if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) {
+                ++*rows;
+            }
         }
         return true;
     }
@@ -174,6 +264,7 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
     const OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
     HeapTupleData tuple;
     tuple.t_tableOid = RelationGetRelid(rel);
+    MemoryContext old = rs->tmp ? MemoryContextSwitchTo(rs->tmp) : nullptr;
     for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off)) {
         ItemId item = PageGetItemId(page, off);
         if (!ItemIdIsNormal(item)) continue;
@@ -182,7 +273,14 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
         ItemPointerSet(&tuple.t_self, block, off);
         if (!all_visible && !HeapTupleSatisfiesVisibility(&tuple, rs->snapshot, buf)) continue;
         for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
-        if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) ++*rows;
+        if (rs->sample)
+            sample_row(sh, rs->sample, &tuple.t_self, values, isnull);
+        else if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts))
+            ++*rows;
+    }
+    if (old) {
+        MemoryContextSwitchTo(old);
+        MemoryContextReset(rs->tmp);
     }
     LockBuffer(buf, BUFFER_LOCK_UNLOCK);
     ReleaseBuffer(buf);
@@ -200,12 +298,18 @@ void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
     Snapshot snapshot = GetActiveSnapshot();
     int chunk = -1;
     ColumnsView view;
+    memset(&view, 0, sizeof view);
     for (int r = 0; r < sh->nrels; ++r) {
         Relation rel = table_open(relids(sh)[r], AccessShareLock);
         RelScan rs;
         relscan_begin(&rs, sh, r, rel,
-                      static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)), snapshot);
-        for (;;) {
+                      static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)), snapshot,
+                      ParallelWorkerNumber + 1);
+        while (rs.sample) {  // sampling: no chunks
+            int64 none = 0;
+            if (!relscan_step(&rs, view, &none, &none, nullptr)) break;
+        }
+        for (; !rs.sample;) {
             if (chunk < 0) {
                 chunk = acquire_chunk(sh);
                 view = chunk_view(sh, chunk);

@@ -21,6 +21,15 @@
 // table access methods, and SERIALIZABLE transactions (whose reads must take
 // predicate locks tuple by tuple), go through the table AM's slots instead.
 //
+// Sampling (table synopses). With sample_m > 0 no chunks move: every
+// participant (the leader is participant 0, worker w is w + 1) checks the
+// listed columns of each visible row (finite values) and keeps, in its own
+// SampleSlot, the sample_m rows of smallest priority = hash(seed, TID): a
+// uniform sample without replacement that does not depend on who read which
+// page, so the leader's merge of the slots is the same sample whatever the
+// number of workers, the path or the order of the pages (fixed seed: the
+// same synopsis). Only TIDs travel; the leader fetches the sampled rows.
+//
 // Everything here is plain data and C-style functions: scans and waits
 // process interrupts and may longjmp, so nothing may have a destructor.
 #pragma once
@@ -29,6 +38,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "access/relscan.h"
 #include "access/tableam.h"
 #include "storage/bufmgr.h"
@@ -42,7 +52,7 @@ extern "C" {
 
 namespace relscan {
 
-constexpr int kMaxCols = 8;
+constexpr int kMaxCols = 32;  // columns of one read (a synopsis has up to 32)
 constexpr int kChunkRows = 16384;
 constexpr int kChunksPerWorker = 4;
 constexpr int kPageRows = MaxHeapTuplesPerPage;  // the most rows one scan step adds
@@ -78,6 +88,13 @@ struct ReaderShared {
 
     bool direct;    // heap relations are read page by page (see above)
 
+    // Sampling mode (sample_m > 0): columns are only checked to be finite.
+    int64 sample_m;
+    uint64 sample_seed;
+    int nslots;          // participants: the leader and the workers asked for
+    Size off_samples;    // nslots slots of sample_bytes
+    Size sample_bytes;
+
     slock_t mutex;  // chunk states, workers_done, chunk_waits
     int workers_done;
     int64 chunk_waits;  // times a worker found no FREE chunk
@@ -93,6 +110,26 @@ inline const Oid* relids(const ReaderShared* sh) { return at<Oid>(sh, sh->off_re
 inline const AttrNumber* attnums(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_attnums) + rel * sh->ncols; }
 inline AttrNumber max_attnum(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_maxatt)[rel]; }
 inline ChunkHeader* header(const ReaderShared* sh, int i) { return at<ChunkHeader>(sh, sh->off_headers) + i; }
+
+// One participant's sample: the `size` (<= sample_m) rows of smallest
+// (priority, tid) among the `rows` visible rows it read, as a max-heap, then
+// priority[sample_m] and tid[sample_m] (ItemPointer packed: block << 16 | offset).
+struct SampleSlot {
+    int64 rows;
+    int64 size;
+};
+inline SampleSlot* sample_slot(const ReaderShared* sh, int participant) {
+    return at<SampleSlot>(sh, sh->off_samples + sh->sample_bytes * participant);
+}
+inline uint64* sample_priorities(SampleSlot* s) { return reinterpret_cast<uint64*>(s + 1); }
+inline uint64* sample_tids(const ReaderShared* sh, SampleSlot* s) { return sample_priorities(s) + sh->sample_m; }
+inline Size sample_slot_bytes(int64 m) { return MAXALIGN(sizeof(SampleSlot) + static_cast<Size>(m) * 16); }
+inline uint64 pack_tid(const ItemPointerData* tid) {
+    return (static_cast<uint64>(ItemPointerGetBlockNumberNoCheck(tid)) << 16) | ItemPointerGetOffsetNumberNoCheck(tid);
+}
+inline void unpack_tid(uint64 packed, ItemPointerData* tid) {
+    ItemPointerSet(tid, static_cast<BlockNumber>(packed >> 16), static_cast<OffsetNumber>(packed & 0xFFFF));
+}
 
 // Columns being written: 8-byte values (int64 or double by kind), NULL flags
 // for nullable columns. A chunk or the leader's result.
@@ -119,16 +156,42 @@ struct RelScan {
     // slots
     TableScanDesc scan;
     TupleTableSlot* slot;
+    // sampling: this participant's slot; a context reset after each page
+    // (numeric values are detoasted to be checked)
+    SampleSlot* sample;
+    MemoryContext tmp;
 };
 
 // Starts a scan of relation `index` of sh (pscan: its parallel scan, or
-// nullptr for a scan of the whole relation by this participant alone).
+// nullptr for a scan of the whole relation by this participant alone) for
+// participant `participant` (0: the leader).
 void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel, ParallelTableScanDesc pscan,
-                   Snapshot snapshot);
+                   Snapshot snapshot, int participant);
 // Appends the rows of the next page (or the next kPageRows tuples) to dst at
 // *rows (room for kPageRows more); false when the relation is done.
 bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipped, int64* null_counts);
 void relscan_end(RelScan* rs);
+
+// ---- the leader's side, shared by the column reader and the sampler ----
+
+// Workers for `pages` heap pages of `top` (approx_gpu.read_workers, else the
+// table's parallel_workers, else PostgreSQL's rule; see relation_reader.cpp).
+int choose_workers(Relation top, BlockNumber pages);
+
+// The shared block of `shared_bytes` (header and offsets set by the caller
+// afterwards): in a new parallel context for `nworkers` workers with one
+// parallel table scan per relation (*pcxt, *pscans), or in private memory
+// when nworkers = 0 (*pcxt = nullptr, *pscans = nullptr).
+ReaderShared* reader_shared_create(int nworkers, Relation* rels, int nrels, Snapshot snapshot, Size shared_bytes,
+                                   ParallelContext** pcxt, ParallelTableScanDesc** pscans);
+// Fills the header's common fields (the offsets and sizes stay the caller's).
+void reader_shared_init(ReaderShared* sh, const char* fn, const char* relname, Relation* rels, int nrels, int ncols,
+                        const char* const* colnames, const Oid* types, const AttrNumber* atts, const AttrNumber* maxatt);
+// Waits up to 100 ms for cv_full; raises the ERROR of a worker that stopped
+// before finishing. true when all `launched` workers are done.
+bool reader_wait_workers(ReaderShared* sh, ParallelContext* pcxt, int launched, const char* fn, const char* relname);
+// Ends the parallel context (waits for the workers, leaves parallel mode).
+void reader_shared_destroy(ParallelContext* pcxt);
 
 }  // namespace relscan
 

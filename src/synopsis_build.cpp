@@ -6,6 +6,8 @@
 // then per-stratum reservoirs of a congressional allocation).
 #include "synopsis.h"
 
+#include "relation_reader.h"
+
 extern "C" {
 #include "access/relation.h"
 #include "access/table.h"
@@ -289,37 +291,19 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
             strs[j] = static_cast<char**>(MemoryContextAllocExtended(
                 CurrentMemoryContext, std::max<Size>(1, static_cast<Size>(capacity) * sizeof(char*)),
                 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
-    syn::Reservoir res;
-    syn::reservoir_init(res, sample_size, random_seed_for_call());
     int64 n_rows = 0;
+    int64 m = 0;
     double row[kMaxDim];
-    Scan scan = begin_scan(rel);
-    while (table_scan_getnextslot(scan.scan, ForwardScanDirection, scan.slot)) {
-        CHECK_FOR_INTERRUPTS();
-        slot_getsomeattrs(scan.slot, max_att);
-        ++n_rows;
+    // The values of a sampled row at `at` (dictionary values as strings).
+    auto store = [&](TupleTableSlot* slot, int64 at) {
         for (int j = 0; j < d; ++j) {
             const ColumnPlan& c = cols[j];
-            if (scan.slot->tts_isnull[c.attnum - 1])
+            if (slot->tts_isnull[c.attnum - 1])
                 row[j] = NAN;
             else if (c.encoding != ValueEncoding::Dictionary)
-                row[j] = number_of(scan.slot->tts_values[c.attnum - 1], c, fn, relname);
+                row[j] = number_of(slot->tts_values[c.attnum - 1], c, fn, relname);
             else
                 row[j] = 0;  // coded after sampling
-        }
-        int64 at;
-        if (strata) {
-            stratum_key(scan.slot, cols, n_stratify, stratify, &key);
-            char* k = key.data;
-            StratumEntry* e = static_cast<StratumEntry*>(hash_search(strata, &k, HASH_FIND, nullptr));
-            if (e == nullptr)  // same snapshot, same rows: cannot happen
-                elog(ERROR, "%s: a row of a stratum the first pass did not see", fn);
-            int64 slot = syn::reservoir_slot(e->res);
-            if (slot < 0) continue;
-            at = e->begin + slot;
-        } else {
-            at = syn::reservoir_slot(res);
-            if (at < 0) continue;
         }
         memcpy(sample + at * d, row, sizeof(double) * d);
         if (any_dict)
@@ -327,11 +311,62 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                 if (!strs[j]) continue;
                 const ColumnPlan& c = cols[j];
                 if (strs[j][at]) pfree(strs[j][at]);  // a replaced sample row
-                strs[j][at] = scan.slot->tts_isnull[c.attnum - 1] ? nullptr
-                                                                   : text_of(scan.slot->tts_values[c.attnum - 1], c);
+                strs[j][at] = slot->tts_isnull[c.attnum - 1] ? nullptr : text_of(slot->tts_values[c.attnum - 1], c);
             }
+    };
+    RelationSample drawn;
+    memset(&drawn, 0, sizeof drawn);
+    if (strata == nullptr) {
+        // The relation reader draws the sample (parallel workers, every
+        // number checked finite), then its rows are fetched by TID.
+        AttrNumber check_att[kMaxDim];
+        Oid check_type[kMaxDim];
+        const char* check_name[kMaxDim];
+        int ncheck = 0;
+        for (int j = 0; j < d; ++j)
+            if (cols[j].encoding != ValueEncoding::Dictionary && cols[j].type != INT2OID && cols[j].type != INT4OID &&
+                cols[j].type != INT8OID) {
+                check_att[ncheck] = cols[j].attnum;
+                check_type[ncheck] = cols[j].type;
+                check_name[ncheck++] = cols[j].name;
+            }
+        drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size, random_seed_for_call());
+        n_rows = drawn.rows;
+        m = drawn.m;
+        TupleTableSlot* slot = table_slot_create(rel, nullptr);
+        Snapshot snapshot = GetActiveSnapshot();
+        for (int64 i = 0; i < m; ++i) {
+            if ((i & 1023) == 0) CHECK_FOR_INTERRUPTS();
+            if (!table_tuple_fetch_row_version(rel, &drawn.tids[i], snapshot, slot))
+                elog(ERROR, "%s: a sampled row of %s is not visible to the snapshot that read it", fn, relname);
+            slot_getsomeattrs(slot, max_att);
+            store(slot, i);
+        }
+        ExecDropSingleTupleTableSlot(slot);
+    } else {
+        Scan scan = begin_scan(rel);
+        while (table_scan_getnextslot(scan.scan, ForwardScanDirection, scan.slot)) {
+            CHECK_FOR_INTERRUPTS();
+            slot_getsomeattrs(scan.slot, max_att);
+            ++n_rows;
+            stratum_key(scan.slot, cols, n_stratify, stratify, &key);
+            char* k = key.data;
+            StratumEntry* e = static_cast<StratumEntry*>(hash_search(strata, &k, HASH_FIND, nullptr));
+            if (e == nullptr)  // same snapshot, same rows: cannot happen
+                elog(ERROR, "%s: a row of a stratum the first pass did not see", fn);
+            int64 slot = syn::reservoir_slot(e->res);
+            if (slot < 0) {
+                // Not sampled, but every number must be finite.
+                for (int j = 0; j < d; ++j)
+                    if (cols[j].encoding != ValueEncoding::Dictionary && !scan.slot->tts_isnull[cols[j].attnum - 1])
+                        (void)number_of(scan.slot->tts_values[cols[j].attnum - 1], cols[j], fn, relname);
+                continue;
+            }
+            store(scan.slot, e->begin + slot);
+        }
+        end_scan(scan);
+        m = capacity;
     }
-    end_scan(scan);
     TableBuild* b = static_cast<TableBuild*>(palloc0(sizeof(TableBuild)));
     b->relfilenode = rel->rd_rel->relfilenode;
     for (int j = 0; j < d; ++j) {
@@ -343,7 +378,6 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: table %s has no rows; a synopsis needs at least one", fn, relname)));
 
-    int64 m = strata ? capacity : res.size;
     syn::Stratum* st_out = nullptr;
     if (strata) {
         st_out = static_cast<syn::Stratum*>(palloc(sizeof(syn::Stratum) * n_groups));
@@ -399,6 +433,14 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
     });
     check_engine_result(st, fn);
+    if (strata == nullptr) {  // how the sample was read (last_run)
+        approx::RunStats& rs = last_run_stats();
+        rs.ms_read = drawn.ms_read;
+        rs.add("read_workers", drawn.read_workers);
+        rs.add("rows_read_by_workers", static_cast<double>(drawn.worker_rows));
+        if (drawn.ms_read > 0) rs.add("rows_read_per_s", n_rows / (drawn.ms_read / 1000.0));
+        last_run_set_read(drawn.read_path);
+    }
     validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));
 
     // Freshness: the table's counters as the statistics report them now,
