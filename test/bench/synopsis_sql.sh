@@ -2,7 +2,9 @@
 # End to end in PostgreSQL (PGHOST/PGPORT/PGUSER/PGDATABASE from the
 # environment): synopses against exact SQL on a 10M-row table, and the
 # accuracy table of the real and synthetic data sets.
-#   1. build time of a named synopsis of 10^7 rows (m = 10^4, cdf), median of 3
+#   1. build time of a named synopsis of 10^7 rows (m = 10^4, cdf), median of 3,
+#      from its query and from the table (the relation reader; READ_WORKERS
+#      sets approx_gpu.read_workers, default auto)
 #   2. named approx_count vs the exact SELECT count(*) ... WHERE on the same
 #      table: median latency over 20 predicates, and the ratio
 #   3. accuracy (median relative error of COUNT / SUM / AVG, KDE vs the plain
@@ -25,6 +27,7 @@ SEEDS=${SEEDS:-1 2 3 4 5 6 7 8}
 PARTS=${PARTS:-e2e,accuracy}
 SETS=${SETS:-diamonds,movielens,mixture,lognormal_int,pareto_int,zero_inflated,point_mass_mix,weekly_dates}
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+[ -n "${READ_WORKERS:-}" ] && export PGOPTIONS="${PGOPTIONS:-} -c approx_gpu.read_workers=$READ_WORKERS"
 psql -c 'CREATE EXTENSION IF NOT EXISTS approx_gpu' >/dev/null
 psql -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name LIKE 'bench_%'" >/dev/null
 
@@ -59,7 +62,12 @@ DECLARE t0 timestamptz; BEGIN t0 := clock_timestamp(); EXECUTE q; RETURN 1000 * 
 CREATE TEMP TABLE build_ms AS
   SELECT pg_temp.t_ms(\$\$SELECT approx_gpu.create_synopsis('bench_10m', 'SELECT x1, x2, x3, price FROM bench_syn', 10000)\$\$) AS ms;
 INSERT INTO build_ms SELECT pg_temp.t_ms(\$\$SELECT approx_gpu.refresh_synopsis('bench_10m')\$\$) FROM generate_series(1, 2);
-SELECT 'last build: ' || approx_gpu.last_run()::text;
+SELECT 'last build (query form): ' || approx_gpu.last_run()::text;
+-- the table form: read by the extension's parallel reader (sampling in its workers)
+CREATE TEMP TABLE build_table_ms AS
+  SELECT pg_temp.t_ms(\$\$SELECT approx_gpu.create_synopsis('bench_10m_t', 'bench_syn', ARRAY['x1', 'x2', 'x3', 'price']::name[], 10000)\$\$) AS ms;
+INSERT INTO build_table_ms SELECT pg_temp.t_ms(\$\$SELECT approx_gpu.refresh_synopsis('bench_10m_t')\$\$) FROM generate_series(1, 2);
+SELECT 'last build (table form): ' || approx_gpu.last_run()::text;
 CREATE TEMP TABLE preds AS
   SELECT i, -3 + (i % 7) * 0.6 AS lo1, -3 + (i % 7) * 0.6 + 1.5 AS hi1, 5 + (i % 9) * 2 AS lo3, 17 + (i % 9) * 2 AS hi3
   FROM generate_series(1, 20) i;
@@ -71,8 +79,10 @@ CREATE TEMP TABLE query_ms AS
   FROM preds;
 \pset format aligned
 \pset tuples_only off
-SELECT 'build: create/refresh_synopsis, $SIZE rows (median of 3)' AS measure,
+SELECT 'build: create/refresh_synopsis(query), $SIZE rows (median of 3)' AS measure,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) AS ms FROM build_ms
+UNION ALL SELECT 'build: create/refresh_synopsis(table, columns), $SIZE rows (median of 3)',
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) FROM build_table_ms
 UNION ALL SELECT 'named approx_count (median of 20 predicates)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY approx)::numeric, 3) FROM query_ms
 UNION ALL SELECT 'exact count(*) ... WHERE (median of 20)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY exact)::numeric, 3) FROM query_ms
 UNION ALL SELECT 'ratio exact / approx (median of the 20 ratios)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY exact / approx)::numeric, 0) FROM query_ms;
@@ -132,4 +142,4 @@ FROM bench_acc GROUP BY label ORDER BY label"
 echo "(median errors and coverage averaged over the seeds; coverage = share of boxes whose 95% interval"
 echo " holds the exact answer; plain_cover_count: the plain sample's own intervals, for comparison)"
 psql -c "DROP TABLE IF EXISTS bench_acc, bench_dia, bench_ml, bench_mix, bench_lognormal_int, bench_pareto_int, bench_zero_inflated, bench_point_mass_mix, bench_weekly_dates" \
-     -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name = 'bench_10m'" >/dev/null
+     -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('bench_10m', 'bench_10m_t')" >/dev/null

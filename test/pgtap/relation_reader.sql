@@ -11,7 +11,7 @@ SET client_min_messages = warning;
 SET search_path = approx_gpu, public;
 SET jit = off;
 BEGIN;
-SELECT plan(16);
+SELECT plan(19);
 
 SELECT setseed(0.41);
 -- Not temporary: parallel workers read only tables the whole cluster can see
@@ -76,6 +76,24 @@ SELECT is(((approx_gpu.topk('public.rrp_a', 'id', 'score', 1))[1]).id, -1::bigin
           'workers see the transaction''s own insert, not the rolled-back one');
 SELECT is(approx_gpu.topk('public.rrp_a', 'id', 'score', 50)::text, pg_temp.order_by(50)::text,
           'topk(relation) = ORDER BY after the writes');
+
+-- table synopses: with a fixed seed the same sample (and so the same synopsis)
+-- whatever the workers; every visible row counted, NULLs kept as data
+CREATE FUNCTION pg_temp.synopsis_with_workers(w int, n text) RETURNS bytea LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('approx_gpu.read_workers', w::text, true);
+  PERFORM set_config('approx_gpu.random_seed', '11', true);
+  PERFORM approx_gpu.create_synopsis(n, 'public.rrp_a', ARRAY['score', 'key', 'note']::name[], 3000);
+  PERFORM set_config('approx_gpu.read_workers', '-1', true);
+  RETURN (SELECT approx_gpu.kde_synopsis_to_bytea(synopsis) FROM approx_gpu.synopses WHERE name = n);
+END $$;
+SELECT is(pg_temp.synopsis_with_workers(3, 'rrp_syn3'), pg_temp.synopsis_with_workers(0, 'rrp_syn0'),
+          'create_synopsis(table): 3 read workers = the backend alone (fixed seed)');
+SELECT is(pg_temp.synopsis_with_workers(1, 'rrp_syn1'), pg_temp.synopsis_with_workers(0, 'rrp_syn0b'),
+          'create_synopsis(table): 1 read worker = the backend alone (fixed seed)');
+SELECT is((approx_gpu.kde_synopsis_info(synopsis)->>'N')::bigint, (SELECT count(*) FROM public.rrp_a),
+          'create_synopsis(table): N = the visible rows (NULLs included)')
+  FROM approx_gpu.synopses WHERE name = 'rrp_syn3';
 
 -- CPU = GPU
 SELECT tap.gpu_ok($$SELECT tap.scalar_on('gpu', 'SELECT approx_gpu.hash_join_count(''public.rrp_b'', ''k'', ''public.rrp_a'', ''key'')')
