@@ -175,6 +175,64 @@ SELECT pg_temp.stat('depth_1') < 5000 AS stopped_early, pg_temp.stat('depth_1') 
        pg_temp.stat('random_accesses') AS random_accesses,
        pg_temp.stat('rounds') = pg_temp.stat('depth_1') / 1024 AS rounds_match_depth;
 
+-- How each list is read (last_run(): read_<j> = 2 index-only scan, 1 index
+-- scan with a heap fetch per entry, 0 cursor): a B-tree index whose first key
+-- is the column, read in descending order; an index with the id column
+-- (a key or INCLUDE column) answers from its tuples where the heap page is
+-- all-visible; a DESC index is read forward; a partial index, an expression
+-- index and a column without index leave the list to a cursor.
+CREATE TABLE nra_ix AS
+  SELECT i AS id, random() AS a, random() AS b, (random() * 50)::int AS c,
+         CASE WHEN random() < 0.2 THEN NULL ELSE random()::real END AS d, random() AS e,
+         (random() * 1e6)::bigint AS f, random() AS g
+  FROM generate_series(1, 5000) i;
+ALTER TABLE nra_ix ADD PRIMARY KEY (id);
+CREATE INDEX ON nra_ix (a) INCLUDE (id);
+CREATE INDEX ON nra_ix (b);
+CREATE INDEX ON nra_ix (c DESC, id);
+CREATE INDEX ON nra_ix (d DESC) INCLUDE (id);  -- NULLS FIRST: skipped by the scan key
+CREATE INDEX ON nra_ix (e) WHERE e > 0.5;
+CREATE INDEX ON nra_ix ((e * 2));
+CREATE INDEX ON nra_ix (f, id);
+CREATE INDEX ON nra_ix (id, g);  -- g not its first key
+VACUUM ANALYZE nra_ix;
+SELECT k, batch, pg_temp.nra_ok('nra_ix', ARRAY['a', 'b', 'c', 'd', 'e', 'f', 'g'], k, batch) AS exact
+FROM (VALUES (1, 1), (10, 7), (100, 256)) w(k, batch) ORDER BY k;
+SELECT approx_gpu.last_run()->>'read' AS read, pg_temp.stat('read_1') AS a, pg_temp.stat('read_2') AS b,
+       pg_temp.stat('read_3') AS c, pg_temp.stat('read_4') AS d, pg_temp.stat('read_5') AS e,
+       pg_temp.stat('read_6') AS f, pg_temp.stat('read_7') AS g;
+SELECT pg_temp.nra_ok('nra_ix', ARRAY['d', 'c'], 30, 16) AS exact_desc_nulls,
+       approx_gpu.last_run()->>'read' AS read;
+SELECT pg_temp.nra_ok('nra_ix', ARRAY['e', 'g'], 30, 16) AS exact_no_usable_index,
+       approx_gpu.last_run()->>'read' AS read, pg_temp.stat('heap_fetches') AS heap_fetches;
+-- index-only after VACUUM: no heap fetch
+SELECT pg_temp.nra_ok('nra_ix', ARRAY['a', 'f'], 20, 64) AS exact_index_only,
+       pg_temp.stat('read_1') AS a, pg_temp.stat('read_2') AS f, pg_temp.stat('heap_fetches') AS heap_fetches;
+-- updated and deleted rows after the VACUUM (no autovacuum): the pages are no
+-- longer all-visible, the dead entries are fetched and skipped, same answer
+ALTER TABLE nra_ix SET (autovacuum_enabled = off);
+UPDATE nra_ix SET a = a + 0.5, f = f + 500000 WHERE id % 7 = 0;
+DELETE FROM nra_ix WHERE id % 11 = 0;
+SELECT k, pg_temp.nra_ok('nra_ix', ARRAY['a', 'f', 'b', 'd'], k, 32) AS exact_after_updates,
+       pg_temp.stat('heap_fetches') > 0 AS heap_fetched
+FROM (VALUES (1), (25), (200)) w(k) ORDER BY k;
+-- in a transaction: its own inserts, updates and deletes are seen
+BEGIN;
+INSERT INTO nra_ix (id, a, b, c, d, e, f, g)
+  SELECT i, 2 + random(), random(), 60, 2, 0, 2000000, 0 FROM generate_series(100001, 100003) i;
+DELETE FROM nra_ix WHERE id = (SELECT id FROM nra_ix WHERE id < 100001 ORDER BY a DESC LIMIT 1);
+UPDATE nra_ix SET b = 5 WHERE id = 12;
+SELECT array_agg(id ORDER BY id) AS own_rows FROM approx_gpu.topk_nra('nra_ix', 'id', ARRAY['a', 'f', 'b'], 3, 2);
+SELECT k, pg_temp.nra_ok('nra_ix', ARRAY['a', 'f', 'b', 'd', 'c'], k, 8) AS exact_in_transaction
+FROM (VALUES (1), (10), (100)) w(k) ORDER BY k;
+ROLLBACK;
+SELECT pg_temp.nra_ok('nra_ix', ARRAY['a', 'f', 'b', 'd', 'c'], 10, 8) AS exact_after_rollback;
+-- a table with inheritance children: the cursors read the children too
+CREATE TABLE nra_ix_child () INHERITS (nra_ix);
+INSERT INTO nra_ix_child (id, a, b) VALUES (200001, 3, 3), (200002, 2.9, 0);
+SELECT pg_temp.nra_ok('nra_ix', ARRAY['a', 'b'], 5, 4) AS exact_with_child, approx_gpu.last_run()->>'read' AS read;
+DROP TABLE nra_ix_child;
+
 -- k > objects: every object, including those with no score at all (they tie at
 -- the sum of the minimums, smaller ids first)
 CREATE TABLE nra_small (id int UNIQUE, a float8, b float8);  -- a NULL id is no object
@@ -292,6 +350,19 @@ SELECT count(*) AS granted_columns FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY
 SELECT pg_temp.err($$SELECT * FROM approx_gpu.topk_nra('nra_u', 'id', ARRAY['a', 'b'], 5)$$);
 RESET ROLE;
 REVOKE SELECT (id, a) ON nra_u FROM regress_topk_reader;
+-- row-level security: the policies apply, so the lists are read by cursors
+-- (an index read would bypass them); the owner (here a superuser) reads the
+-- indexes
+GRANT SELECT ON nra_ix TO regress_topk_reader;
+ALTER TABLE nra_ix ENABLE ROW LEVEL SECURITY;
+CREATE POLICY nra_even ON nra_ix USING (id % 2 = 0);
+SET ROLE regress_topk_reader;
+SELECT count(*) AS rows, bool_and(id % 2 = 0) AS policy_applied, approx_gpu.last_run()->>'read' AS read
+FROM approx_gpu.topk_nra('nra_ix', 'id', ARRAY['a', 'b'], 50);
+RESET ROLE;
+SELECT count(*) AS rows, bool_and(id % 2 = 0) AS policy_applied, approx_gpu.last_run()->>'read' AS read
+FROM approx_gpu.topk_nra('nra_ix', 'id', ARRAY['a', 'b'], 50);
+REVOKE SELECT ON nra_ix FROM regress_topk_reader;
 REVOKE USAGE ON SCHEMA approx_gpu FROM regress_topk_reader;
 DROP ROLE regress_topk_reader;
 
@@ -305,7 +376,7 @@ SELECT count(*) FROM approx_gpu.topk_nra('nra_slow', 'id', ARRAY['a', 'b'], 10, 
 RESET statement_timeout;
 SELECT 1 AS still_alive;
 
-DROP TABLE tk, tko, tk_nulls, nra_u, nra_corr, nra_anti, nra_zipf, nra_nulls, nra_small, "Mixed Case", n1, "select", n2, n3, n4, nra_empty,
+DROP TABLE tk, tko, tk_nulls, nra_u, nra_corr, nra_anti, nra_zipf, nra_nulls, nra_ix, nra_small, "Mixed Case", n1, "select", n2, n3, n4, nra_empty,
   nra_nokey, nra_text, nra_bad, nra_slow;
 -- a relation OID that names no relation (regclass accepts any OID)
 SELECT * FROM approx_gpu.topk_nra(0::oid::regclass, 'id', ARRAY['a']::name[], 3);

@@ -1,23 +1,31 @@
 // SQL glue for topk_nra(relation, id_column, score_columns, k, batch): the
-// top k objects by the sum of several score columns, read as sorted lists
-// (one cursor per column) by the NRA engine of approx::topk. One static
-// function per phase: the arguments (nra_check_args), the relation
-// (nra_resolve_relation), the columns' minimums (nra_read_minimums), the
-// cursors (nra_open_cursors), the rounds (nra_rounds), the objects in no list
+// top k objects by the sum of several score columns, read as sorted lists by
+// the NRA engine of approx::topk. A list is read by a backward scan of a
+// B-tree index on its column (index_reader.h; index-only when the index also
+// holds the id column), else, when the column has no such index or row-level
+// security applies, by an SPI cursor (ORDER BY col DESC: PostgreSQL sorts).
+// One static function per phase: the arguments (nra_check_args), the
+// relation (nra_resolve_relation), the columns' minimums (nra_read_minimums),
+// the lists (nra_open_lists), the rounds (nra_rounds), the objects in no list
 // (nra_add_unlisted_objects), the winners' scores (nra_rank_winners) and the
 // result set (nra_emit).
+#include "index_reader.h"
 #include "runtime.h"
 
 extern "C" {
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "tcop/pquery.h"
+#include "utils/acl.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 }
 
@@ -118,11 +126,20 @@ struct NraCall {
     const char** qcol;  // r."column" (qualified with the relation's alias, quoted)
     const char* qid;    // r."id column"
     const char* qrel;   // "schema"."relation"
+    Oid relid;
+    Oid* index_oid;     // per list: the B-tree index read backward, or InvalidOid (a cursor)
+    AttrNumber id_att;
+    AttrNumber* att;    // per list: the score column's attribute number
     MemoryContext work;
     NraHolder* holder;
     // between the phases of nra_run()
     double* mins;     // the columns' minimums (the missing-score bounds)
-    Portal* portals;  // one cursor per score column
+    Relation heap;          // open while index readers are
+    Snapshot snapshot;      // registered while index readers are
+    IndexReader** readers;  // per list: an index reader, or nullptr (a cursor)
+    Portal* portals;        // per list: a cursor, or nullptr (an index reader)
+    int8* read_kind;        // per list: 0 cursor, 1 index scan, 2 index-only scan
+    int64 heap_fetches;     // by the index readers
     approx::ExecContext ctx;
     // results
     bool empty;  // no objects
@@ -254,13 +271,26 @@ bool nra_read_minimums(NraCall* c) {
     return false;
 }
 
-// One cursor per list, in descending order (a B-tree index on the column,
-// scanned backward, gives the order without sorting).
-void nra_open_cursors(NraCall* c) {
+// One reader per list, in descending order: an index reader where the column
+// has a usable B-tree index (found by nra_resolve_relation), else a cursor
+// (PostgreSQL picks the plan; without an index it sorts the whole column).
+// The index readers see the rows the cursors would: the active snapshot.
+void nra_open_lists(NraCall* c) {
     c->portals = static_cast<Portal*>(MemoryContextAllocZero(c->work, sizeof(Portal) * c->m));
+    c->readers = static_cast<IndexReader**>(MemoryContextAllocZero(c->work, sizeof(IndexReader*) * c->m));
+    c->read_kind = static_cast<int8*>(MemoryContextAllocZero(c->work, sizeof(int8) * c->m));
     StringInfoData q;
     initStringInfo(&q);
     for (int j = 0; j < c->m; ++j) {
+        if (OidIsValid(c->index_oid[j])) {
+            if (c->heap == nullptr) {
+                c->heap = relation_open(c->relid, AccessShareLock);
+                c->snapshot = RegisterSnapshot(GetActiveSnapshot());
+            }
+            c->readers[j] = index_reader_open(c->heap, c->index_oid[j], c->att[j], c->id_att, c->snapshot);
+            c->read_kind[j] = index_reader_index_only(c->readers[j]) ? 2 : 1;
+            continue;
+        }
         resetStringInfo(&q);
         appendStringInfo(&q,
                          "SELECT %s::pg_catalog.int8, %s::pg_catalog.float8 FROM %s AS r "
@@ -275,8 +305,38 @@ void nra_open_cursors(NraCall* c) {
     }
 }
 
-// Creates the engine, then fetches `batch` rows of every list per round until
-// the engine stops (or asks for the objects in no list); closes the cursors.
+// Reads up to `batch` entries of index list j into ids/scores: the number read.
+int64 nra_read_index_list(NraCall* c, int j, int64* ids, double* scores) {
+    const int64 n = index_reader_read(c->readers[j], ids, scores, c->batch);
+    for (int64 i = 0; i < n; ++i)
+        if (std::isnan(scores[i]) || std::isinf(scores[i]))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column \"%s\" contains %s", c->fn, c->col[j],
+                                   std::isnan(scores[i]) ? "NaN" : "an infinite value"),
+                            errdetail("Scores are summed; they must be finite.")));
+    return n;
+}
+
+// Ends the index readers and the cursors (an ERROR leaves the scans, the
+// relation and the snapshot to the resource owner's cleanup at abort).
+void nra_close_lists(NraCall* c) {
+    for (int j = 0; j < c->m; ++j) {
+        if (c->readers[j] != nullptr) {
+            c->heap_fetches += index_reader_heap_fetches(c->readers[j]);
+            index_reader_close(c->readers[j]);
+            c->readers[j] = nullptr;
+        }
+        if (c->portals[j] != nullptr) SPI_cursor_close(c->portals[j]);
+        c->portals[j] = nullptr;
+    }
+    if (c->snapshot != nullptr) UnregisterSnapshot(c->snapshot);
+    c->snapshot = nullptr;
+    if (c->heap != nullptr) relation_close(c->heap, NoLock);
+    c->heap = nullptr;
+}
+
+// Creates the engine, then reads `batch` entries of every list per round
+// until the engine stops (or asks for the objects in no list); closes the lists.
 void nra_rounds(NraCall* c) {
     const int m = c->m;
     const int32 batch = c->batch;
@@ -311,7 +371,10 @@ void nra_rounds(NraCall* c) {
             recv->scores = list_scores + static_cast<int64>(j) * batch;
             recv->n = 0;
             recv->cap = batch;
-            if (!exhausted[j]) {
+            if (!exhausted[j] && c->readers[j] != nullptr) {
+                recv->n = nra_read_index_list(c, j, recv->ids, recv->scores);
+                if (recv->n < batch) exhausted[j] = true;
+            } else if (!exhausted[j]) {
                 PortalRunFetch(c->portals[j], FETCH_FORWARD, batch, &recv->pub);
                 if (recv->n < batch) exhausted[j] = true;
             }
@@ -325,7 +388,7 @@ void nra_rounds(NraCall* c) {
         if (!st.ok()) check_engine_result(st, c->fn);
         if (progress.done || progress.need_unlisted) break;
     }
-    for (int j = 0; j < m; ++j) SPI_cursor_close(c->portals[j]);
+    nra_close_lists(c);
     c->need_unlisted = progress.need_unlisted;
 }
 
@@ -415,7 +478,7 @@ void nra_run(NraCall* c) {
         return;
     }
     if (std::isinf(topk::nra_sum(c->mins, c->m))) nra_check_all_sums(c, c->mins);
-    nra_open_cursors(c);
+    nra_open_lists(c);
     c->ctx = exec_context(c->fn);
     nra_rounds(c);
     if (c->need_unlisted) nra_add_unlisted_objects(c);
@@ -457,8 +520,29 @@ void nra_check_args(FunctionCallInfo fcinfo, NraCall* c) {
     c->col = col;
 }
 
-// The relation, its columns and the unique index on id_column (into c->qrel,
-// c->qid, c->qcol and c->rows_hint). A regclass argument can hold any OID
+// Whether the lists may be read by index scans of our own: a plain table (or
+// materialized view) without inheritance children (the cursors read those
+// too), no row-level security for the caller (an index read would bypass
+// the policies) and SELECT on the id column and every score column (else the
+// cursors raise the error the caller should see).
+bool nra_may_read_indexes(Relation rel, AttrNumber id_att, const AttrNumber* att, int m) {
+    const char kind = rel->rd_rel->relkind;
+    if (kind != RELKIND_RELATION && kind != RELKIND_MATVIEW) return false;
+    const Oid relid = RelationGetRelid(rel);
+    // relhassubclass stays set after the last child is dropped: ask pg_inherits.
+    if (rel->rd_rel->relhassubclass && find_inheritance_children(relid, NoLock) != NIL) return false;
+    if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED) return false;
+    const Oid user = GetUserId();
+    if (pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK) return true;
+    if (pg_attribute_aclcheck(relid, id_att, user, ACL_SELECT) != ACLCHECK_OK) return false;
+    for (int j = 0; j < m; ++j)
+        if (pg_attribute_aclcheck(relid, att[j], user, ACL_SELECT) != ACLCHECK_OK) return false;
+    return true;
+}
+
+// The relation, its columns, the unique index on id_column and the index of
+// each list (into c->qrel, c->qid, c->qcol, c->rows_hint, c->relid,
+// c->id_att, c->att and c->index_oid). A regclass argument can hold any OID
 // (0::oid::regclass): open by try.
 void nra_resolve_relation(Oid relid, const char* id_column, NraCall* c) {
     const char* fn = c->fn;
@@ -475,8 +559,10 @@ void nra_resolve_relation(Oid relid, const char* id_column, NraCall* c) {
                         errmsg("%s: id_column \"%s\" must be smallint, integer or bigint, not %s", fn, id_column,
                                format_type_be(id_type))));
     const char** qcol = static_cast<const char**>(palloc(sizeof(char*) * c->m));
+    AttrNumber* att = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * c->m));
     for (int j = 0; j < c->m; ++j) {
         AttrNumber a = column_attnum(relid, relname, c->col[j]);
+        att[j] = a;
         Oid t = get_atttype(relid, a);
         if (!is_score_type(t))
             ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -491,7 +577,17 @@ void nra_resolve_relation(Oid relid, const char* id_column, NraCall* c) {
                         errhint("NRA needs each object once per list: CREATE UNIQUE INDEX ON %s (%s).", qrel,
                                 quote_identifier(id_column))));
     c->rows_hint = rel->rd_rel->reltuples > 0 ? static_cast<int64>(rel->rd_rel->reltuples) : 0;
+    c->index_oid = static_cast<Oid*>(palloc0(sizeof(Oid) * c->m));
+    if (nra_may_read_indexes(rel, id_att, att, c->m)) {
+        for (int j = 0; j < c->m; ++j) {
+            bool holds_id;
+            c->index_oid[j] = index_reader_find(rel, att[j], id_att, &holds_id);
+        }
+    }
     relation_close(rel, NoLock);
+    c->relid = relid;
+    c->id_att = id_att;
+    c->att = att;
     c->qrel = qrel;
     c->qcol = qcol;
 }
@@ -515,6 +611,17 @@ void nra_emit(FunctionCallInfo fcinfo, const NraCall* c) {
         snprintf(key, sizeof key, "depth_%d", j + 1);
         stats.add(key, static_cast<double>(c->info.depth[j]));
     }
+    // How each list was read: read_<j> is 2 for an index-only scan, 1 for an
+    // index scan (a heap fetch per entry), 0 for a cursor (an SPI query).
+    int by_index = 0;
+    for (int j = 0; j < c->m; ++j) {
+        char key[32];
+        snprintf(key, sizeof key, "read_%d", j + 1);
+        stats.add(key, static_cast<double>(c->read_kind[j]));
+        by_index += c->read_kind[j] > 0;
+    }
+    if (by_index > 0) stats.add("heap_fetches", static_cast<double>(c->heap_fetches));
+    last_run_set_read(by_index == c->m ? "index scans" : by_index == 0 ? "queries" : "index scans and queries");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #     k = 100: topk_nra on each engine (time, rounds, depth read, random
 #     accesses) vs the full-scan alternative ORDER BY a + b + c + d DESC, id
 #     LIMIT 100. NRA_SIZES (default "1000000 10000000").
+# TOPK_SECTIONS (default "1 2"): the sections to run (e.g. "2": NRA only).
 # Times: median of RUNS (default 3) runs after one warm-up, measured with
 # clock_timestamp() around EXECUTE in PL/pgSQL (no client transfer).
 # Workers in 1b: PG_WORKERS (max_parallel_workers_per_gather of ORDER BY and
@@ -25,6 +26,7 @@
 set -euo pipefail
 ROWS=${TOPK_ROWS:-10000000}
 NRA_SIZES=${NRA_SIZES:-"1000000 10000000"}
+SECTIONS=" ${TOPK_SECTIONS:-1 2} "
 RUNS=${RUNS:-3}
 REL_K=${TOPK_REL_K:-"10 100 1000"}
 CORES=$(nproc)
@@ -57,6 +59,7 @@ CREATE OR REPLACE FUNCTION topk_bench.has_gpu() RETURNS boolean LANGUAGE sql AS
   $$ SELECT (approx_gpu.device_info()->>'gpu_available')::boolean $$;
 SQL
 
+if [[ "$SECTIONS" == *" 1 "* ]]; then
 echo "== 1. SELECT topk(id, score, k) vs ORDER BY score DESC, id LIMIT k over $ROWS rows (median of $RUNS, ms)"
 "${PSQL[@]}" -v rows="$ROWS" -v runs="$RUNS" -v rel_k="{${REL_K// /,}}" \
   -v pg_workers="$PG_WORKERS" -v read_workers="$READ_WORKERS" -v workers_note="$NOTE" -v forms="$FORMS" <<'SQL'
@@ -141,8 +144,10 @@ WHERE p.ord % 10 = 1 AND p.ord > 1
 ORDER BY 1;
 DROP TABLE topk_bench.t;
 SQL
-
 echo
+fi
+
+if [[ "$SECTIONS" == *" 2 "* ]]; then
 echo "== 2. NRA, the paper's setup: 4 independent uniform attributes, k = 100, batch 1024 (median of $RUNS, ms)"
 for N in $NRA_SIZES; do
 "${PSQL[@]}" -v n="$N" -v runs="$RUNS" <<'SQL'
@@ -189,4 +194,5 @@ FROM r2 ORDER BY r2.engine;
 DROP TABLE topk_bench.nra;
 SQL
 done
+fi
 "${PSQL[@]}" -c "DROP SCHEMA topk_bench CASCADE" >/dev/null 2>&1 || true

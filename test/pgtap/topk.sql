@@ -7,7 +7,7 @@
 SET client_min_messages = warning;
 SET search_path = approx_gpu, public;
 BEGIN;
-SELECT plan(25);
+SELECT plan(31);
 
 SELECT setseed(0.27);
 -- 300000 rows, scores with many ties, ±Infinity and negatives
@@ -28,7 +28,15 @@ CREATE TABLE tap_nra_zipf AS
          CASE WHEN random() < 0.9 THEN floor(30 / (1 + floor(1 / (random() + 1e-3)))) END AS b
   FROM generate_series(1, 20000) i;
 ALTER TABLE tap_nra_zipf ADD PRIMARY KEY (id);
-ANALYZE tap_nra, tap_nra_zipf;
+-- the same objects with the lists read by cursors (no index on the scores)
+-- and by index-only scans ((col) INCLUDE (id); not vacuumed: heap visited)
+CREATE TABLE tap_nra_plain AS SELECT * FROM tap_nra;
+ALTER TABLE tap_nra_plain ADD PRIMARY KEY (id);
+CREATE TABLE tap_nra_io AS SELECT * FROM tap_nra;
+ALTER TABLE tap_nra_io ADD PRIMARY KEY (id);
+CREATE INDEX ON tap_nra_io (a) INCLUDE (id); CREATE INDEX ON tap_nra_io (b DESC) INCLUDE (id);
+CREATE INDEX ON tap_nra_io (c, id); CREATE INDEX ON tap_nra_io (d) INCLUDE (id);
+ANALYZE tap_nra, tap_nra_zipf, tap_nra_plain, tap_nra_io;
 
 -- the answer of ORDER BY score <dir>, id LIMIT k
 CREATE FUNCTION pg_temp.want(k int, dir text) RETURNS scored[] LANGUAGE plpgsql AS $$
@@ -60,6 +68,10 @@ BEGIN
   PERFORM set_config('approx_gpu.device', old, true);
   RETURN r;
 END $$;
+-- how the last topk_nra call read its lists: read=...,read_1=...,...
+CREATE FUNCTION pg_temp.nra_read() RETURNS text LANGUAGE sql AS
+  $$ SELECT string_agg(key || '=' || value, ',' ORDER BY key) FROM jsonb_each_text(approx_gpu.last_run())
+     WHERE key LIKE 'read%' $$;
 -- the exact NRA answer: ORDER BY coalesce(c1, min(c1)) + ... DESC, id LIMIT k
 CREATE FUNCTION pg_temp.nra_exact(tbl text, cols name[], k int, batch int) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE expr text; want scored[]; got scored[];
@@ -148,6 +160,15 @@ SELECT ok(pg_temp.nra_exact('tap_nra_zipf', '{a,b}', 50, 64), 'topk_nra (Zipf ti
 SELECT ok((approx_gpu.last_run()->>'depth_1')::int < 20000 AND (approx_gpu.last_run()->>'random_accesses')::int = 50,
           'topk_nra stops before the end of the lists and reads k rows at random');
 SELECT ok(pg_temp.nra_exact('tap_nra_zipf', '{b}', 19999, 500), 'topk_nra with k near the object count = exact answer');
+-- How the lists are read changes neither the answer nor the depths (no ties here).
+SELECT ok(pg_temp.nra_on('cpu', 'tap_nra_plain', '{a,b,c,d}', 100, 1024) = pg_temp.nra_on('cpu', 'tap_nra', '{a,b,c,d}', 100, 1024),
+          'topk_nra: index scans (heap fetches) = cursors, answer and depths');
+SELECT is(pg_temp.nra_read(), 'read=index scans,read_1=1,read_2=1,read_3=1,read_4=1', 'topk_nra: lists read by index scans');
+SELECT ok(pg_temp.nra_on('cpu', 'tap_nra', '{a,b,c,d}', 100, 1024) = pg_temp.nra_on('cpu', 'tap_nra_io', '{a,b,c,d}', 100, 1024),
+          'topk_nra: index-only scans (one DESC index) = index scans, answer and depths');
+SELECT is(pg_temp.nra_read(), 'read=index scans,read_1=2,read_2=2,read_3=2,read_4=2', 'topk_nra: lists read by index-only scans');
+SELECT ok(pg_temp.nra_exact('tap_nra_plain', '{a,b,c,d}', 100, 1024), 'topk_nra by cursors = exact answer');
+SELECT is(pg_temp.nra_read(), 'read=queries,read_1=0,read_2=0,read_3=0,read_4=0', 'topk_nra: lists read by cursors');
 
 SELECT * FROM finish();
 ROLLBACK;
