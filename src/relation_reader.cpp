@@ -183,11 +183,25 @@ int relscan::choose_workers(Relation top, BlockNumber pages) {
     return Min(workers, max_parallel_workers_per_gather);
 }
 
+ReaderLayout relscan::reader_layout(int nrels, int ncols) {
+    ReaderLayout l;
+    l.off_relids = MAXALIGN(sizeof(ReaderShared));
+    l.off_attnums = MAXALIGN(l.off_relids + sizeof(Oid) * nrels);
+    l.off_maxatt = MAXALIGN(l.off_attnums + sizeof(AttrNumber) * nrels * Max(ncols, 1));
+    l.end = MAXALIGN(l.off_maxatt + sizeof(AttrNumber) * nrels);
+    return l;
+}
+
 ReaderShared* relscan::reader_shared_create(int nworkers, Relation* rels, int nrels, Snapshot snapshot,
-                                            Size shared_bytes, ParallelContext** pcxt, ParallelTableScanDesc** pscans) {
+                                            Size shared_bytes, const ReaderLayout& layout, ParallelContext** pcxt,
+                                            ParallelTableScanDesc** pscans) {
     *pcxt = nullptr;
     *pscans = nullptr;
-    if (nworkers == 0) return static_cast<ReaderShared*>(palloc(shared_bytes));
+    if (nworkers == 0) {
+        ReaderShared* sh = static_cast<ReaderShared*>(palloc(shared_bytes));
+        memset(sh, 0, layout.end);
+        return sh;
+    }
     EnterParallelMode();
     ParallelContext* p = CreateParallelContext("approx_gpu", "approx_gpu_relation_reader_worker", nworkers);
     shm_toc_estimate_chunk(&p->estimator, shared_bytes);
@@ -195,6 +209,7 @@ ReaderShared* relscan::reader_shared_create(int nworkers, Relation* rels, int nr
     shm_toc_estimate_keys(&p->estimator, 1 + nrels);
     InitializeParallelDSM(p);
     ReaderShared* sh = static_cast<ReaderShared*>(shm_toc_allocate(p->toc, shared_bytes));
+    memset(sh, 0, layout.end);
     shm_toc_insert(p->toc, kKeyShared, sh);
     ParallelTableScanDesc* scans = static_cast<ParallelTableScanDesc*>(palloc(sizeof(ParallelTableScanDesc) * nrels));
     for (int r = 0; r < nrels; ++r) {
@@ -207,9 +222,12 @@ ReaderShared* relscan::reader_shared_create(int nworkers, Relation* rels, int nr
     return sh;
 }
 
-void relscan::reader_shared_init(ReaderShared* sh, const char* fn, const char* relname, Relation* rels, int nrels,
-                                 int ncols, const char* const* colnames, const Oid* types, const AttrNumber* atts,
-                                 const AttrNumber* maxatt) {
+void relscan::reader_shared_init(ReaderShared* sh, const ReaderLayout& layout, const char* fn, const char* relname,
+                                 Relation* rels, int nrels, int ncols, const char* const* colnames, const Oid* types,
+                                 const AttrNumber* atts, const AttrNumber* maxatt) {
+    sh->off_relids = layout.off_relids;
+    sh->off_attnums = layout.off_attnums;
+    sh->off_maxatt = layout.off_maxatt;
     strlcpy(sh->fn, fn, sizeof sh->fn);
     strlcpy(sh->relname, relname, sizeof sh->relname);
     for (int c = 0; c < ncols; ++c) {
@@ -387,21 +405,16 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     // The shared block (the leader alone also uses it, from private memory).
     const int nchunks = nworkers > 0 ? nworkers * kChunksPerWorker : 0;
     Size chunk_bytes = static_cast<Size>(ncols) * kChunkRows * 9;
-    Size off_relids = MAXALIGN(sizeof(ReaderShared));
-    Size off_attnums = MAXALIGN(off_relids + sizeof(Oid) * nrels);
-    Size off_maxatt = MAXALIGN(off_attnums + sizeof(AttrNumber) * nrels * ncols);
-    Size off_headers = MAXALIGN(off_maxatt + sizeof(AttrNumber) * nrels);
+    ReaderLayout layout = reader_layout(nrels, ncols);
+    Size off_headers = layout.end;
     Size off_data = MAXALIGN(off_headers + sizeof(ChunkHeader) * nchunks);
     Size shared_bytes = add_size(off_data, mul_size(chunk_bytes, nchunks));
 
     ParallelContext* pcxt;
     ParallelTableScanDesc* pscans;
     Snapshot snapshot = GetActiveSnapshot();
-    ReaderShared* sh = reader_shared_create(nworkers, rels, nrels, snapshot, shared_bytes, &pcxt, &pscans);
-    memset(sh, 0, off_data);
-    sh->off_relids = off_relids;
-    sh->off_attnums = off_attnums;
-    sh->off_maxatt = off_maxatt;
+    ReaderShared* sh = reader_shared_create(nworkers, rels, nrels, snapshot, shared_bytes, layout, &pcxt, &pscans);
+    reader_shared_init(sh, layout, fn, relname, rels, nrels, ncols, column_names, types, atts, maxatt);
     sh->off_headers = off_headers;
     sh->off_data = off_data;
     sh->chunk_bytes = chunk_bytes;
@@ -411,7 +424,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
         sh->kinds[c] = static_cast<uint8>(kinds[c]);
         sh->nullable[c] = nullable != nullptr && nullable[c];
     }
-    reader_shared_init(sh, fn, relname, rels, nrels, ncols, column_names, types, atts, maxatt);
+    memset(at<ChunkHeader>(sh, off_headers), 0, sizeof(ChunkHeader) * nchunks);
 
     int launched = 0;
     if (pcxt != nullptr) {

@@ -45,26 +45,20 @@ RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const A
 
     AttrNumber maxatt = 0;
     for (int c = 0; c < ncheck; ++c) maxatt = Max(maxatt, attnums[c]);
-    Size off_relids = MAXALIGN(sizeof(ReaderShared));
-    Size off_attnums = MAXALIGN(off_relids + sizeof(Oid));
-    Size off_maxatt = MAXALIGN(off_attnums + sizeof(AttrNumber) * Max(ncheck, 1));
-    Size off_samples = MAXALIGN(off_maxatt + sizeof(AttrNumber));
+    ReaderLayout layout = reader_layout(1, ncheck);
+    Size off_samples = layout.end;
     Size shared_bytes = add_size(off_samples, mul_size(slot_bytes, nslots));
 
     ParallelContext* pcxt;
     ParallelTableScanDesc* pscans;
     Snapshot snapshot = GetActiveSnapshot();
-    ReaderShared* sh = reader_shared_create(nworkers, &rel, 1, snapshot, shared_bytes, &pcxt, &pscans);
-    memset(sh, 0, off_samples);
-    sh->off_relids = off_relids;
-    sh->off_attnums = off_attnums;
-    sh->off_maxatt = off_maxatt;
+    ReaderShared* sh = reader_shared_create(nworkers, &rel, 1, snapshot, shared_bytes, layout, &pcxt, &pscans);
+    reader_shared_init(sh, layout, fn, relname, &rel, 1, ncheck, names, types, attnums, &maxatt);
     sh->off_samples = off_samples;
     sh->sample_bytes = slot_bytes;
     sh->sample_m = sample_m;
     sh->sample_seed = seed;
     sh->nslots = nslots;
-    reader_shared_init(sh, fn, relname, &rel, 1, ncheck, names, types, attnums, &maxatt);
     for (int p = 0; p < nslots; ++p) memset(sample_slot(sh, p), 0, sizeof(SampleSlot));
 
     int launched = 0;

@@ -178,15 +178,23 @@ void relscan_end(RelScan* rs);
 // table's parallel_workers, else PostgreSQL's rule; see relation_reader.cpp).
 int choose_workers(Relation top, BlockNumber pages);
 
-// The shared block of `shared_bytes` (header and offsets set by the caller
-// afterwards): in a new parallel context for `nworkers` workers with one
-// parallel table scan per relation (*pcxt, *pscans), or in private memory
-// when nworkers = 0 (*pcxt = nullptr, *pscans = nullptr).
+// Where the common arrays of the shared block go (relids, attnums, maxatt);
+// `end`: where the mode's own parts may start.
+struct ReaderLayout {
+    Size off_relids, off_attnums, off_maxatt, end;
+};
+ReaderLayout reader_layout(int nrels, int ncols);
+
+// The shared block of `shared_bytes`, its first layout.end bytes zeroed: in
+// a new parallel context for `nworkers` workers with one parallel table scan
+// per relation (*pcxt, *pscans), or in private memory when nworkers = 0
+// (*pcxt = nullptr, *pscans = nullptr). Then the common fields, as
+// reader_shared_init fills them; the mode's own fields stay the caller's.
 ReaderShared* reader_shared_create(int nworkers, Relation* rels, int nrels, Snapshot snapshot, Size shared_bytes,
-                                   ParallelContext** pcxt, ParallelTableScanDesc** pscans);
-// Fills the header's common fields (the offsets and sizes stay the caller's).
-void reader_shared_init(ReaderShared* sh, const char* fn, const char* relname, Relation* rels, int nrels, int ncols,
-                        const char* const* colnames, const Oid* types, const AttrNumber* atts, const AttrNumber* maxatt);
+                                   const ReaderLayout& layout, ParallelContext** pcxt, ParallelTableScanDesc** pscans);
+void reader_shared_init(ReaderShared* sh, const ReaderLayout& layout, const char* fn, const char* relname,
+                        Relation* rels, int nrels, int ncols, const char* const* colnames, const Oid* types,
+                        const AttrNumber* atts, const AttrNumber* maxatt);
 // Waits up to 100 ms for cv_full; raises the ERROR of a worker that stopped
 // before finishing. true when all `launched` workers are done.
 bool reader_wait_workers(ReaderShared* sh, ParallelContext* pcxt, int launched, const char* fn, const char* relname);
