@@ -51,3 +51,6 @@ CREATE FUNCTION mo_load(name text, relation regclass, id_column name, x_column n
     AS 'MODULE_PATHNAME', 'approx_gpu_mo_load_relation' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION mo_load(text, regclass, name, name, name) IS
     'Inserts or moves the objects of a table (id_column, x_column, y_column) as one batch, read by parallel workers; rows with a NULL are skipped; returns the distinct ids written (not transactional)';
+
+COMMENT ON FUNCTION topk_nra(regclass, name, name[], int, int) IS
+    'Exact top k objects by the sum of their scores over score_columns (a missing score counts as the column''s minimum), found by NRA over one descending list per column (its own scan of a B-tree index on the column, else a cursor), batch rows per list per round; needs a unique index on id_column';

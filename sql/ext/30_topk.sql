@@ -40,7 +40,7 @@ CREATE FUNCTION topk_nra(relation regclass, id_column name, score_columns name[]
     RETURNS TABLE(id bigint, score float8)
     AS 'MODULE_PATHNAME', 'approx_gpu_topk_nra' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION topk_nra(regclass, name, name[], int, int) IS
-    'Exact top k objects by the sum of their scores over score_columns (a missing score counts as the column''s minimum), found by NRA over one descending cursor per column, batch rows per list per round; needs a unique index on id_column';
+    'Exact top k objects by the sum of their scores over score_columns (a missing score counts as the column''s minimum), found by NRA over one descending list per column (its own scan of a B-tree index on the column, else a cursor), batch rows per list per round; needs a unique index on id_column';
 
 -- ---- over a relation (0.4.0): every pair goes to the selection engine ------------------------
 CREATE FUNCTION topk(relation regclass, id_column name, score_column name, k int) RETURNS scored[]
