@@ -5,6 +5,9 @@
 # the inner-query (SPI) path. The read is timed by hash_join_count(one-row
 # build, probe = the table), whose engine work is a few ms at most:
 # ms_read / rows from last_run(). Warm, median of RUNS, server-side clock.
+# A third line: the reader in sampling mode, as table synopses use it
+# (refresh_synopsis of a synopsis of (key, value), m = 10^4; bandwidth
+# 'scott' and smoothing 'never' keep its compute to a few ms).
 #
 #   PGHOST=... bash test/bench/reader_sql.sh
 #   N=1000000 RUNS=3 WORKERS="0 1 2" bash test/bench/reader_sql.sh      (a small run)
@@ -38,6 +41,7 @@ BEGIN
 END $$;
 
 \o /dev/null
+SELECT approx_gpu.create_synopsis('rdb_syn', 'rdb_t', ARRAY['key', 'value']::name[], 10000, 'scott', 'never');
 SELECT pg_temp.bench(0, 'inner query (SPI)', $$SELECT approx_gpu.hash_join_count('SELECT key, key FROM rdb_one', 'SELECT key, key FROM rdb_t')$$, :runs, 0, true);
 DO $$
 DECLARE w int;
@@ -48,6 +52,8 @@ BEGIN
     PERFORM pg_temp.bench(1, 'PostgreSQL: SELECT count(key) FROM t', 'SELECT count(key) FROM rdb_t',
                           current_setting('approx_bench.runs')::int, w, false);
     PERFORM pg_temp.bench(2, 'relation reader (key)', $q$SELECT approx_gpu.hash_join_count('rdb_one', 'key', 'rdb_t', 'key')$q$,
+                          current_setting('approx_bench.runs')::int, w, true);
+    PERFORM pg_temp.bench(3, 'sampling reader (refresh_synopsis)', $q$SELECT approx_gpu.refresh_synopsis('rdb_syn')$q$,
                           current_setting('approx_bench.runs')::int, w, true);
   END LOOP;
 END $$;
@@ -66,5 +72,6 @@ SELECT m.workers AS "workers asked", m.name AS "reads", round(m.ms::numeric, 1) 
        round((:n / coalesce(m.read, m.ms) / 1000)::numeric, 1) AS "M rows/s read",
        round(((SELECT ms FROM m p WHERE p.ord = 1 AND p.workers = m.workers) / m.ms)::numeric, 2) AS "PG scan ms / ours"
 FROM m ORDER BY m.workers, m.ord;
+SELECT approx_gpu.drop_synopsis('rdb_syn') \gset
 DROP TABLE rdb_t, rdb_one;
 SQL
