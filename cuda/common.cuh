@@ -35,6 +35,20 @@ Status cuda_status(cudaError_t err, const char* what, const char* file, int line
 // first call in this process) and returns the engines' stream.
 Status begin(const ExecContext& ctx, cudaStream_t& stream);
 
+// The device copy of host array `host` of n 8-byte values when the reader
+// staged it (ExecContext::staged, gpu.hpp), else nullptr.
+const void* staged_device(const ExecContext& ctx, const void* host, size_t n);
+
+// Copies n values of host array `src` to device `dst` on the stream: from the
+// staged device copy when there is one (device to device), else from the host.
+template <class T>
+cudaError_t copy_input(const ExecContext& ctx, T* dst, const T* src, size_t n, cudaStream_t s) {
+    static_assert(sizeof(T) == 8, "staged columns hold 8-byte values");
+    if (const void* d = staged_device(ctx, src, n))
+        return cudaMemcpyAsync(dst, d, n * sizeof(T), cudaMemcpyDeviceToDevice, s);
+    return cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyHostToDevice, s);
+}
+
 // Accounting for approx_gpu.gpu_memory_limit (bytes held by this process).
 Status reserve_bytes(const ExecContext& ctx, size_t bytes);
 void release_bytes(size_t bytes);

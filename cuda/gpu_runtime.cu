@@ -1,5 +1,8 @@
 // Lazy CUDA initialisation, device introspection and the memory cap.
 #include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
 #include <cstdio>
 #include <mutex>
 
@@ -139,6 +142,171 @@ Status cuda_status(cudaError_t err, const char* what, const char* file, int line
     StatusCode code = (err == cudaErrorMemoryAllocation) ? StatusCode::GpuOutOfMemory : StatusCode::GpuError;
     return Status::Error(code, "CUDA error %s (%s) in %s at %s:%d", cudaGetErrorName(err), cudaGetErrorString(err),
                          what, base, line);
+}
+
+// ---- staged input columns (gpu.hpp) ----------------------------------------------------
+
+namespace {
+
+constexpr int kMaxStagedCols = 8;
+constexpr int kRingSlots = 8;
+constexpr size_t kSlotBytes = size_t(1) << 20;
+
+// One pinned ring per process, allocated on first use and kept: pinning
+// memory costs milliseconds, and one staging uses it at a time.
+struct PinnedRing {
+    char* base = nullptr;
+    cudaEvent_t done[kRingSlots] = {};
+    bool pending[kRingSlots] = {};
+    int next = 0;
+    bool busy = false;
+};
+PinnedRing ring;
+
+double ms_between(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+struct StagedColumns {
+    int ncols = 0;
+    int64_t capacity = 0;
+    int64_t queued = 0;  // rows [0, queued) are uploaded or on their way
+    bool overflow = false;
+    bool finished = false;
+    cudaStream_t stream = nullptr;
+    void* dev[kMaxStagedCols] = {};
+    size_t reserved = 0;
+    const void* host[kMaxStagedCols] = {};
+    int64_t rows = 0;
+    double wait_ms = 0;
+};
+
+Status stage_begin(const ExecContext& ctx, int ncols, int64_t capacity, StagedColumns*& out) {
+    out = nullptr;
+    if (ncols < 1 || ncols > kMaxStagedCols || capacity < 1)
+        return Status::Error(StatusCode::InvalidArgument, "stage_begin: %d columns of %lld rows", ncols,
+                             static_cast<long long>(capacity));
+    cudaStream_t stream;
+    APPROX_TRY(begin(ctx, stream));
+    if (ring.busy) return Status::Error(StatusCode::Internal, "stage_begin: another staging is running");
+    if (ring.base == nullptr) {
+        void* p = nullptr;
+        APPROX_CUDA(cudaHostAlloc(&p, kRingSlots * kSlotBytes, cudaHostAllocDefault));
+        for (int i = 0; i < kRingSlots; ++i) {
+            cudaError_t err = cudaEventCreateWithFlags(&ring.done[i], cudaEventDisableTiming);
+            if (err != cudaSuccess) {
+                for (int j = 0; j < i; ++j) cudaEventDestroy(ring.done[j]);
+                cudaFreeHost(p);
+                return cuda_status(err, "cudaEventCreateWithFlags", __FILE__, __LINE__);
+            }
+        }
+        ring.base = static_cast<char*>(p);
+    }
+    std::unique_ptr<StagedColumns> s(new StagedColumns);
+    s->ncols = ncols;
+    s->capacity = capacity;
+    s->stream = stream;
+    const size_t bytes = static_cast<size_t>(capacity) * 8;
+    for (int c = 0; c < ncols; ++c) {
+        Status st = reserve_bytes(ctx, bytes);
+        if (!st.ok()) {
+            stage_free(s.release());
+            return st;
+        }
+        s->reserved += bytes;
+        cudaError_t err = cudaMalloc(&s->dev[c], bytes);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            s->dev[c] = nullptr;
+            stage_free(s.release());
+            return cuda_status(err, "cudaMalloc", __FILE__, __LINE__);
+        }
+    }
+    ring.busy = true;
+    for (int i = 0; i < kRingSlots; ++i) ring.pending[i] = false;
+    out = s.release();
+    return Status::Ok();
+}
+
+Status stage_rows(StagedColumns* s, const void* const* host_cols, int64_t first, int64_t n, bool& staged) {
+    staged = false;
+    if (s == nullptr || s->finished || s->overflow || n <= 0) return Status::Ok();
+    if (first != s->queued || first + n > s->capacity) {
+        s->overflow = true;  // the engine uploads from the host instead
+        return Status::Ok();
+    }
+    for (int c = 0; c < s->ncols; ++c) {
+        const char* src = static_cast<const char*>(host_cols[c]) + first * 8;
+        char* dst = static_cast<char*>(s->dev[c]) + first * 8;
+        size_t left = static_cast<size_t>(n) * 8;
+        while (left > 0) {
+            const int slot = ring.next;
+            ring.next = (ring.next + 1) % kRingSlots;
+            if (ring.pending[slot]) {
+                auto t0 = std::chrono::steady_clock::now();
+                APPROX_CUDA(cudaEventSynchronize(ring.done[slot]));
+                s->wait_ms += ms_between(t0);
+            }
+            const size_t piece = std::min(left, kSlotBytes);
+            char* pinned = ring.base + static_cast<size_t>(slot) * kSlotBytes;
+            std::memcpy(pinned, src, piece);
+            APPROX_CUDA(cudaMemcpyAsync(dst, pinned, piece, cudaMemcpyHostToDevice, s->stream));
+            APPROX_CUDA(cudaEventRecord(ring.done[slot], s->stream));
+            ring.pending[slot] = true;
+            src += piece;
+            dst += piece;
+            left -= piece;
+        }
+    }
+    s->queued += n;
+    staged = true;
+    return Status::Ok();
+}
+
+Status stage_finish(StagedColumns* s, const void* const* host_cols, int64_t rows) {
+    if (s == nullptr || s->finished) return Status::Ok();
+    auto t0 = std::chrono::steady_clock::now();
+    cudaError_t err = cudaStreamSynchronize(s->stream);
+    s->wait_ms += ms_between(t0);
+    s->finished = true;
+    ring.busy = false;
+    for (int i = 0; i < kRingSlots; ++i) ring.pending[i] = false;
+    if (err != cudaSuccess) return cuda_status(err, "cudaStreamSynchronize", __FILE__, __LINE__);
+    if (s->overflow || rows != s->queued) {
+        s->overflow = true;
+        return Status::Ok();
+    }
+    for (int c = 0; c < s->ncols; ++c) s->host[c] = host_cols[c];
+    s->rows = rows;
+    return Status::Ok();
+}
+
+void stage_free(StagedColumns* s) {
+    if (s == nullptr) return;
+    if (!s->finished) {
+        // Uploads may still read the ring: wait for them before it is reused.
+        (void)cudaStreamSynchronize(s->stream);
+        (void)cudaGetLastError();
+        ring.busy = false;
+        for (int i = 0; i < kRingSlots; ++i) ring.pending[i] = false;
+    }
+    for (int c = 0; c < s->ncols; ++c)
+        if (s->dev[c]) cudaFree(s->dev[c]);
+    release_bytes(s->reserved);
+    delete s;
+}
+
+double stage_wait_ms(const StagedColumns* s) { return s ? s->wait_ms : 0; }
+
+const void* staged_device(const ExecContext& ctx, const void* host, size_t n) {
+    for (const StagedColumns* s : ctx.staged) {
+        if (s == nullptr || !s->finished || s->overflow || host == nullptr) continue;
+        for (int c = 0; c < s->ncols; ++c)
+            if (s->host[c] == host && static_cast<int64_t>(n) <= s->rows) return s->dev[c];
+    }
+    return nullptr;
 }
 
 }  // namespace approx::gpu

@@ -85,9 +85,9 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
     APPROX_TRY(sorted_keys.alloc(ctx, n));
     APPROX_TRY(sorted_vals.alloc(ctx, n));
     APPROX_TRY(num_runs.alloc(ctx, 1));
-    APPROX_TRY(upload(keys_in.get(), build.keys, n, stream, transfer));
+    APPROX_TRY(upload(ctx, keys_in.get(), build.keys, n, stream, transfer));
     if (build.values) {
-        APPROX_TRY(upload(vals_in.get(), build.values, n, stream, transfer));
+        APPROX_TRY(upload(ctx, vals_in.get(), build.values, n, stream, transfer));
     }
     APPROX_TRY(lap.start(stream));
     if (!build.values) {
@@ -134,8 +134,8 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
         APPROX_TRY(run.alloc(ctx, m));
         if (probe.values) APPROX_TRY(probe_vals.alloc(ctx, m));
     }
-    APPROX_TRY(upload(probe_keys.get(), probe.keys, m, stream, transfer));
-    if (sink && probe.values) APPROX_TRY(upload(probe_vals.get(), probe.values, m, stream, transfer));
+    APPROX_TRY(upload(ctx, probe_keys.get(), probe.keys, m, stream, transfer));
+    if (sink && probe.values) APPROX_TRY(upload(ctx, probe_vals.get(), probe.values, m, stream, transfer));
     DeviceBuffer<int64_t> total;
     APPROX_TRY(total.alloc(ctx, 1));
     APPROX_TRY(lap.start(stream));

@@ -413,11 +413,13 @@ public:
 };
 
 
-Status upload(int64_t* dst, const int64_t* src, size_t n, cudaStream_t stream, double& transfer_ms) {
+// From the reader's staged device copy when it uploaded src while reading.
+Status upload(const ExecContext& ctx, int64_t* dst, const int64_t* src, size_t n, cudaStream_t stream,
+              double& transfer_ms) {
     if (n == 0) return Status::Ok();
     Lap lap;
     APPROX_TRY(lap.start(stream));
-    APPROX_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+    APPROX_CUDA(gpu::copy_input(ctx, dst, src, n, stream));
     return lap.stop(stream, transfer_ms);
 }
 
@@ -434,8 +436,8 @@ Status build_gpu_table(const int64_t* keys, const int64_t* values, size_t n, con
     DeviceBuffer<int64_t> d_keys, d_values;
     APPROX_TRY(d_keys.alloc(ctx, n));
     if (values) APPROX_TRY(d_values.alloc(ctx, n));
-    APPROX_TRY(upload(d_keys.get(), keys, n, stream, transfer));
-    if (values) APPROX_TRY(upload(d_values.get(), values, n, stream, transfer));
+    APPROX_TRY(upload(ctx, d_keys.get(), keys, n, stream, transfer));
+    if (values) APPROX_TRY(upload(ctx, d_values.get(), values, n, stream, transfer));
     std::unique_ptr<GpuStorage> st(new GpuStorage);
     APPROX_TRY(build_on_device<Backend>(d_keys.get(), values ? d_values.get() : nullptr, n, keys, ctx, o, stream, st->table,
                                info, kernels));

@@ -400,8 +400,9 @@ Status upload_inputs(const ExecContext& ctx, cudaStream_t s, const int64_t* ids,
     APPROX_TRY(d_scores.alloc(ctx, n));
     APPROX_TRY(d_ids.alloc(ctx, n));
     auto t0 = std::chrono::steady_clock::now();
-    APPROX_CUDA(cudaMemcpyAsync(d_scores.get(), scores, n * sizeof(double), cudaMemcpyHostToDevice, s));
-    APPROX_CUDA(cudaMemcpyAsync(d_ids.get(), ids, n * sizeof(int64_t), cudaMemcpyHostToDevice, s));
+    // From the reader's staged device copies when it uploaded them while reading.
+    APPROX_CUDA(gpu::copy_input(ctx, d_scores.get(), scores, n, s));
+    APPROX_CUDA(gpu::copy_input(ctx, d_ids.get(), ids, n, s));
     APPROX_CUDA(cudaStreamSynchronize(s));
     ms = ms_since(t0);
     return Status::Ok();

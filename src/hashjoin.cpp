@@ -57,9 +57,9 @@ static void read_inputs(FunctionCallInfo fcinfo, const char* fn, InputForm form,
         probe_cols[c] = NameStr(*PG_GETARG_NAME(per_side + 1 + c));
     }
     in->build = read_relation_columns(fn, "build", PG_GETARG_OID(0), per_side - 1, build_cols, kBuildArgs, kKinds,
-                                      false, kNullable);
+                                      false, kNullable, true);
     in->probe = read_relation_columns(fn, "probe", PG_GETARG_OID(per_side), per_side - 1, probe_cols, kProbeArgs,
-                                      kKinds, false, kNullable);
+                                      kKinds, false, kNullable, true);
 }
 
 // A side whose values hold a NULL passes row indices instead (values = nullptr).
@@ -90,12 +90,17 @@ static approx::Status run_join_engine(const char* fn, const JoinInputs* in, doub
     int64 skipped = in->build.rows_skipped + in->probe.rows_skipped;
     hj::JoinInfo info;
     approx::Status st = run_engine(fn, skipped, ms_read, [&](const approx::ExecContext& ctx) {
-        return sink ? hj::join(build, probe, sink, user, ctx, info) : hj::join_count(build, probe, ctx, info);
+        approx::ExecContext c = ctx;  // the columns the reader uploaded while reading
+        c.staged[0] = staged_columns(&in->build);
+        c.staged[1] = staged_columns(&in->probe);
+        return sink ? hj::join(build, probe, sink, user, c, info) : hj::join_count(build, probe, c, info);
     });
     *matches = info.matches;
     record_sides(in);
     const QueryColumns* sides[2] = {&in->build, &in->probe};
     record_read(sides, 2);
+    release_staged(&in->build);
+    release_staged(&in->probe);
     return st;
 }
 

@@ -35,6 +35,8 @@ const char* column_kind_types(ColumnKind k);
 int64 integer_datum(Datum d, Oid t);
 double float_datum(Datum d, Oid t);
 
+struct StagedInput;  // relation_reader.h: columns uploaded to the GPU while read
+
 struct QueryColumns {
     int ncols;
     int64 rows;          // rows kept
@@ -48,6 +50,7 @@ struct QueryColumns {
     int read_workers;       // parallel workers that read besides the backend
     int64 worker_rows;      // rows (kept or skipped) those workers read
     int64 chunk_waits;      // times a worker waited for the backend to take its rows
+    StagedInput* staged;    // non-null: the columns are on the GPU too (relation_reader.h)
 };
 
 // Room for `need` rows in out's columns (out->ncols of them; nulls[c] for

@@ -150,7 +150,8 @@ QueryColumns read_through_query(const char* fn, const char* rel_arg, const char*
 
 QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
                                    const char* const* column_names, const char* const* column_args,
-                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable) {
+                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable,
+                                   bool stage_for_gpu) {
     Assert(ncols > 0 && ncols <= kMaxCols);
     double t0 = glue_clock_ms();
     Relation top = try_relation_open(relid, AccessShareLock);
@@ -305,6 +306,11 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     res.kinds = kinds;
     res.nullable = nullable;
     reserve_rows(&res, static_cast<int64>(Min(tuples * 1.05 + kPageRows, 1e9)));
+    // Uploads that overlap the reading (room for the rows the statistics
+    // expect and some more; past that the engine uploads as before).
+    StagedInput* staged = stage_for_gpu && tuples > 0
+                               ? stage_start(ncols, static_cast<int64>(Min(tuples * 1.05 + 16 * kChunkRows, 1e9)))
+                               : nullptr;
 
     LeaderScan ls;
     memset(&ls, 0, sizeof ls);
@@ -314,9 +320,13 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     ls.snapshot = snapshot;
     bool leader_done = false;
     for (;;) {
-        if (launched > 0 && drain_chunks(sh, &res) > 0) continue;
+        if (launched > 0 && drain_chunks(sh, &res) > 0) {
+            stage_tail(staged, res.view, out.rows, false);
+            continue;
+        }
         if (!leader_done) {
             leader_done = !leader_step(&ls, &res);
+            stage_tail(staged, res.view, out.rows, false);
             CHECK_FOR_INTERRUPTS();
             continue;
         }
@@ -333,6 +343,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     relation_close(top, NoLock);
     if (out.rows == 0)
         for (int c = 0; c < ncols; ++c) out.nulls[c] = nullptr;  // as read_query_columns: no row, no flags
+    if (stage_done(staged, res.view, out.rows)) out.staged = staged;
     out.ms_read = glue_clock_ms() - t0;
     out.read_path = launched > 0 ? "parallel scan" : "scan";
     out.read_workers = launched;
@@ -356,5 +367,20 @@ void record_read(const QueryColumns* const* inputs, int n) {
     s.add("rows_read_by_workers", static_cast<double>(worker_rows));
     s.add("read_chunk_waits", static_cast<double>(waits));
     if (ms > 0) s.add("rows_read_per_s", rows / (ms / 1000.0));
+    // Uploads during the read: the backend's time handing rows over, and
+    // the wait at the end for what the read did not hide.
+    double stage = 0, wait = 0;
+    int staged = 0;
+    for (int i = 0; i < n; ++i)
+        if (inputs[i]->staged) {
+            ++staged;
+            stage += stage_ms(inputs[i]->staged);
+            wait += stage_wait_ms(inputs[i]->staged);
+        }
+    if (staged > 0) {
+        s.add("inputs_uploaded_while_read", staged);
+        s.add("ms_upload_handover", stage);
+        s.add("ms_upload_wait", wait);
+    }
     last_run_set_read(inputs[most]->read_path);
 }

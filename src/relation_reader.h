@@ -32,9 +32,21 @@ void relation_reader_init(void);
 // nulls[c], a NULL elsewhere skips the row (counted).
 // Runs ERRORs (never C++ exceptions) and must be called with no C++ object
 // that owns resources alive: waiting for workers processes interrupts.
+// stage_for_gpu: when the engine call will run on the GPU (approx_gpu.device,
+// the table's size), the columns are also uploaded while they are read
+// (out.staged; the upload overlaps the workers' reading): pass
+// staged_columns(&out) in ExecContext::staged to the engine, and
+// release_staged(&out) after it (an ERROR frees them with the memory context).
 QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
                                    const char* const* column_names, const char* const* column_args,
-                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable = nullptr);
+                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable = nullptr,
+                                   bool stage_for_gpu = false);
+
+namespace approx::gpu {
+struct StagedColumns;
+}
+const approx::gpu::StagedColumns* staged_columns(const QueryColumns* in);
+void release_staged(const QueryColumns* in);
 
 // last_run() after the engine call: how the input was read ("read": "parallel
 // scan", "scan" or "query ..."), the workers that helped, rows per second.

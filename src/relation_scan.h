@@ -201,6 +201,17 @@ bool reader_wait_workers(ReaderShared* sh, ParallelContext* pcxt, int launched, 
 // Ends the parallel context (waits for the workers, leaves parallel mode).
 void reader_shared_destroy(ParallelContext* pcxt);
 
+// GPU staging of the result (relation_stage.cpp): nullptr when the engine
+// will not run on the GPU or staging cannot start. stage_tail hands rows
+// [queued, rows) of view to the GPU once 64K are waiting (all of them when
+// final); stage_done hands the rest, waits and binds the final arrays (false:
+// not staged after all).
+StagedInput* stage_start(int ncols, int64 expected_rows);
+void stage_tail(StagedInput* s, const ColumnsView& view, int64 rows, bool final);
+bool stage_done(StagedInput* s, const ColumnsView& view, int64 rows);
+double stage_ms(const StagedInput* s);
+double stage_wait_ms(const StagedInput* s);
+
 }  // namespace relscan
 
 // The parallel workers' entry point (looked up by name in this library).

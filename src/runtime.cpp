@@ -123,6 +123,16 @@ approx::ExecContext exec_context(const char* op) {
     return ctx;
 }
 
+approx::ExecContext engine_settings(void) {
+    approx::ExecContext ctx;
+    ctx.mode = static_cast<DeviceMode>(device_setting);
+    ctx.gpu_min_rows = gpu_min_rows_setting;
+    ctx.cpu_threads = effective_cpu_threads();
+    ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
+    ctx.cancel = query_cancel_requested;
+    return ctx;
+}
+
 double glue_clock_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -35,6 +35,9 @@ void runtime_reserve_prefix(void);
 // An ExecContext from the current settings, with the cancel callback and
 // last_run() statistics reset for operation `op`.
 approx::ExecContext exec_context(const char* op);
+// The same settings without touching last_run() (no stats): for decisions
+// made before the engine call, e.g. whether the reader stages for the GPU.
+approx::ExecContext engine_settings(void);
 
 // The seed of a sampling call: approx_gpu.random_seed when set, else a fresh
 // one from pg_strong_random(). Touches no statistics (unlike exec_context()).

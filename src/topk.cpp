@@ -267,18 +267,22 @@ static Datum topk_relation(FunctionCallInfo fcinfo, Order order) {
     static const ColumnKind kinds[2] = {ColumnKind::Integer, ColumnKind::Float};
     static const char* const args[2] = {"id_column", "score_column"};
     const char* cols[2] = {NameStr(*PG_GETARG_NAME(1)), NameStr(*PG_GETARG_NAME(2))};
-    QueryColumns in = read_relation_columns(fn, "relation", PG_GETARG_OID(0), 2, cols, args, kinds, true);
+    QueryColumns in = read_relation_columns(fn, "relation", PG_GETARG_OID(0), 2, cols, args, kinds, true, nullptr,
+                                            true);
     if (in.rows == 0) PG_RETURN_NULL();  // no rows: NULL, like the aggregate
     int64* ids;
     double* scores;
     answer_buffers(fn, k, in.rows, &ids, &scores);
     size_t got = 0;
     approx::Status st = run_engine(fn, in.rows_skipped, in.ms_read, [&](const approx::ExecContext& ctx) {
+        approx::ExecContext with_staged = ctx;  // the columns the reader uploaded while reading
+        with_staged.staged[0] = staged_columns(&in);
         return topk::select(in.ints[0], in.floats[1], static_cast<size_t>(in.rows), static_cast<size_t>(k), order,
-                            ctx, reinterpret_cast<int64_t*>(ids), scores, got);
+                            with_staged, reinterpret_cast<int64_t*>(ids), scores, got);
     });
     const QueryColumns* inputs[1] = {&in};
     record_read(inputs, 1);
+    release_staged(&in);
     check_engine_result(st, fn);
     PG_RETURN_ARRAYTYPE_P(scored_array(fcinfo, ids, scores, static_cast<int64>(got)));
 }

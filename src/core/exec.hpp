@@ -49,6 +49,10 @@ struct RunStats {
 // (QueryCancelPending / ProcDiePending). Never longjmps; safe from any thread.
 using CancelFn = bool (*)();
 
+namespace gpu {
+struct StagedColumns;  // gpu.hpp
+}
+
 struct ExecContext {
     DeviceMode mode = DeviceMode::Auto;
     int64_t gpu_min_rows = 10000;
@@ -56,6 +60,8 @@ struct ExecContext {
     int64_t gpu_memory_limit = 0;  // bytes one backend may allocate on the GPU; 0 = no cap
     CancelFn cancel = nullptr;
     RunStats* stats = nullptr;  // may be null (unit tests)
+    // Inputs already on the GPU (gpu.hpp, stage_begin): up to two read inputs.
+    const gpu::StagedColumns* staged[2] = {nullptr, nullptr};
 
     bool cancelled() const { return cancel != nullptr && cancel(); }
 };

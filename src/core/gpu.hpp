@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "exec.hpp"
+
 namespace approx::gpu {
 
 // True when a CUDA device can be used; otherwise writes the reason to why.
@@ -31,5 +33,22 @@ void versions(int& runtime_version, int& driver_version);
 
 // Bytes this process currently holds through the engines' device buffers.
 int64_t bytes_in_use();
+
+// Input columns uploaded while they are read (the relation reader's GPU
+// path): device buffers of `capacity` rows for each of `ncols` columns of
+// 8-byte values, filled as rows arrive -- each stage_rows() copies the new
+// rows into a pinned slot and queues their upload on the engines' stream, so
+// the copies run while the reader's workers go on reading. stage_finish()
+// waits and binds each column to its final host array; an engine that is
+// handed that host array (ExecContext::staged) copies the device copy
+// instead of uploading (staged_device()). Rows past `capacity` are not
+// staged: stage_rows() then returns false and the engine uploads as usual.
+struct StagedColumns;
+Status stage_begin(const ExecContext& ctx, int ncols, int64_t capacity, StagedColumns*& out);
+Status stage_rows(StagedColumns* s, const void* const* host_cols, int64_t first, int64_t n, bool& staged);
+Status stage_finish(StagedColumns* s, const void* const* host_cols, int64_t rows);
+void stage_free(StagedColumns* s);
+// Milliseconds the uploads took that the read did not hide (stage_finish's wait).
+double stage_wait_ms(const StagedColumns* s);
 
 }  // namespace approx::gpu

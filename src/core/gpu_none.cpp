@@ -17,4 +17,16 @@ void versions(int& runtime_version, int& driver_version) { runtime_version = dri
 
 int64_t bytes_in_use() { return 0; }
 
+Status stage_begin(const ExecContext&, int, int64_t, StagedColumns*& out) {
+    out = nullptr;
+    return Status::Error(StatusCode::NoGpu, "approx_gpu was built without CUDA");
+}
+Status stage_rows(StagedColumns*, const void* const*, int64_t, int64_t, bool& staged) {
+    staged = false;
+    return Status::Ok();
+}
+Status stage_finish(StagedColumns*, const void* const*, int64_t) { return Status::Ok(); }
+void stage_free(StagedColumns*) {}
+double stage_wait_ms(const StagedColumns*) { return 0; }
+
 }  // namespace approx::gpu

@@ -11,7 +11,7 @@ SET client_min_messages = warning;
 SET search_path = approx_gpu, public;
 SET jit = off;
 BEGIN;
-SELECT plan(19);
+SELECT plan(21);
 
 SELECT setseed(0.41);
 -- Not temporary: parallel workers read only tables the whole cluster can see
@@ -26,6 +26,7 @@ DELETE FROM public.rrp_a WHERE id % 7 = 0;                      -- dead tuples
 UPDATE public.rrp_a SET score = score + 0.5 WHERE id % 5 = 0;   -- new row versions
 CREATE TABLE public.rrp_b AS SELECT i::bigint AS k, -i::bigint AS v FROM generate_series(1, 30000) i;
 CREATE TABLE public.rrp_e AS SELECT i AS s, (i * 31 % 2000) + 1 AS d FROM generate_series(1, 2000) i;
+ANALYZE public.rrp_a, public.rrp_b;  -- the row estimates size the GPU staging of the inputs
 
 CREATE FUNCTION pg_temp.order_by(k int) RETURNS scored[] LANGUAGE sql AS $$
   SELECT array_agg(ROW(id, score)::approx_gpu.scored ORDER BY score DESC, id)
@@ -106,6 +107,22 @@ SELECT tap.gpu_ok($$SELECT tap.same_rows_on_cpu_and_gpu('SELECT * FROM approx_gp
 SELECT tap.gpu_ok($$SELECT tap.scalar_on('gpu', 'SELECT approx_gpu.reachability_count(''public.rrp_e'', ''s'', ''d'')')
                         = tap.scalar_on('cpu', 'SELECT approx_gpu.reachability_count(''public.rrp_e'', ''s'', ''d'')')$$,
                   'reachability_count(relation): CPU = GPU');
+
+-- on the GPU the columns are uploaded while they are read, and the engines use those copies
+CREATE FUNCTION pg_temp.on_gpu_uploaded(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE v text; old text := current_setting('approx_gpu.device');
+BEGIN
+  PERFORM set_config('approx_gpu.device', 'gpu', true);
+  EXECUTE q INTO v;
+  PERFORM set_config('approx_gpu.device', old, true);
+  RETURN v || ' uploaded while read: ' || coalesce(approx_gpu.last_run()->>'inputs_uploaded_while_read', '0');
+END $$;
+SELECT tap.gpu_ok($$SELECT pg_temp.on_gpu_uploaded('SELECT approx_gpu.topk(''public.rrp_a'', ''id'', ''score'', 300)::text')
+                        = pg_temp.order_by(300)::text || ' uploaded while read: 1'$$,
+                  'topk(relation) on the GPU: its input uploaded while read, same answer');
+SELECT tap.gpu_ok($$SELECT pg_temp.on_gpu_uploaded('SELECT approx_gpu.hash_join_count(''public.rrp_b'', ''k'', ''public.rrp_a'', ''key'')::text')
+                        = (SELECT count(*) FROM public.rrp_b b JOIN public.rrp_a a ON a.key = b.k)::text || ' uploaded while read: 2'$$,
+                  'hash_join_count(relations) on the GPU: both sides uploaded while read, same count');
 
 SELECT * FROM finish();
 ROLLBACK;
