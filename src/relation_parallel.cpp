@@ -34,6 +34,12 @@ void relation_reader_init(void) {
         "more for every tripling of the table, capped by max_parallel_workers_per_gather; 0 reads in the backend "
         "alone. Workers come from max_parallel_workers; fewer may start, and the backend reads what they do not.",
         &read_workers_setting, -1, -1, 1024, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable(
+        "approx_gpu.upload_while_reading", "Upload a table's columns to the GPU while the reader reads them.",
+        "When the engine call will run on the GPU, the relation reader hands the rows to device buffers as they "
+        "arrive, so the copies overlap the reading; off: the engine uploads after the read (less GPU memory held "
+        "during the read).",
+        &relscan::upload_while_reading, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
 // Workers for `pages` heap pages of `top`, unless approx_gpu.read_workers

@@ -206,6 +206,7 @@ void reader_shared_destroy(ParallelContext* pcxt);
 // [queued, rows) of view to the GPU once 64K are waiting (all of them when
 // final); stage_done hands the rest, waits and binds the final arrays (false:
 // not staged after all).
+extern bool upload_while_reading;  // approx_gpu.upload_while_reading
 StagedInput* stage_start(int ncols, int64 expected_rows);
 void stage_tail(StagedInput* s, const ColumnsView& view, int64 rows, bool final);
 bool stage_done(StagedInput* s, const ColumnsView& view, int64 rows);

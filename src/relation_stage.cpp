@@ -40,8 +40,10 @@ void drop(StagedInput* s) {
 
 }  // namespace
 
+bool relscan::upload_while_reading = true;
+
 StagedInput* relscan::stage_start(int ncols, int64 expected_rows) {
-    if (expected_rows <= 0) return nullptr;
+    if (!upload_while_reading || expected_rows <= 0) return nullptr;
     approx::ExecContext ctx = engine_settings();
     approx::Device device = approx::Device::Cpu;
     gpu::StagedColumns* cols = nullptr;
