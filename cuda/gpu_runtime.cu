@@ -172,12 +172,7 @@ double ms_between(std::chrono::steady_clock::time_point t0) {
 struct StagedColumns {
     int ncols = 0;
     int64_t capacity = 0;
-    int64_t queued = 0;  // rows staged (each range once), uploaded or on their way
-    // stage_register: host memory uploaded from directly, one event a ticket
-    void* registered = nullptr;
-    cudaEvent_t* ticket_events = nullptr;
-    bool* ticket_pending = nullptr;
-    int tickets = 0;
+    int64_t queued = 0;  // rows [0, queued) are uploaded or on their way
     bool overflow = false;
     bool finished = false;
     cudaStream_t stream = nullptr;
@@ -238,12 +233,12 @@ Status stage_begin(const ExecContext& ctx, int ncols, int64_t capacity, StagedCo
 Status stage_rows(StagedColumns* s, const void* const* host_cols, int64_t first, int64_t n, bool& staged) {
     staged = false;
     if (s == nullptr || s->finished || s->overflow || n <= 0) return Status::Ok();
-    if (first < 0 || first + n > s->capacity) {
+    if (first != s->queued || first + n > s->capacity) {
         s->overflow = true;  // the engine uploads from the host instead
         return Status::Ok();
     }
     for (int c = 0; c < s->ncols; ++c) {
-        const char* src = static_cast<const char*>(host_cols[c]);  // row `first`
+        const char* src = static_cast<const char*>(host_cols[c]) + first * 8;
         char* dst = static_cast<char*>(s->dev[c]) + first * 8;
         size_t left = static_cast<size_t>(n) * 8;
         while (left > 0) {
@@ -270,74 +265,8 @@ Status stage_rows(StagedColumns* s, const void* const* host_cols, int64_t first,
     return Status::Ok();
 }
 
-Status stage_register(StagedColumns* s, void* base, size_t bytes, int tickets) {
-    if (s == nullptr || s->registered != nullptr || tickets < 1) return Status::Ok();
-    std::unique_ptr<cudaEvent_t[]> events(new cudaEvent_t[tickets]);
-    std::unique_ptr<bool[]> pending(new bool[tickets]());
-    for (int i = 0; i < tickets; ++i) {
-        cudaError_t err = cudaEventCreateWithFlags(&events[i], cudaEventDisableTiming);
-        if (err != cudaSuccess) {
-            for (int j = 0; j < i; ++j) cudaEventDestroy(events[j]);
-            return cuda_status(err, "cudaEventCreateWithFlags", __FILE__, __LINE__);
-        }
-    }
-    cudaError_t err = cudaHostRegister(base, bytes, cudaHostRegisterDefault);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        for (int i = 0; i < tickets; ++i) cudaEventDestroy(events[i]);
-        return cuda_status(err, "cudaHostRegister", __FILE__, __LINE__);
-    }
-    s->registered = base;
-    s->ticket_events = events.release();
-    s->ticket_pending = pending.release();
-    s->tickets = tickets;
-    return Status::Ok();
-}
-
-Status stage_direct(StagedColumns* s, const void* const* host_cols, int64_t first, int64_t n, int ticket,
-                    bool& staged) {
-    staged = false;
-    if (s == nullptr || s->finished || s->overflow || s->registered == nullptr || n <= 0) return Status::Ok();
-    if (ticket < 0 || ticket >= s->tickets || first < 0 || first + n > s->capacity) {
-        s->overflow = true;
-        return Status::Ok();
-    }
-    for (int c = 0; c < s->ncols; ++c)
-        APPROX_CUDA(cudaMemcpyAsync(static_cast<char*>(s->dev[c]) + first * 8, host_cols[c], static_cast<size_t>(n) * 8,
-                                    cudaMemcpyHostToDevice, s->stream));
-    APPROX_CUDA(cudaEventRecord(s->ticket_events[ticket], s->stream));
-    s->ticket_pending[ticket] = true;
-    s->queued += n;
-    staged = true;
-    return Status::Ok();
-}
-
-bool stage_done(StagedColumns* s, int ticket) {
-    if (s == nullptr || ticket < 0 || ticket >= s->tickets || !s->ticket_pending[ticket]) return true;
-    cudaError_t err = cudaEventQuery(s->ticket_events[ticket]);
-    if (err == cudaErrorNotReady) return false;
-    (void)cudaGetLastError();
-    s->ticket_pending[ticket] = false;  // done (or failed: the finish reports the stream's error)
-    return true;
-}
-
-void stage_unregister(StagedColumns* s) {
-    if (s == nullptr || s->registered == nullptr) return;
-    (void)cudaStreamSynchronize(s->stream);  // no copy may still read the memory
-    (void)cudaHostUnregister(s->registered);
-    for (int i = 0; i < s->tickets; ++i) cudaEventDestroy(s->ticket_events[i]);
-    delete[] s->ticket_events;
-    delete[] s->ticket_pending;
-    (void)cudaGetLastError();
-    s->registered = nullptr;
-    s->ticket_events = nullptr;
-    s->ticket_pending = nullptr;
-    s->tickets = 0;
-}
-
 Status stage_finish(StagedColumns* s, const void* const* host_cols, int64_t rows) {
     if (s == nullptr || s->finished) return Status::Ok();
-    stage_unregister(s);
     auto t0 = std::chrono::steady_clock::now();
     cudaError_t err = cudaStreamSynchronize(s->stream);
     s->wait_ms += ms_between(t0);
@@ -356,7 +285,6 @@ Status stage_finish(StagedColumns* s, const void* const* host_cols, int64_t rows
 
 void stage_free(StagedColumns* s) {
     if (s == nullptr) return;
-    stage_unregister(s);
     if (!s->finished) {
         // Uploads may still read the ring: wait for them before it is reused.
         (void)cudaStreamSynchronize(s->stream);

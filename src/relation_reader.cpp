@@ -57,21 +57,7 @@ struct ReadResult {
     const bool* nullable;
     int64 capacity;
     ColumnsView view;  // out's columns as raw 8-byte slots (derived in reserve_rows)
-    StagedInput* staged;         // GPU staging (relation_stage.cpp), or nullptr
-    int64 pend_first, pend_end;  // the leader's own rows not staged yet (one contiguous range)
 };
-
-constexpr int64 kStageRows = 65536;  // the leader's rows go to the GPU in ranges of about this many
-
-// Stages the leader's pending rows (a range of the result).
-void flush_pending(ReadResult* res) {
-    if (res->pend_end > res->pend_first) {
-        ColumnsView from = res->view;  // row pend_first of each column
-        for (int c = 0; c < res->out->ncols; ++c) from.values[c] += res->pend_first * 8;
-        (void)stage_range(res->staged, from, res->pend_first, res->pend_end - res->pend_first, -1);
-    }
-    res->pend_first = res->pend_end = res->out->rows;
-}
 
 // Room for `need` rows; res->view follows the (possibly moved) columns.
 void reserve_rows(ReadResult* res, int64 need) {
@@ -94,7 +80,6 @@ int drain_chunks(ReaderShared* sh, ReadResult* res) {
         if (!full) continue;
         ChunkHeader* h = header(sh, i);
         QueryColumns* out = res->out;
-        if (res->staged) flush_pending(res);  // the chunk's rows come after the leader's
         reserve_rows(res, out->rows + h->rows);
         ColumnsView src = chunk_view(sh, i);
         for (int c = 0; c < sh->ncols; ++c) {
@@ -102,38 +87,16 @@ int drain_chunks(ReaderShared* sh, ReadResult* res) {
             if (src.nulls[c]) memcpy(res->view.nulls[c] + out->rows, src.nulls[c], static_cast<Size>(h->rows));
             out->null_counts[c] += h->null_counts[c];
         }
-        // On the GPU path the chunk also goes up, straight from the pool: it
-        // is freed once that upload is done (retire_chunks).
-        bool uploading = res->staged && stage_range(res->staged, src, out->rows, h->rows, i);
         out->rows += h->rows;
         out->rows_skipped += h->skipped;
         out->worker_rows += h->rows + h->skipped;
-        res->pend_first = res->pend_end = out->rows;
         SpinLockAcquire(&sh->mutex);
-        h->state = uploading ? kUploading : kFree;
+        h->state = kFree;
         SpinLockRelease(&sh->mutex);
         ++taken;
     }
     if (taken > 0) ConditionVariableBroadcast(&sh->cv_free);
     return taken;
-}
-
-// Frees chunks whose upload is done (all of them when wait: the copies take
-// microseconds); the workers may fill them again.
-void retire_chunks(ReaderShared* sh, ReadResult* res, bool wait) {
-    if (res->staged == nullptr) return;
-    int freed = 0;
-    for (int i = 0; i < sh->nchunks; ++i) {
-        if (header(sh, i)->state != kUploading) continue;  // only the leader sets and clears it
-        while (!stage_chunk_done(res->staged, i))
-            if (!wait) break;
-        if (!stage_chunk_done(res->staged, i)) continue;
-        SpinLockAcquire(&sh->mutex);
-        header(sh, i)->state = kFree;
-        SpinLockRelease(&sh->mutex);
-        ++freed;
-    }
-    if (freed > 0) ConditionVariableBroadcast(&sh->cv_free);
 }
 
 // The leader's own scans: relation by relation, kLeaderSteps pages at a time.
@@ -164,10 +127,6 @@ bool leader_step(LeaderScan* ls, ReadResult* res) {
             ls->open = false;
             ++ls->rel;
         }
-    }
-    if (res->staged) {  // the leader's rows extend its pending range
-        res->pend_end = out->rows;
-        if (res->pend_end - res->pend_first >= kStageRows) flush_pending(res);
     }
     return ls->rel < sh->nrels;
 }
@@ -349,11 +308,9 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     reserve_rows(&res, static_cast<int64>(Min(tuples * 1.05 + kPageRows, 1e9)));
     // Uploads that overlap the reading (room for the rows the statistics
     // expect and some more; past that the engine uploads as before).
-    res.staged = stage_for_gpu && tuples > 0
-                     ? stage_start(ncols, static_cast<int64>(Min(tuples * 1.05 + 16 * kChunkRows, 1e9)))
-                     : nullptr;
-    if (res.staged && pcxt != nullptr)
-        (void)stage_register_chunks(res.staged, pcxt->seg, at<char>(sh, off_data), chunk_bytes * nchunks, nchunks);
+    StagedInput* staged = stage_for_gpu && tuples > 0
+                               ? stage_start(ncols, static_cast<int64>(Min(tuples * 1.05 + 16 * kChunkRows, 1e9)))
+                               : nullptr;
 
     LeaderScan ls;
     memset(&ls, 0, sizeof ls);
@@ -363,21 +320,22 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     ls.snapshot = snapshot;
     bool leader_done = false;
     for (;;) {
-        retire_chunks(sh, &res, false);
-        if (launched > 0 && drain_chunks(sh, &res) > 0) continue;
+        if (launched > 0 && drain_chunks(sh, &res) > 0) {
+            stage_tail(staged, res.view, out.rows, false);
+            continue;
+        }
         if (!leader_done) {
             leader_done = !leader_step(&ls, &res);
+            stage_tail(staged, res.view, out.rows, false);
             CHECK_FOR_INTERRUPTS();
             continue;
         }
         if (launched == 0) break;
-        retire_chunks(sh, &res, true);  // no worker may wait for a chunk while the leader sleeps
         if (reader_wait_workers(sh, pcxt, launched, fn, relname)) {
             drain_chunks(sh, &res);  // what the last worker published before finishing
             break;
         }
     }
-    if (res.staged) flush_pending(&res);
     out.chunk_waits = sh->chunk_waits;  // sh lives in the DSM segment destroyed below
     reader_shared_destroy(pcxt);
     for (int r = 0; r < nrels; ++r)
@@ -385,7 +343,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     relation_close(top, NoLock);
     if (out.rows == 0)
         for (int c = 0; c < ncols; ++c) out.nulls[c] = nullptr;  // as read_query_columns: no row, no flags
-    if (stage_done(res.staged, res.view, out.rows)) out.staged = res.staged;
+    if (stage_done(staged, res.view, out.rows)) out.staged = staged;
     out.ms_read = glue_clock_ms() - t0;
     out.read_path = launched > 0 ? "parallel scan" : "scan";
     out.read_workers = launched;

@@ -59,8 +59,7 @@ constexpr int kPageRows = MaxHeapTuplesPerPage;  // the most rows one scan step 
 constexpr uint64 kKeyShared = UINT64CONST(0xA99A000000000001);
 constexpr uint64 kKeyScanBase = UINT64CONST(0xA99A000100000000);
 
-// kUploading: taken by the leader, its upload to the GPU still reading it
-enum ChunkState : uint32 { kFree = 0, kFilling = 1, kFull = 2, kUploading = 3 };
+enum ChunkState : uint32 { kFree = 0, kFilling = 1, kFull = 2 };
 
 struct ChunkHeader {
     uint32 state;
@@ -203,20 +202,13 @@ bool reader_wait_workers(ReaderShared* sh, ParallelContext* pcxt, int launched, 
 void reader_shared_destroy(ParallelContext* pcxt);
 
 // GPU staging of the result (relation_stage.cpp): nullptr when the engine
-// will not run on the GPU or staging cannot start. Every range of rows
-// appended to the result is staged once (stage_range); stage_done waits and
-// binds the final arrays (false: not staged after all).
+// will not run on the GPU or staging cannot start. stage_tail hands rows
+// [queued, rows) of view to the GPU once 64K are waiting (all of them when
+// final); stage_done hands the rest, waits and binds the final arrays (false:
+// not staged after all).
 extern bool upload_while_reading;  // approx_gpu.upload_while_reading
 StagedInput* stage_start(int ncols, int64 expected_rows);
-// Uploads straight from the chunk pool (registered with the GPU runtime,
-// unregistered when the leader detaches `seg`); false: chunks go through the
-// pinned ring instead.
-bool stage_register_chunks(StagedInput* s, dsm_segment* seg, void* pool, Size bytes, int nchunks);
-// Stages rows [first, first + n) of `src`: from chunk `chunk` of the
-// registered pool (true: the chunk is uploading, free it once
-// stage_chunk_done), or through the ring (chunk < 0, or no registration).
-bool stage_range(StagedInput* s, const ColumnsView& src, int64 first, int64 n, int chunk);
-bool stage_chunk_done(StagedInput* s, int chunk);
+void stage_tail(StagedInput* s, const ColumnsView& view, int64 rows, bool final);
 bool stage_done(StagedInput* s, const ColumnsView& view, int64 rows);
 double stage_ms(const StagedInput* s);
 double stage_wait_ms(const StagedInput* s);

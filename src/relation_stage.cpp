@@ -19,38 +19,23 @@ namespace gpu = approx::gpu;
 
 struct StagedInput {
     gpu::StagedColumns* cols;
-    double ms;            // the backend's time in staging calls
-    int64 staged_rows;    // rows handed over (each range once)
-    int refs;   // the memory context's callback, and the DSM detach callback when registered
+    int64 queued;   // rows handed to the runtime
+    double ms;      // the backend's time in staging calls
     MemoryContextCallback cb;
 };
 
 namespace {
 
-void unref(StagedInput* s) {
-    if (--s->refs == 0) pfree(s);
-}
+constexpr int64 kStageRows = 65536;  // rows per hand-over (the pinned ring holds 8 MB)
 
-// The reading call's memory context goes (end of the call, or an ERROR).
-void context_gone(void* arg) {
+void free_staged(void* arg) {
     StagedInput* s = static_cast<StagedInput*>(arg);
     if (s->cols) gpu::stage_free(s->cols);
     s->cols = nullptr;
-    unref(s);
-}
-
-// The leader detaches the chunk pool (normally before the call returns; on
-// an ERROR during the abort, before the memory context goes): no upload may
-// still read it, and it must be unregistered before it is unmapped.
-void pool_detached(dsm_segment*, Datum arg) {
-    StagedInput* s = reinterpret_cast<StagedInput*>(DatumGetPointer(arg));
-    if (s->cols) gpu::stage_unregister(s->cols);
-    unref(s);
 }
 
 void drop(StagedInput* s) {
-    if (s->cols) gpu::stage_free(s->cols);
-    s->cols = nullptr;
+    free_staged(s);
 }
 
 }  // namespace
@@ -68,64 +53,40 @@ StagedInput* relscan::stage_start(int ncols, int64 expected_rows) {
         return gpu::stage_begin(ctx, ncols, expected_rows, cols);
     });
     if (!st.ok() || cols == nullptr) return nullptr;
-    // In TopMemoryContext: the DSM detach callback may outlive the call's context.
-    StagedInput* s = static_cast<StagedInput*>(MemoryContextAllocZero(TopMemoryContext, sizeof(StagedInput)));
+    StagedInput* s = static_cast<StagedInput*>(palloc0(sizeof(StagedInput)));
     s->cols = cols;
-    s->refs = 1;
-    s->cb.func = context_gone;
+    s->cb.func = free_staged;
     s->cb.arg = s;
     MemoryContextRegisterResetCallback(CurrentMemoryContext, &s->cb);
     return s;
 }
 
-bool relscan::stage_register_chunks(StagedInput* s, dsm_segment* seg, void* pool, Size bytes, int nchunks) {
-    if (s == nullptr || s->cols == nullptr || seg == nullptr || nchunks < 1) return false;
+void relscan::stage_tail(StagedInput* s, const ColumnsView& view, int64 rows, bool final) {
+    if (s == nullptr || s->cols == nullptr) return;
+    if (rows - s->queued < (final ? 1 : kStageRows)) return;
     double t0 = glue_clock_ms();
-    approx::Status st = approx::guarded([&] { return gpu::stage_register(s->cols, pool, bytes, nchunks); });
-    s->ms += glue_clock_ms() - t0;
-    if (!st.ok()) return false;
-    ++s->refs;
-    on_dsm_detach(seg, pool_detached, PointerGetDatum(s));
-    return true;
-}
-
-bool relscan::stage_range(StagedInput* s, const ColumnsView& src, int64 first, int64 n, int chunk) {
-    if (s == nullptr || s->cols == nullptr || n <= 0) return false;
-    double t0 = glue_clock_ms();
-    bool staged = false, direct = false;
+    bool staged = false;
     const void* host[kMaxCols];
-    for (int c = 0; c < kMaxCols; ++c) host[c] = src.values[c];
-    approx::Status st = approx::guarded([&] {
-        if (chunk >= 0) {
-            APPROX_TRY(gpu::stage_direct(s->cols, host, first, n, chunk, direct));
-            if (direct) {
-                staged = true;
-                return approx::Status::Ok();
-            }
-        }
-        return gpu::stage_rows(s->cols, host, first, n, staged);
-    });
+    for (int c = 0; c < kMaxCols; ++c) host[c] = view.values[c];
+    approx::Status st = approx::guarded([&] { return gpu::stage_rows(s->cols, host, s->queued, rows - s->queued, staged); });
     s->ms += glue_clock_ms() - t0;
     if (!st.ok() || !staged) {
         drop(s);
-        return false;
+        return;
     }
-    s->staged_rows += n;
-    return direct;
-}
-
-bool relscan::stage_chunk_done(StagedInput* s, int chunk) {
-    return s == nullptr || s->cols == nullptr || gpu::stage_done(s->cols, chunk);
+    s->queued = rows;
 }
 
 bool relscan::stage_done(StagedInput* s, const ColumnsView& view, int64 rows) {
     if (s == nullptr || s->cols == nullptr) return false;
+    stage_tail(s, view, rows, true);
+    if (s->cols == nullptr) return false;
     const void* host[kMaxCols];
     for (int c = 0; c < kMaxCols; ++c) host[c] = view.values[c];
     double t0 = glue_clock_ms();
     approx::Status st = approx::guarded([&] { return gpu::stage_finish(s->cols, host, rows); });
     s->ms += glue_clock_ms() - t0;
-    if (!st.ok() || s->staged_rows != rows) {  // every row staged once: the runtime bound the arrays
+    if (!st.ok() || s->queued != rows) {
         drop(s);
         return false;
     }

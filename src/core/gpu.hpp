@@ -43,21 +43,9 @@ int64_t bytes_in_use();
 // handed that host array (ExecContext::staged) copies the device copy
 // instead of uploading (staged_device()). Rows past `capacity` are not
 // staged: stage_rows() then returns false and the engine uploads as usual.
-//
-// Rows come two ways: stage_rows() copies them into the pinned ring first
-// (any host memory), stage_direct() uploads straight from memory registered
-// with stage_register() (the reader's chunk pool), recording the copy under
-// `ticket` (a chunk number): the memory may be reused once stage_done(ticket).
-// Each row range must be staged once; `first` is its row offset.
 struct StagedColumns;
 Status stage_begin(const ExecContext& ctx, int ncols, int64_t capacity, StagedColumns*& out);
 Status stage_rows(StagedColumns* s, const void* const* host_cols, int64_t first, int64_t n, bool& staged);
-Status stage_register(StagedColumns* s, void* base, size_t bytes, int tickets);
-Status stage_direct(StagedColumns* s, const void* const* host_cols, int64_t first, int64_t n, int ticket, bool& staged);
-bool stage_done(StagedColumns* s, int ticket);
-// Waits for every copy and unregisters the memory of stage_register (before
-// it is unmapped); safe to call twice.
-void stage_unregister(StagedColumns* s);
 Status stage_finish(StagedColumns* s, const void* const* host_cols, int64_t rows);
 void stage_free(StagedColumns* s);
 // Milliseconds the uploads took that the read did not hide (stage_finish's wait).

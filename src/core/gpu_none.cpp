@@ -25,15 +25,6 @@ Status stage_rows(StagedColumns*, const void* const*, int64_t, int64_t, bool& st
     staged = false;
     return Status::Ok();
 }
-Status stage_register(StagedColumns*, void*, size_t, int) {
-    return Status::Error(StatusCode::NoGpu, "approx_gpu was built without CUDA");
-}
-Status stage_direct(StagedColumns*, const void* const*, int64_t, int64_t, int, bool& staged) {
-    staged = false;
-    return Status::Ok();
-}
-bool stage_done(StagedColumns*, int) { return true; }
-void stage_unregister(StagedColumns*) {}
 Status stage_finish(StagedColumns*, const void* const*, int64_t) { return Status::Ok(); }
 void stage_free(StagedColumns*) {}
 double stage_wait_ms(const StagedColumns*) { return 0; }
