@@ -109,20 +109,6 @@ uint64 random_seed_for_call(void) {
     return static_cast<uint64>(GetCurrentTimestamp()) * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64>(MyProcPid);
 }
 
-approx::ExecContext exec_context(const char* op) {
-    approx::ExecContext ctx;
-    ctx.mode = static_cast<DeviceMode>(device_setting);
-    ctx.gpu_min_rows = gpu_min_rows_setting;
-    ctx.cpu_threads = effective_cpu_threads();
-    ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
-    ctx.cancel = query_cancel_requested;
-    last_stats.reset(op);
-    last_run_set_answer(nullptr, nullptr, nullptr);
-    last_run_set_read(nullptr);
-    ctx.stats = &last_stats;
-    return ctx;
-}
-
 approx::ExecContext engine_settings(void) {
     approx::ExecContext ctx;
     ctx.mode = static_cast<DeviceMode>(device_setting);
@@ -130,6 +116,15 @@ approx::ExecContext engine_settings(void) {
     ctx.cpu_threads = effective_cpu_threads();
     ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
     ctx.cancel = query_cancel_requested;
+    return ctx;
+}
+
+approx::ExecContext exec_context(const char* op) {
+    approx::ExecContext ctx = engine_settings();
+    last_stats.reset(op);
+    last_run_set_answer(nullptr, nullptr, nullptr);
+    last_run_set_read(nullptr);
+    ctx.stats = &last_stats;
     return ctx;
 }
 
