@@ -22,11 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEBIAN=${CLOSURE_DEBIAN_CSV:-build/closure_debian_edges.csv}
 RUNS=${RUNS:-3}
-CORES=$(nproc)
-HALF=$(( CORES / 2 < 1 ? 1 : (CORES / 2 > 8 ? 8 : CORES / 2) ))
-PG_WORKERS=${PG_WORKERS:-$HALF}
-NOTE=$([ "$PG_WORKERS" = "$HALF" ] && echo "cores/2 capped at 8, $CORES cores" || echo "PG_WORKERS, $CORES cores")
-READ_WORKERS=${READ_WORKERS:--1}
+. test/bench/forms.sh
 psql -qX -v ON_ERROR_STOP=1 >/dev/null <<SQL
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS approx_gpu;
@@ -47,7 +43,7 @@ else
 fi
 
 psql -qX -v ON_ERROR_STOP=1 -v runs="$RUNS" -v pg_workers="$PG_WORKERS" -v read_workers="$READ_WORKERS" \
-     -v workers_note="$NOTE" -v forms="$PWD/test/bench/forms.sql" <<'SQL'
+     -v workers_note="$NOTE" -v forms="$FORMS" <<'SQL'
 SET client_min_messages = warning;
 SET jit = off;
 \i :forms

@@ -24,12 +24,7 @@ N_BUILD=${N_BUILD:-10000000}
 N_PROBE=${N_PROBE:-1000000}
 RUNS=${RUNS:-5}
 WORK_MEM=${WORK_MEM:-1GB}
-CORES=$(nproc)
-HALF=$(( CORES / 2 < 1 ? 1 : (CORES / 2 > 8 ? 8 : CORES / 2) ))
-PG_WORKERS=${PG_WORKERS:-$HALF}
-NOTE=$([ "$PG_WORKERS" = "$HALF" ] && echo "cores/2 capped at 8, $CORES cores" || echo "PG_WORKERS, $CORES cores")
-READ_WORKERS=${READ_WORKERS:--1}
-FORMS=$(cd "$(dirname "$0")" && pwd)/forms.sql
+. "$(dirname "${BASH_SOURCE[0]}")/forms.sh"
 
 psql -X -q -v ON_ERROR_STOP=1 -v nb="$N_BUILD" -v np="$N_PROBE" -v runs="$RUNS" -v work_mem="$WORK_MEM" \
      -v pg_workers="$PG_WORKERS" -v read_workers="$READ_WORKERS" -v workers_note="$NOTE" -v forms="$FORMS" <<'SQL'

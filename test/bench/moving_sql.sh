@@ -30,14 +30,9 @@ N=${MO_N:-1000000}
 U=${MO_BATCH:-100000}
 Q=${MO_Q:-10000}
 RUNS=${RUNS:-3}
-HALF=$(( $(nproc) / 2 < 1 ? 1 : ($(nproc) / 2 > 8 ? 8 : $(nproc) / 2) ))
-PG_WORKERS=${PG_WORKERS:-$HALF}
-NOTE=$([ "$PG_WORKERS" = "$HALF" ] && echo "cores/2 capped at 8, $(nproc) cores" || echo "PG_WORKERS, $(nproc) cores")
-READ_WORKERS=${READ_WORKERS:--1}
-FORMS=$(cd "$(dirname "$0")" && pwd)/forms.sql
+. "$(dirname "${BASH_SOURCE[0]}")/forms.sh"
 DB=mo_bench_$$
 HOST=$(hostname)
-CORES=$(nproc)
 psql -qX -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB" >/dev/null
 trap 'psql -qX -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true' EXIT
 # PostGIS counts as there only when it loads (a bundle may carry control files

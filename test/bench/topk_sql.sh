@@ -29,12 +29,7 @@ NRA_SIZES=${NRA_SIZES:-"1000000 10000000"}
 SECTIONS=" ${TOPK_SECTIONS:-1 2} "
 RUNS=${RUNS:-3}
 REL_K=${TOPK_REL_K:-"10 100 1000"}
-CORES=$(nproc)
-HALF=$(( CORES / 2 < 1 ? 1 : (CORES / 2 > 8 ? 8 : CORES / 2) ))
-PG_WORKERS=${PG_WORKERS:-$HALF}
-NOTE=$([ "$PG_WORKERS" = "$HALF" ] && echo "cores/2 capped at 8, $CORES cores" || echo "PG_WORKERS, $CORES cores")
-READ_WORKERS=${READ_WORKERS:--1}
-FORMS=$(cd "$(dirname "$0")" && pwd)/forms.sql
+. "$(dirname "${BASH_SOURCE[0]}")/forms.sh"
 PSQL=(psql -X -q -v ON_ERROR_STOP=1 -P footer=off)
 
 "${PSQL[@]}" <<'SQL'
