@@ -49,8 +49,13 @@ void relation_reader_init(void) {
 // start and this library's load (30-40 ms measured on 2 cores), which a
 // table under about 64 MB does not repay -- capped by
 // max_parallel_workers_per_gather.
-int relscan::choose_workers(Relation top, BlockNumber pages) {
-    if (read_workers_setting >= 0) return read_workers_setting;
+int relscan::choose_workers(Relation top, BlockNumber pages, bool any_temp) {
+    // Only this backend can read temporary tables; no workers inside a
+    // parallel operation.
+    if (any_temp || !IsUnderPostmaster || IsInParallelMode()) return 0;
+    // No more than max_parallel_workers could ever start: the shared block
+    // is sized by the workers asked for.
+    if (read_workers_setting >= 0) return Min(read_workers_setting, max_parallel_workers);
     int workers = -1;
     if (top->rd_rel->relkind == RELKIND_RELATION || top->rd_rel->relkind == RELKIND_MATVIEW)
         workers = RelationGetParallelWorkers(top, -1);
@@ -63,7 +68,7 @@ int relscan::choose_workers(Relation top, BlockNumber pages) {
             threshold *= 3;
         }
     }
-    return Min(workers, max_parallel_workers_per_gather);
+    return Min(Min(workers, max_parallel_workers_per_gather), max_parallel_workers);
 }
 
 ReaderLayout relscan::reader_layout(int nrels, int ncols) {

@@ -261,11 +261,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
 
     // Workers: none for temporary tables (only this backend can read them),
     // inside a parallel operation, or for small tables.
-    int nworkers = 0;
-    // No more than max_parallel_workers could ever start: the DSM chunk pool
-    // is sized by the workers asked for.
-    if (!any_temp && nrels > 0 && IsUnderPostmaster && !IsInParallelMode())
-        nworkers = Min(choose_workers(top, pages), max_parallel_workers);
+    const int nworkers = nrels > 0 ? choose_workers(top, pages, any_temp) : 0;
 
     // The shared block (the leader alone also uses it, from private memory).
     const int nchunks = nworkers > 0 ? nworkers * kChunksPerWorker : 0;

@@ -37,9 +37,8 @@ RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const A
     const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                      RelationGetRelationName(rel));
     const Size slot_bytes = sample_slot_bytes(sample_m);
-    int nworkers = 0;
-    if (rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP && IsUnderPostmaster && !IsInParallelMode())
-        nworkers = Min(choose_workers(rel, RelationGetNumberOfBlocks(rel)), max_parallel_workers);
+    int nworkers = choose_workers(rel, RelationGetNumberOfBlocks(rel),
+                                  rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP);
     while (nworkers > 0 && slot_bytes * (nworkers + 1) > kMaxSampleBytes) --nworkers;
     const int nslots = nworkers + 1;
 

@@ -175,8 +175,10 @@ void relscan_end(RelScan* rs);
 // ---- the leader's side, shared by the column reader and the sampler ----
 
 // Workers for `pages` heap pages of `top` (approx_gpu.read_workers, else the
-// table's parallel_workers, else PostgreSQL's rule; see relation_reader.cpp).
-int choose_workers(Relation top, BlockNumber pages);
+// table's parallel_workers, else PostgreSQL's rule; see relation_parallel.cpp),
+// at most max_parallel_workers; none for temporary tables (any_temp), outside
+// the postmaster or inside a parallel operation.
+int choose_workers(Relation top, BlockNumber pages, bool any_temp);
 
 // Where the common arrays of the shared block go (relids, attnums, maxatt);
 // `end`: where the mode's own parts may start.

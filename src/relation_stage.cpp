@@ -28,14 +28,11 @@ namespace {
 
 constexpr int64 kStageRows = 65536;  // rows per hand-over (the pinned ring holds 8 MB)
 
-void free_staged(void* arg) {
+// Frees the device copies (also the memory context's reset callback).
+void drop(void* arg) {
     StagedInput* s = static_cast<StagedInput*>(arg);
     if (s->cols) gpu::stage_free(s->cols);
     s->cols = nullptr;
-}
-
-void drop(StagedInput* s) {
-    free_staged(s);
 }
 
 }  // namespace
@@ -55,7 +52,7 @@ StagedInput* relscan::stage_start(int ncols, int64 expected_rows) {
     if (!st.ok() || cols == nullptr) return nullptr;
     StagedInput* s = static_cast<StagedInput*>(palloc0(sizeof(StagedInput)));
     s->cols = cols;
-    s->cb.func = free_staged;
+    s->cb.func = drop;
     s->cb.arg = s;
     MemoryContextRegisterResetCallback(CurrentMemoryContext, &s->cb);
     return s;
