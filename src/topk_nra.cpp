@@ -1,158 +1,30 @@
 // SQL glue for topk_nra(relation, id_column, score_columns, k, batch): the
 // top k objects by the sum of several score columns, read as sorted lists by
-// the NRA engine of approx::topk. A list is read by a backward scan of a
-// B-tree index on its column (index_reader.h; index-only when the index also
-// holds the id column), else, when the column has no such index or row-level
-// security applies, by an SPI cursor (ORDER BY col DESC: PostgreSQL sorts).
-// One static function per phase: the arguments (nra_check_args), the
-// relation (nra_resolve_relation), the columns' minimums (nra_read_minimums),
-// the lists (nra_open_lists), the rounds (nra_rounds), the objects in no list
+// the NRA engine of approx::topk. The relation and its lists (index scans of
+// our own, else cursors) are in topk_nra_lists.cpp; here, one static
+// function per phase: the arguments (nra_check_args), the columns' minimums
+// (nra_read_minimums), the rounds (nra_rounds), the objects in no list
 // (nra_add_unlisted_objects), the winners' scores (nra_rank_winners) and the
 // result set (nra_emit).
-#include "index_reader.h"
-#include "runtime.h"
+#include "topk_nra.h"
 
 extern "C" {
 #include "access/htup_details.h"
-#include "access/relation.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "tcop/pquery.h"
-#include "utils/acl.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/relcache.h"
-#include "utils/rls.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
 }
 
 #include <cmath>
 #include <new>
-#include <type_traits>
-
-#include "core/topk.hpp"
-
-namespace topk = approx::topk;
 
 namespace {
-
-// Writes a cursor's (id int8, score float8) rows into the current list buffer.
-struct ListReceiver {
-    DestReceiver pub;  // must be first
-    const char* column;
-    int64* ids;
-    double* scores;
-    int64 n;
-    int64 cap;
-};
-
-bool list_receive(TupleTableSlot* slot, DestReceiver* self) {
-    ListReceiver* r = reinterpret_cast<ListReceiver*>(self);
-    slot_getsomeattrs(slot, 2);
-    if (r->n >= r->cap || slot->tts_isnull[0] || slot->tts_isnull[1])
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("topk_nra: unexpected row from column \"%s\"", r->column)));
-    double v = DatumGetFloat8(slot->tts_values[1]);
-    if (std::isnan(v) || std::isinf(v))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("topk_nra: column \"%s\" contains %s", r->column, std::isnan(v) ? "NaN" : "an infinite value"),
-                        errdetail("Scores are summed; they must be finite.")));
-    r->ids[r->n] = DatumGetInt64(slot->tts_values[0]);
-    r->scores[r->n] = v;
-    ++r->n;
-    return true;
-}
-
-void list_startup(DestReceiver*, int, TupleDesc) {}
-void list_shutdown(DestReceiver*) {}
-void list_destroy(DestReceiver*) {}
-
-// Frees the engine's memory when its memory context goes, on success or ERROR.
-struct NraHolder {
-    topk::Nra* nra;
-};
 
 void nra_cleanup(void* arg) {
     NraHolder* h = static_cast<NraHolder*>(arg);
     if (h->nra) topk::nra_destroy(h->nra);
     h->nra = nullptr;
 }
-
-bool is_int_type(Oid t) { return t == INT2OID || t == INT4OID || t == INT8OID; }
-bool is_score_type(Oid t) { return is_int_type(t) || t == FLOAT4OID || t == FLOAT8OID; }
-
-AttrNumber column_attnum(Oid relid, const char* relname, const char* column) {
-    AttrNumber a = get_attnum(relid, column);
-    if (a == InvalidAttrNumber)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                        errmsg("topk_nra: column \"%s\" of relation \"%s\" does not exist", column, relname)));
-    if (a < 0)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("topk_nra: system column \"%s\" cannot be used", column)));
-    return a;
-}
-
-// A valid, non-partial unique index on exactly this column.
-bool has_unique_index(Relation rel, AttrNumber attnum) {
-    List* indexes = RelationGetIndexList(rel);
-    ListCell* lc;
-    bool found = false;
-    foreach (lc, indexes) {
-        Oid index_oid = lfirst_oid(lc);
-        HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
-        if (!HeapTupleIsValid(tup)) continue;
-        Form_pg_index ix = reinterpret_cast<Form_pg_index>(GETSTRUCT(tup));
-        if (ix->indisunique && ix->indisvalid && ix->indnkeyatts == 1 && ix->indkey.values[0] == attnum &&
-            heap_attisnull(tup, Anum_pg_index_indpred, nullptr) && heap_attisnull(tup, Anum_pg_index_indexprs, nullptr))
-            found = true;
-        ReleaseSysCache(tup);
-        if (found) break;
-    }
-    list_free(indexes);
-    return found;
-}
-
-// Everything one topk_nra call reads and produces; palloc'd, so nothing with a
-// destructor is alive when an ERROR leaves nra_run().
-struct NraCall {
-    const char* fn;  // (value-initialised with new (...) NraCall(): every field zero)
-    int m;
-    int32 k;
-    int32 batch;
-    int64 rows_hint;
-    const char** col;   // the score columns as given
-    const char** qcol;  // r."column" (qualified with the relation's alias, quoted)
-    const char* qid;    // r."id column"
-    const char* qrel;   // "schema"."relation"
-    Oid relid;
-    Oid* index_oid;     // per list: the B-tree index read backward, or InvalidOid (a cursor)
-    AttrNumber id_att;
-    AttrNumber* att;    // per list: the score column's attribute number
-    MemoryContext work;
-    NraHolder* holder;
-    // between the phases of nra_run()
-    double* mins;     // the columns' minimums (the missing-score bounds)
-    Relation heap;          // open while index readers are
-    Snapshot snapshot;      // registered while index readers are
-    IndexReader** readers;  // per list: an index reader, or nullptr (a cursor)
-    Portal* portals;        // per list: a cursor, or nullptr (an index reader)
-    int8* read_kind;        // per list: 0 cursor, 1 index scan, 2 index-only scan
-    int64 heap_fetches;     // by the index readers
-    approx::ExecContext ctx;
-    // results
-    bool empty;  // no objects
-    size_t n_out;
-    int64_t* out_ids;
-    double* out_totals;
-    topk::NraInfo info;
-    bool need_unlisted;
-    int64 unlisted;
-    int64 random_accesses;
-    double ms_read;
-};
-static_assert(std::is_trivially_destructible<NraCall>::value, "an ERROR may leave nra_run() with it alive");
 
 // The caller's call, not our internal query: an ERROR raised inside one of the
 // internal queries (a privilege, a lock, a cast) is raised again as an ERROR
@@ -271,70 +143,6 @@ bool nra_read_minimums(NraCall* c) {
     return false;
 }
 
-// One reader per list, in descending order: an index reader where the column
-// has a usable B-tree index (found by nra_resolve_relation), else a cursor
-// (PostgreSQL picks the plan; without an index it sorts the whole column).
-// The index readers see the rows the cursors would: the active snapshot.
-void nra_open_lists(NraCall* c) {
-    c->portals = static_cast<Portal*>(MemoryContextAllocZero(c->work, sizeof(Portal) * c->m));
-    c->readers = static_cast<IndexReader**>(MemoryContextAllocZero(c->work, sizeof(IndexReader*) * c->m));
-    c->read_kind = static_cast<int8*>(MemoryContextAllocZero(c->work, sizeof(int8) * c->m));
-    StringInfoData q;
-    initStringInfo(&q);
-    for (int j = 0; j < c->m; ++j) {
-        if (OidIsValid(c->index_oid[j])) {
-            if (c->heap == nullptr) {
-                c->heap = relation_open(c->relid, AccessShareLock);
-                c->snapshot = RegisterSnapshot(GetActiveSnapshot());
-            }
-            c->readers[j] = index_reader_open(c->heap, c->index_oid[j], c->att[j], c->id_att, c->snapshot);
-            c->read_kind[j] = index_reader_index_only(c->readers[j]) ? 2 : 1;
-            continue;
-        }
-        resetStringInfo(&q);
-        appendStringInfo(&q,
-                         "SELECT %s::pg_catalog.int8, %s::pg_catalog.float8 FROM %s AS r "
-                         "WHERE %s IS NOT NULL AND %s IS NOT NULL ORDER BY %s DESC",
-                         c->qid, c->qcol[j], c->qrel, c->qcol[j], c->qid, c->qcol[j]);
-        SPIPlanPtr plan = SPI_prepare_cursor(q.data, 0, nullptr, CURSOR_OPT_FAST_PLAN | CURSOR_OPT_NO_SCROLL);
-        if (plan == nullptr)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                            errmsg("%s: cannot prepare the cursor of column \"%s\": %s", c->fn, c->col[j],
-                                   SPI_result_code_string(SPI_result))));
-        c->portals[j] = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
-    }
-}
-
-// Reads up to `batch` entries of index list j into ids/scores: the number read.
-int64 nra_read_index_list(NraCall* c, int j, int64* ids, double* scores) {
-    const int64 n = index_reader_read(c->readers[j], ids, scores, c->batch);
-    for (int64 i = 0; i < n; ++i)
-        if (std::isnan(scores[i]) || std::isinf(scores[i]))
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("%s: column \"%s\" contains %s", c->fn, c->col[j],
-                                   std::isnan(scores[i]) ? "NaN" : "an infinite value"),
-                            errdetail("Scores are summed; they must be finite.")));
-    return n;
-}
-
-// Ends the index readers and the cursors (an ERROR leaves the scans, the
-// relation and the snapshot to the resource owner's cleanup at abort).
-void nra_close_lists(NraCall* c) {
-    for (int j = 0; j < c->m; ++j) {
-        if (c->readers[j] != nullptr) {
-            c->heap_fetches += index_reader_heap_fetches(c->readers[j]);
-            index_reader_close(c->readers[j]);
-            c->readers[j] = nullptr;
-        }
-        if (c->portals[j] != nullptr) SPI_cursor_close(c->portals[j]);
-        c->portals[j] = nullptr;
-    }
-    if (c->snapshot != nullptr) UnregisterSnapshot(c->snapshot);
-    c->snapshot = nullptr;
-    if (c->heap != nullptr) relation_close(c->heap, NoLock);
-    c->heap = nullptr;
-}
-
 // Creates the engine, then reads `batch` entries of every list per round
 // until the engine stops (or asks for the objects in no list); closes the lists.
 void nra_rounds(NraCall* c) {
@@ -355,32 +163,21 @@ void nra_rounds(NraCall* c) {
     approx::Status st = topk::nra_create(cfg, c->ctx, c->holder->nra);
     if (!st.ok()) check_engine_result(st, c->fn);
 
-    ListReceiver* recv = static_cast<ListReceiver*>(MemoryContextAllocZero(work, sizeof(ListReceiver)));
-    recv->pub.receiveSlot = list_receive;
-    recv->pub.rStartup = list_startup;
-    recv->pub.rShutdown = list_shutdown;
-    recv->pub.rDestroy = list_destroy;
-    recv->pub.mydest = DestNone;
     topk::NraProgress progress;
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         double t0 = glue_clock_ms();
         for (int j = 0; j < m; ++j) {
-            recv->column = c->col[j];
-            recv->ids = list_ids + static_cast<int64>(j) * batch;
-            recv->scores = list_scores + static_cast<int64>(j) * batch;
-            recv->n = 0;
-            recv->cap = batch;
-            if (!exhausted[j] && c->readers[j] != nullptr) {
-                recv->n = nra_read_index_list(c, j, recv->ids, recv->scores);
-                if (recv->n < batch) exhausted[j] = true;
-            } else if (!exhausted[j]) {
-                PortalRunFetch(c->portals[j], FETCH_FORWARD, batch, &recv->pub);
-                if (recv->n < batch) exhausted[j] = true;
+            int64* ids = list_ids + static_cast<int64>(j) * batch;
+            double* scores = list_scores + static_cast<int64>(j) * batch;
+            int64 n = 0;
+            if (!exhausted[j]) {
+                n = nra_read_list(c, j, ids, scores);
+                if (n < batch) exhausted[j] = true;
             }
-            lists[j].ids = reinterpret_cast<const int64_t*>(recv->ids);
-            lists[j].scores = recv->scores;
-            lists[j].n = static_cast<size_t>(recv->n);
+            lists[j].ids = reinterpret_cast<const int64_t*>(ids);
+            lists[j].scores = scores;
+            lists[j].n = static_cast<size_t>(n);
             lists[j].exhausted = exhausted[j];
         }
         c->ms_read += glue_clock_ms() - t0;
@@ -518,78 +315,6 @@ void nra_check_args(FunctionCallInfo fcinfo, NraCall* c) {
     const char** col = static_cast<const char**>(palloc(sizeof(char*) * m));
     for (int j = 0; j < m; ++j) col[j] = pstrdup(NameStr(*DatumGetName(elems[j])));
     c->col = col;
-}
-
-// Whether the lists may be read by index scans of our own: a plain table (or
-// materialized view) without inheritance children (the cursors read those
-// too), no row-level security for the caller (an index read would bypass
-// the policies) and SELECT on the id column and every score column (else the
-// cursors raise the error the caller should see).
-bool nra_may_read_indexes(Relation rel, AttrNumber id_att, const AttrNumber* att, int m) {
-    const char kind = rel->rd_rel->relkind;
-    if (kind != RELKIND_RELATION && kind != RELKIND_MATVIEW) return false;
-    const Oid relid = RelationGetRelid(rel);
-    // relhassubclass stays set after the last child is dropped: ask pg_inherits.
-    if (rel->rd_rel->relhassubclass && find_inheritance_children(relid, NoLock) != NIL) return false;
-    if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED) return false;
-    const Oid user = GetUserId();
-    if (pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK) return true;
-    if (pg_attribute_aclcheck(relid, id_att, user, ACL_SELECT) != ACLCHECK_OK) return false;
-    for (int j = 0; j < m; ++j)
-        if (pg_attribute_aclcheck(relid, att[j], user, ACL_SELECT) != ACLCHECK_OK) return false;
-    return true;
-}
-
-// The relation, its columns, the unique index on id_column and the index of
-// each list (into c->qrel, c->qid, c->qcol, c->rows_hint, c->relid,
-// c->id_att, c->att and c->index_oid). A regclass argument can hold any OID
-// (0::oid::regclass): open by try.
-void nra_resolve_relation(Oid relid, const char* id_column, NraCall* c) {
-    const char* fn = c->fn;
-    Relation rel = try_relation_open(relid, AccessShareLock);
-    if (rel == NULL)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("%s: relation with OID %u does not exist", fn, relid)));
-    const char* relname = RelationGetRelationName(rel);
-    char* qrel = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)), relname);
-    AttrNumber id_att = column_attnum(relid, relname, id_column);
-    Oid id_type = get_atttype(relid, id_att);
-    if (!is_int_type(id_type))
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("%s: id_column \"%s\" must be smallint, integer or bigint, not %s", fn, id_column,
-                               format_type_be(id_type))));
-    const char** qcol = static_cast<const char**>(palloc(sizeof(char*) * c->m));
-    AttrNumber* att = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * c->m));
-    for (int j = 0; j < c->m; ++j) {
-        AttrNumber a = column_attnum(relid, relname, c->col[j]);
-        att[j] = a;
-        Oid t = get_atttype(relid, a);
-        if (!is_score_type(t))
-            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                            errmsg("%s: score column \"%s\" must be double precision, real, smallint, integer or "
-                                   "bigint, not %s",
-                                   fn, c->col[j], format_type_be(t))));
-        qcol[j] = psprintf("r.%s", quote_identifier(c->col[j]));
-    }
-    if (!has_unique_index(rel, id_att))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
-                        errmsg("%s: id_column \"%s\" of relation \"%s\" has no unique index", fn, id_column, relname),
-                        errhint("NRA needs each object once per list: CREATE UNIQUE INDEX ON %s (%s).", qrel,
-                                quote_identifier(id_column))));
-    c->rows_hint = rel->rd_rel->reltuples > 0 ? static_cast<int64>(rel->rd_rel->reltuples) : 0;
-    c->index_oid = static_cast<Oid*>(palloc0(sizeof(Oid) * c->m));
-    if (nra_may_read_indexes(rel, id_att, att, c->m)) {
-        for (int j = 0; j < c->m; ++j) {
-            bool holds_id;
-            c->index_oid[j] = index_reader_find(rel, att[j], id_att, &holds_id);
-        }
-    }
-    relation_close(rel, NoLock);
-    c->relid = relid;
-    c->id_att = id_att;
-    c->att = att;
-    c->qrel = qrel;
-    c->qcol = qcol;
 }
 
 // The ranked objects into the result set, the statistics into last_run().
