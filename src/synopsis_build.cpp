@@ -4,7 +4,7 @@
 // every row counts (NULL = NaN), text-like columns become dictionary codes
 // after sampling, and a stratified build makes two passes (rows per stratum,
 // then per-stratum reservoirs of a congressional allocation).
-#include "synopsis.h"
+#include "synopsis_build.h"
 
 #include "relation_reader.h"
 
@@ -14,7 +14,6 @@ extern "C" {
 #include "access/tableam.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
 #include "pgstat.h"
@@ -34,36 +33,6 @@ extern "C" {
 namespace synopsis_glue {
 
 namespace {
-
-constexpr int64 kStratumFloor = 100;  // congressional allocation: rows every stratum keeps (or all it has)
-
-struct ColumnPlan {
-    AttrNumber attnum;
-    Oid type;
-    ValueEncoding encoding;
-    const char* name;
-    Oid out_fn;       // type output (dictionary columns and stratum keys)
-    bool out_varlena;
-};
-
-// One stratum while building: its key (the stratify columns' values), rows,
-// allocated sample rows and reservoir.
-struct StratumEntry {
-    char* key;  // hash key: must be first
-    int64 rows;
-    int64 begin;
-    int64 alloc;
-    syn::Reservoir res;
-};
-
-uint32 key_hash(const void* key, Size) { return string_hash(*static_cast<char* const*>(key), 0); }
-int key_match(const void* a, const void* b, Size) {
-    return strcmp(*static_cast<char* const*>(a), *static_cast<char* const*>(b));
-}
-void* key_copy(void* dest, const void* src, Size) {
-    *static_cast<char**>(dest) = MemoryContextStrdup(TopTransactionContext, *static_cast<char* const*>(src));
-    return dest;
-}
 
 bool encoding_of(Oid type, ValueEncoding* out) {
     switch (type) {
@@ -123,48 +92,8 @@ double number_of(Datum d, const ColumnPlan& c, const char* fn, const char* rel) 
     return x;
 }
 
-char* text_of(Datum d, const ColumnPlan& c) { return OidOutputFunctionCall(c.out_fn, d); }
-
-// The stratum key of a row: each stratify column as "N" (NULL) or
-// "<length>:<output string>", so that distinct value tuples never collide.
-void stratum_key(TupleTableSlot* slot, const ColumnPlan* cols, int n_stratify, const int* stratify, StringInfo key) {
-    resetStringInfo(key);
-    for (int s = 0; s < n_stratify; ++s) {
-        const ColumnPlan& c = cols[stratify[s]];
-        if (slot->tts_isnull[c.attnum - 1]) {
-            appendStringInfoString(key, "N|");
-            continue;
-        }
-        char* v = text_of(slot->tts_values[c.attnum - 1], c);
-        appendStringInfo(key, "%zu:%s|", strlen(v), v);
-        pfree(v);
-    }
-}
-
 int cmp_cstring(const void* a, const void* b) {
     return strcmp(*static_cast<char* const*>(a), *static_cast<char* const*>(b));
-}
-
-int cmp_entry(const void* a, const void* b) {
-    return strcmp((*static_cast<StratumEntry* const*>(a))->key, (*static_cast<StratumEntry* const*>(b))->key);
-}
-
-// The scan of the relation with the active snapshot, as the current user.
-struct Scan {
-    TableScanDesc scan;
-    TupleTableSlot* slot;
-};
-
-Scan begin_scan(Relation rel) {
-    Scan s;
-    s.slot = table_slot_create(rel, nullptr);
-    s.scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
-    return s;
-}
-
-void end_scan(Scan& s) {
-    table_endscan(s.scan);
-    ExecDropSingleTupleTableSlot(s.slot);
 }
 
 }  // namespace
@@ -225,62 +154,12 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     }
     check_size(sample_size, d, true, fn);
 
-    // Stratified: rows per stratum key first.
-    HTAB* strata = nullptr;
-    StratumEntry** groups = nullptr;
-    int64 n_groups = 0;
-    StringInfoData key;
-    initStringInfo(&key);
-    int64 capacity = sample_size;
-    if (n_stratify > 0) {
-        HASHCTL ctl;
-        memset(&ctl, 0, sizeof ctl);
-        ctl.keysize = sizeof(char*);
-        ctl.entrysize = sizeof(StratumEntry);
-        ctl.hash = key_hash;
-        ctl.match = key_match;
-        ctl.keycopy = key_copy;
-        ctl.hcxt = CurrentMemoryContext;
-        strata = hash_create("approx_gpu strata", 1024, &ctl,
-                             HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_KEYCOPY | HASH_CONTEXT);
-        Scan scan = begin_scan(rel);
-        while (table_scan_getnextslot(scan.scan, ForwardScanDirection, scan.slot)) {
-            CHECK_FOR_INTERRUPTS();
-            slot_getsomeattrs(scan.slot, max_att);
-            stratum_key(scan.slot, cols, n_stratify, stratify, &key);
-            char* k = key.data;
-            bool found;
-            StratumEntry* e = static_cast<StratumEntry*>(hash_search(strata, &k, HASH_ENTER, &found));
-            if (!found) e->rows = 0;
-            ++e->rows;
-        }
-        end_scan(scan);
-        n_groups = hash_get_num_entries(strata);
-        if (n_groups > 0) {
-            groups = static_cast<StratumEntry**>(palloc(sizeof(StratumEntry*) * n_groups));
-            HASH_SEQ_STATUS it;
-            hash_seq_init(&it, strata);
-            int64 g = 0;
-            for (StratumEntry* e; (e = static_cast<StratumEntry*>(hash_seq_search(&it))) != nullptr;) groups[g++] = e;
-            qsort(groups, n_groups, sizeof(StratumEntry*), cmp_entry);
-            int64* rows = static_cast<int64*>(palloc(sizeof(int64) * n_groups));
-            int64* alloc = static_cast<int64*>(palloc(sizeof(int64) * n_groups));
-            for (int64 i = 0; i < n_groups; ++i) rows[i] = groups[i]->rows;
-            approx::Status st = approx::guarded([&] {
-                return syn::congressional_allocation(rows, n_groups, sample_size, kStratumFloor, alloc);
-            });
-            check_engine_result(st, fn);
-            capacity = 0;
-            uint64 seed = random_seed_for_call();
-            for (int64 i = 0; i < n_groups; ++i) {
-                groups[i]->begin = capacity;
-                groups[i]->alloc = alloc[i];
-                syn::reservoir_init(groups[i]->res, alloc[i], seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64>(i));
-                capacity += alloc[i];
-            }
-            check_size(capacity, d, true, fn);
-        }
-    }
+    // Stratified: rows per stratum key first, then each stratum's share.
+    Strata strata;
+    memset(&strata, 0, sizeof strata);
+    strata.capacity = sample_size;
+    if (n_stratify > 0) count_strata(&strata, rel, cols, d, max_att, n_stratify, stratify, sample_size, fn);
+    const int64 capacity = strata.capacity;
 
     // The sample: numbers now, dictionary values as strings until the end.
     double* sample = static_cast<double*>(
@@ -316,7 +195,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     };
     RelationSample drawn;
     memset(&drawn, 0, sizeof drawn);
-    if (strata == nullptr) {
+    if (strata.table == nullptr) {
         // The relation reader draws the sample (parallel workers, every
         // number checked finite), then its rows are fetched by TID.
         AttrNumber check_att[kMaxDim];
@@ -349,11 +228,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
             CHECK_FOR_INTERRUPTS();
             slot_getsomeattrs(scan.slot, max_att);
             ++n_rows;
-            stratum_key(scan.slot, cols, n_stratify, stratify, &key);
-            char* k = key.data;
-            StratumEntry* e = static_cast<StratumEntry*>(hash_search(strata, &k, HASH_FIND, nullptr));
-            if (e == nullptr)  // same snapshot, same rows: cannot happen
-                elog(ERROR, "%s: a row of a stratum the first pass did not see", fn);
+            StratumEntry* e = row_stratum(&strata, scan.slot, cols, n_stratify, stratify, fn);
             int64 slot = syn::reservoir_slot(e->res);
             if (slot < 0) {
                 // Not sampled, but every number must be finite.
@@ -378,15 +253,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: table %s has no rows; a synopsis needs at least one", fn, relname)));
 
-    syn::Stratum* st_out = nullptr;
-    if (strata) {
-        st_out = static_cast<syn::Stratum*>(palloc(sizeof(syn::Stratum) * n_groups));
-        for (int64 i = 0; i < n_groups; ++i) {
-            st_out[i].n_rows = groups[i]->rows;
-            st_out[i].begin = groups[i]->begin;
-            st_out[i].end = groups[i]->begin + groups[i]->res.size;  // = alloc (alloc <= rows)
-        }
-    }
+    syn::Stratum* st_out = strata.table ? strata_of(&strata) : nullptr;
 
     // Dictionaries from the sampled values (sorted by strcmp), then codes.
     SynValue* v = new_value(CurrentMemoryContext);
@@ -425,7 +292,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     v->s.skipped = 0;
     v->s.sample = sample;
     v->sample = sample;
-    v->s.n_strata = strata ? static_cast<int>(n_groups) : 0;
+    v->s.n_strata = strata.table ? static_cast<int>(strata.n_groups) : 0;
     v->s.strata = st_out;
     v->strata = st_out;
     approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
@@ -433,7 +300,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
     });
     check_engine_result(st, fn);
-    if (strata == nullptr) {  // how the sample was read (last_run)
+    if (strata.table == nullptr) {  // how the sample was read (last_run)
         approx::RunStats& rs = last_run_stats();
         rs.ms_read = drawn.ms_read;
         rs.add("read_workers", drawn.read_workers);
