@@ -49,9 +49,19 @@ cudaError_t copy_input(const ExecContext& ctx, T* dst, const T* src, size_t n, c
     return cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyHostToDevice, s);
 }
 
-// Accounting for approx_gpu.gpu_memory_limit (bytes held by this process).
+// The device copy of `host` when the GPU service keeps it resident
+// (ExecContext::resident, service.hpp), else nullptr.
+const void* resident_device(const ExecContext& ctx, const void* host, size_t bytes);
+
+// Accounting for approx_gpu.gpu_memory_limit (bytes one request -- in a
+// backend, the process -- holds) and, in the service, the pool's limit.
 Status reserve_bytes(const ExecContext& ctx, size_t bytes);
 void release_bytes(size_t bytes);
+
+// Device memory within those limits: from the service's pool (stream-ordered,
+// no driver call per allocation) or, in a backend, cudaMalloc.
+Status device_alloc(const ExecContext& ctx, size_t bytes, void*& p);
+void device_free(void* p, size_t bytes);
 
 // Device memory owned by RAII: freed on every return path, so errors and
 // cancellations never leak GPU memory.
@@ -72,24 +82,14 @@ public:
     Status alloc(const ExecContext& ctx, size_t count) {
         reset();
         if (count == 0) return Status::Ok();
-        size_t bytes = count * sizeof(T);
-        APPROX_TRY(reserve_bytes(ctx, bytes));
         void* p = nullptr;
-        cudaError_t err = cudaMalloc(&p, bytes);
-        if (err != cudaSuccess) {
-            release_bytes(bytes);
-            (void)cudaGetLastError();  // clear the sticky-free error state
-            return cuda_status(err, "cudaMalloc", __FILE__, __LINE__);
-        }
+        APPROX_TRY(device_alloc(ctx, count * sizeof(T), p));
         ptr_ = static_cast<T*>(p);
         count_ = count;
         return Status::Ok();
     }
     void reset() {
-        if (ptr_) {
-            cudaFree(ptr_);
-            release_bytes(count_ * sizeof(T));
-        }
+        if (ptr_) device_free(ptr_, count_ * sizeof(T));
         ptr_ = nullptr;
         count_ = 0;
     }

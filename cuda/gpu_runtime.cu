@@ -59,12 +59,104 @@ bool available(char* why, size_t why_len) {
     return probe_state().usable;
 }
 
+// The device the calling thread's engines use (bind_thread), and per device
+// the engines' stream and the service's memory pool.
+constexpr int kMaxDevices = 64;
+thread_local int t_device = 0;
+thread_local int64_t t_request_bytes = 0;
+
+struct DeviceState {
+    cudaStream_t stream = nullptr;
+    cudaMemPool_t pool = nullptr;  // set by pool_configure (the service only)
+    int64_t limit = 0;
+    std::atomic<int64_t> used{0};
+    std::atomic<int64_t> peak{0};
+};
+DeviceState device_state[kMaxDevices];
+
 Status begin(const ExecContext&, cudaStream_t& stream) {
     char why[256];
     if (!available(why, sizeof why)) return Status::Error(StatusCode::NoGpu, "no GPU is usable: %s", why);
-    APPROX_CUDA(cudaSetDevice(0));
-    stream = probe_state().stream;
+    APPROX_CUDA(cudaSetDevice(t_device));
+    stream = t_device == 0 ? probe_state().stream : device_state[t_device].stream;
     return Status::Ok();
+}
+
+Status bind_thread(int device) {
+    char why[256];
+    if (!available(why, sizeof why)) return Status::Error(StatusCode::NoGpu, "no GPU is usable: %s", why);
+    int count = 0;
+    APPROX_CUDA(cudaGetDeviceCount(&count));
+    if (device < 0 || device >= count || device >= kMaxDevices)
+        return Status::Error(StatusCode::InvalidArgument, "bind_thread: no device %d", device);
+    SignalBlock block;
+    APPROX_CUDA(cudaSetDevice(device));
+    {
+        std::lock_guard<std::mutex> g(probe_lock);
+        if (device != 0 && device_state[device].stream == nullptr)
+            APPROX_CUDA(cudaStreamCreateWithFlags(&device_state[device].stream, cudaStreamNonBlocking));
+    }
+    t_device = device;
+    return Status::Ok();
+}
+
+Status pool_configure(int device, int64_t limit_bytes) {
+    APPROX_TRY(bind_thread(device));
+    DeviceState& d = device_state[device];
+    if (d.pool) return Status::Ok();
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool;
+    APPROX_CUDA(cudaMemPoolCreate(&pool, &props));
+    // Keep what was allocated (up to the limit) instead of handing it back to
+    // the driver at every synchronisation: later calls reuse it.
+    uint64_t keep = limit_bytes > 0 ? static_cast<uint64_t>(limit_bytes) : ~uint64_t(0);
+    cudaError_t err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (err != cudaSuccess) {
+        cudaMemPoolDestroy(pool);
+        return cuda_status(err, "cudaMemPoolSetAttribute", __FILE__, __LINE__);
+    }
+    d.limit = limit_bytes;
+    d.pool = pool;
+    return Status::Ok();
+}
+
+PoolInfo pool_info(int device) {
+    PoolInfo info;
+    if (device < 0 || device >= kMaxDevices) return info;
+    DeviceState& d = device_state[device];
+    info.limit = d.limit;
+    info.used = d.used.load();
+    info.peak = d.peak.load();
+    if (d.pool) {
+        uint64_t reserved = 0;
+        if (cudaMemPoolGetAttribute(d.pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess)
+            info.reserved = static_cast<int64_t>(reserved);
+        (void)cudaGetLastError();
+    }
+    return info;
+}
+
+void request_begin() { t_request_bytes = 0; }
+
+Status host_register(void* p, size_t bytes) {
+    APPROX_CUDA(cudaHostRegister(p, bytes, cudaHostRegisterPortable));
+    return Status::Ok();
+}
+
+void host_unregister(void* p) {
+    cudaHostUnregister(p);
+    (void)cudaGetLastError();
+}
+
+bool context_healthy() {
+    // A non-sticky error is cleared by the first call; a sticky one (the
+    // context is unusable) comes back on every call.
+    if (cudaDeviceSynchronize() == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return cudaDeviceSynchronize() == cudaSuccess;
 }
 
 int devices(DeviceInfo* out, int max) {
@@ -122,18 +214,89 @@ int sm_count() {
 int64_t bytes_in_use() { return held_bytes.load(); }
 
 Status reserve_bytes(const ExecContext& ctx, size_t bytes) {
-    int64_t after = held_bytes.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
-    if (ctx.gpu_memory_limit > 0 && after > ctx.gpu_memory_limit) {
-        held_bytes.fetch_sub(static_cast<int64_t>(bytes));
+    const int64_t b = static_cast<int64_t>(bytes);
+    if (ctx.gpu_memory_limit > 0 && t_request_bytes + b > ctx.gpu_memory_limit)
         return Status::Error(StatusCode::GpuOutOfMemory,
                              "GPU allocation of %zu bytes would pass approx_gpu.gpu_memory_limit (%lld bytes, %lld in use)",
                              bytes, static_cast<long long>(ctx.gpu_memory_limit),
-                             static_cast<long long>(after - static_cast<int64_t>(bytes)));
+                             static_cast<long long>(t_request_bytes));
+    DeviceState& d = device_state[t_device];
+    const int64_t after = d.used.fetch_add(b) + b;
+    if (d.pool && d.limit > 0 && after > d.limit) {
+        d.used.fetch_sub(b);
+        return Status::Error(StatusCode::GpuOutOfMemory,
+                             "GPU allocation of %zu bytes would pass approx_gpu.service_memory_limit (%lld bytes, %lld in use)",
+                             bytes, static_cast<long long>(d.limit), static_cast<long long>(after - b));
+    }
+    int64_t peak = d.peak.load();
+    while (after > peak && !d.peak.compare_exchange_weak(peak, after)) {
+    }
+    t_request_bytes += b;
+    held_bytes.fetch_add(b);
+    return Status::Ok();
+}
+
+void release_bytes(size_t bytes) {
+    const int64_t b = static_cast<int64_t>(bytes);
+    held_bytes.fetch_sub(b);
+    device_state[t_device].used.fetch_sub(b);
+    t_request_bytes = t_request_bytes > b ? t_request_bytes - b : 0;
+}
+
+Status device_alloc(const ExecContext& ctx, size_t bytes, void*& p) {
+    p = nullptr;
+    APPROX_TRY(reserve_bytes(ctx, bytes));
+    DeviceState& d = device_state[t_device];
+    cudaError_t err = d.pool ? cudaMallocFromPoolAsync(&p, bytes, d.pool, t_device == 0 ? probe_state().stream : d.stream)
+                             : cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+        release_bytes(bytes);
+        p = nullptr;
+        (void)cudaGetLastError();  // clear the error state (an allocation failure is not sticky)
+        return cuda_status(err, d.pool ? "cudaMallocFromPoolAsync" : "cudaMalloc", __FILE__, __LINE__);
     }
     return Status::Ok();
 }
 
-void release_bytes(size_t bytes) { held_bytes.fetch_sub(static_cast<int64_t>(bytes)); }
+void device_free(void* p, size_t bytes) {
+    if (p == nullptr) return;
+    DeviceState& d = device_state[t_device];
+    if (d.pool)
+        cudaFreeAsync(p, t_device == 0 ? probe_state().stream : d.stream);
+    else
+        cudaFree(p);
+    release_bytes(bytes);
+}
+
+Status resident_upload(const void* host, size_t bytes, void*& device) {
+    device = nullptr;
+    ExecContext unlimited;  // the cache's own limit applies, not a request's quota
+    const int64_t quota = t_request_bytes;
+    void* p = nullptr;
+    APPROX_TRY(device_alloc(unlimited, bytes, p));
+    t_request_bytes = quota;  // resident memory belongs to the service, not to the request
+    cudaStream_t stream = t_device == 0 ? probe_state().stream : device_state[t_device].stream;
+    cudaError_t err = cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess) {
+        resident_free(p, bytes);
+        return cuda_status(err, "cudaMemcpyAsync", __FILE__, __LINE__);
+    }
+    device = p;
+    return Status::Ok();
+}
+
+void resident_free(void* device, size_t bytes) {
+    const int64_t quota = t_request_bytes;
+    device_free(device, bytes);
+    t_request_bytes = quota;
+}
+
+const void* resident_device(const ExecContext& ctx, const void* host, size_t bytes) {
+    const ResidentInput* r = ctx.resident;
+    if (r && host && r->host == host && r->device && bytes <= r->bytes) return r->device;
+    return nullptr;
+}
 
 Status cuda_status(cudaError_t err, const char* what, const char* file, int line) {
     const char* base = file;
@@ -210,19 +373,12 @@ Status stage_begin(const ExecContext& ctx, int ncols, int64_t capacity, StagedCo
     s->stream = stream;
     const size_t bytes = static_cast<size_t>(capacity) * 8;
     for (int c = 0; c < ncols; ++c) {
-        Status st = reserve_bytes(ctx, bytes);
+        Status st = device_alloc(ctx, bytes, s->dev[c]);
         if (!st.ok()) {
             stage_free(s.release());
             return st;
         }
         s->reserved += bytes;
-        cudaError_t err = cudaMalloc(&s->dev[c], bytes);
-        if (err != cudaSuccess) {
-            (void)cudaGetLastError();
-            s->dev[c] = nullptr;
-            stage_free(s.release());
-            return cuda_status(err, "cudaMalloc", __FILE__, __LINE__);
-        }
     }
     ring.busy = true;
     for (int i = 0; i < kRingSlots; ++i) ring.pending[i] = false;
@@ -292,9 +448,9 @@ void stage_free(StagedColumns* s) {
         ring.busy = false;
         for (int i = 0; i < kRingSlots; ++i) ring.pending[i] = false;
     }
+    const size_t each = static_cast<size_t>(s->capacity) * 8;
     for (int c = 0; c < s->ncols; ++c)
-        if (s->dev[c]) cudaFree(s->dev[c]);
-    release_bytes(s->reserved);
+        if (s->dev[c]) device_free(s->dev[c], each);
     delete s;
 }
 

@@ -156,14 +156,22 @@ Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pie
     gpu::DeviceBuffer<double> d_sample, d_lo, d_hi, d_partial, d_shift;
     gpu::DeviceBuffer<unsigned char> d_nulls;
     gpu::DeviceBuffer<Task> d_tasks;
-    APPROX_TRY(d_sample.alloc(ctx, static_cast<size_t>(s.m) * d));
+    // The GPU service keeps a synopsis's sample resident between calls.
+    const size_t sample_bytes = sizeof(double) * static_cast<size_t>(s.m) * d;
+    const double* sample = static_cast<const double*>(gpu::resident_device(ctx, s.sample, sample_bytes));
+    if (sample == nullptr) APPROX_TRY(d_sample.alloc(ctx, static_cast<size_t>(s.m) * d));
     APPROX_TRY(d_lo.alloc(ctx, static_cast<size_t>(max_boxes) * d));
     APPROX_TRY(d_hi.alloc(ctx, static_cast<size_t>(max_boxes) * d));
     if (boxes.nulls) APPROX_TRY(d_nulls.alloc(ctx, static_cast<size_t>(max_boxes) * d));
     APPROX_TRY(d_tasks.alloc(ctx, static_cast<size_t>(max_tasks)));
     APPROX_TRY(d_partial.alloc(ctx, static_cast<size_t>(kFields) * max_tasks));
     APPROX_TRY(d_shift.alloc(ctx, static_cast<size_t>(2) * max_tasks));
-    APPROX_CUDA(cudaMemcpyAsync(d_sample.get(), s.sample, sizeof(double) * s.m * d, cudaMemcpyHostToDevice, stream));
+    if (sample == nullptr) {
+        APPROX_CUDA(cudaMemcpyAsync(d_sample.get(), s.sample, sample_bytes, cudaMemcpyHostToDevice, stream));
+        sample = d_sample.get();
+    } else if (ctx.stats) {
+        ctx.stats->add("sample_resident", 1);
+    }
     APPROX_CUDA(cudaStreamSynchronize(stream));
     gpu::add_transfer_ms(ctx, transfer.ms());
 
@@ -186,7 +194,7 @@ Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pie
             APPROX_CUDA(cudaMemcpyAsync(d_nulls.get(), boxes.nulls + bt.box0 * d, bt.boxes * d, cudaMemcpyHostToDevice,
                                         stream));
         piece_sums_kernel<<<static_cast<unsigned>(bt.count), kThreads, 0, stream>>>(
-            d_sample.get(), d, d_lo.get(), d_hi.get(), boxes.nulls ? d_nulls.get() : nullptr, k, cols, d_tasks.get(),
+            sample, d, d_lo.get(), d_hi.get(), boxes.nulls ? d_nulls.get() : nullptr, k, cols, d_tasks.get(),
             d_partial.get(), d_shift.get());
         APPROX_CUDA_LAUNCHED();
         APPROX_CUDA(cudaMemcpyAsync(h_partial.data(), d_partial.get(), sizeof(double) * kFields * bt.count,

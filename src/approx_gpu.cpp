@@ -3,6 +3,7 @@
 // initialised lazily by the first GPU call in a backend.
 #include "runtime.h"
 #include "aqp.h"
+#include "gpu_service.h"
 #include "closure.h"
 #include "moving.h"
 #include "relation_reader.h"
@@ -15,6 +16,7 @@ void _PG_init(void);
 
 void _PG_init(void) {
     runtime_define_settings();
+    gpu_service_init();
     relation_reader_init();
     closure_init();
     moving_init();

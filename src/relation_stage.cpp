@@ -42,6 +42,9 @@ bool relscan::upload_while_reading = true;
 StagedInput* relscan::stage_start(int ncols, int64 expected_rows) {
     if (!upload_while_reading || expected_rows <= 0) return nullptr;
     approx::ExecContext ctx = engine_settings();
+    // With the GPU service the rows go to its staging area instead (and this
+    // backend keeps no CUDA context).
+    if (ctx.service) return nullptr;
     approx::Device device = approx::Device::Cpu;
     gpu::StagedColumns* cols = nullptr;
     approx::Status st = approx::guarded([&] {

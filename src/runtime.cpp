@@ -14,6 +14,7 @@ extern "C" {
 }
 
 #include "core/gpu.hpp"
+#include "gpu_service.h"
 
 using approx::DeviceMode;
 using approx::Status;
@@ -116,6 +117,7 @@ approx::ExecContext engine_settings(void) {
     ctx.cpu_threads = effective_cpu_threads();
     ctx.gpu_memory_limit = static_cast<int64_t>(gpu_memory_limit_kb) * 1024;
     ctx.cancel = query_cancel_requested;
+    ctx.service = gpu_service_transport();
     return ctx;
 }
 
@@ -141,11 +143,14 @@ static int errcode_for(StatusCode code) {
         case StatusCode::OutOfRange: return ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
         case StatusCode::ProgramLimit: return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
         case StatusCode::OutOfMemory:
-        case StatusCode::GpuOutOfMemory: return ERRCODE_OUT_OF_MEMORY;
+        case StatusCode::GpuOutOfMemory:
+        case StatusCode::ServiceBusy: return ERRCODE_OUT_OF_MEMORY;
+        case StatusCode::ServiceDown: return ERRCODE_SYSTEM_ERROR;
         case StatusCode::NoGpu: return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
         case StatusCode::Cancelled: return ERRCODE_QUERY_CANCELED;
         case StatusCode::Ok:
         case StatusCode::GpuError:
+        case StatusCode::NotServed:
         case StatusCode::Internal: break;
     }
     return ERRCODE_INTERNAL_ERROR;
@@ -475,17 +480,29 @@ void byte_reader_expect_end(ByteReader* r) {
 
 APPROX_FUNCTION(approx_gpu_device_info) {
     char why[256] = {0};
-    bool usable = approx::gpu::available(why, sizeof why);
     approx::gpu::DeviceInfo info[16];
-    int count = approx::gpu::devices(info, 16);
-    int runtime_version = 0, driver_version = 0;
-    approx::gpu::versions(runtime_version, driver_version);
+    int count = 0, runtime_version = 0, driver_version = 0;
+    bool usable;
+    // With the GPU service, its devices (and no CUDA context in this backend).
+    const ServiceShared* service = gpu_service_transport() ? gpu_service_shared() : nullptr;
+    if (service && service->gpu_usable) {
+        usable = true;
+        count = service->n_devices;
+        for (int i = 0; i < count && i < 16; ++i) info[i] = service->devices[i];
+        runtime_version = service->runtime_version;
+        driver_version = service->driver_version;
+    } else {
+        usable = approx::gpu::available(why, sizeof why);
+        count = approx::gpu::devices(info, 16);
+        approx::gpu::versions(runtime_version, driver_version);
+    }
 
     JsonbBuilder j;
     j.begin_object();
     j.add_bool("compiled_with_cuda", approx::gpu_compiled_in());
     j.add_bool("gpu_available", usable);
     if (!usable) j.add_string("reason", why);
+    j.add_string("gpu_calls_run_in", service ? "the gpu service" : "this backend");
     j.add_string("device_setting", device_options[device_setting].name);
     j.add_int("cpu_threads", effective_cpu_threads());
     if (runtime_version) j.add_int("cuda_runtime_version", runtime_version);

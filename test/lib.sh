@@ -64,6 +64,7 @@ stage_install() {
 
 # start_cluster WORK DEVICE: initdb + start on a private socket; exports
 # PGHOST/PGPORT/PGUSER. stop_cluster stops it (also from an EXIT trap).
+# EXTRA_CONF: more postgresql.conf lines (e.g. shared_preload_libraries).
 start_cluster() {
   local work=$1 device=$2
   PGDATA_DIR=$work/data
@@ -80,6 +81,7 @@ max_worker_processes = 8
 max_parallel_workers = 4
 fsync = off
 approx_gpu.device = '$device'
+${EXTRA_CONF:-}
 CONF
   as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$work/server.log" -w start >/dev/null || { cat "$work/server.log"; return 1; }
   export PGHOST=$SOCK PGPORT=$port PGUSER=$PG_USER

@@ -18,3 +18,8 @@ CREATE FUNCTION last_run() RETURNS jsonb
     AS 'MODULE_PATHNAME', 'approx_gpu_last_run' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION last_run() IS
     'What the last approx_gpu call in this backend did: device, rows read and skipped, milliseconds';
+
+CREATE FUNCTION gpu_service_info() RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'approx_gpu_service_info' LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION gpu_service_info() IS
+    'The GPU service (shared_preload_libraries): whether it runs, its CUDA contexts, memory pool, queue, request counts and resident cache';

@@ -53,6 +53,23 @@ namespace gpu {
 struct StagedColumns;  // gpu.hpp
 }
 
+struct ExecContext;
+namespace service {
+struct Request;  // service.hpp
+// Sends one request to the GPU service and waits for its answer (the glue's
+// backend side, src/gpu_service_client.cpp).
+using Transport = Status (*)(const ExecContext& ctx, Request& req);
+}  // namespace service
+
+// An input the GPU service keeps on the device between calls (service.hpp's
+// resident cache): the engine that is handed `host` uses `device` instead of
+// uploading it (gpu::resident_device()).
+struct ResidentInput {
+    const void* host = nullptr;
+    const void* device = nullptr;
+    size_t bytes = 0;
+};
+
 struct ExecContext {
     DeviceMode mode = DeviceMode::Auto;
     int64_t gpu_min_rows = 10000;
@@ -62,6 +79,11 @@ struct ExecContext {
     RunStats* stats = nullptr;  // may be null (unit tests)
     // Inputs already on the GPU (gpu.hpp, stage_begin): up to two read inputs.
     const gpu::StagedColumns* staged[2] = {nullptr, nullptr};
+    // Backends: the GPU service's transport when calls go to the service
+    // (library preloaded, service up, approx_gpu.use_service on), else null.
+    service::Transport service = nullptr;
+    // The service: an input of this request that is resident on the device.
+    const ResidentInput* resident = nullptr;
 
     bool cancelled() const { return cancel != nullptr && cancel(); }
 };

@@ -51,4 +51,42 @@ void stage_free(StagedColumns* s);
 // Milliseconds the uploads took that the read did not hide (stage_finish's wait).
 double stage_wait_ms(const StagedColumns* s);
 
+
+// ---- the GPU service (src/gpu_service.cpp) ---------------------------------------
+
+// The calling thread's engines use device `device` (default 0) and its own
+// stream; the service binds one executor thread per device.
+Status bind_thread(int device);
+
+// Device memory from a stream-ordered pool on `device` that keeps up to
+// limit_bytes reserved between calls (no cudaMalloc per call), and refuses
+// allocations past it (GpuOutOfMemory: "the service-wide limit"). Called
+// once per device by the service; backends never use the pool.
+Status pool_configure(int device, int64_t limit_bytes);
+struct PoolInfo {
+    int64_t limit = 0;     // approx_gpu.service_memory_limit (0: none)
+    int64_t used = 0;      // bytes the engines hold now
+    int64_t reserved = 0;  // bytes the pool holds from the driver
+    int64_t peak = 0;      // high-water mark of used
+};
+PoolInfo pool_info(int device);
+
+// Starts a request's quota (approx_gpu.gpu_memory_limit counts the device
+// memory one request allocates on this thread).
+void request_begin();
+
+// Page-locks a host range for fast copies (the service's staging area, once).
+Status host_register(void* p, size_t bytes);
+void host_unregister(void* p);
+
+// Device memory outside any request (the resident cache): uploads `bytes`
+// of host memory to a new buffer on the calling thread's device.
+Status resident_upload(const void* host, size_t bytes, void*& device);
+void resident_free(void* device, size_t bytes);
+
+// False after a CUDA error that poisons the context (e.g. an illegal
+// address): every later call would fail, so the service exits and the
+// postmaster starts a fresh one.
+bool context_healthy();
+
 }  // namespace approx::gpu

@@ -29,4 +29,17 @@ Status stage_finish(StagedColumns*, const void* const*, int64_t) { return Status
 void stage_free(StagedColumns*) {}
 double stage_wait_ms(const StagedColumns*) { return 0; }
 
+Status bind_thread(int) { return Status::Ok(); }
+Status pool_configure(int, int64_t) { return Status::Error(StatusCode::NoGpu, "approx_gpu was built without CUDA"); }
+PoolInfo pool_info(int) { return PoolInfo(); }
+void request_begin() {}
+Status host_register(void*, size_t) { return Status::Ok(); }
+void host_unregister(void*) {}
+Status resident_upload(const void*, size_t, void*& device) {
+    device = nullptr;
+    return Status::Error(StatusCode::NoGpu, "approx_gpu was built without CUDA");
+}
+void resident_free(void*, size_t) {}
+bool context_healthy() { return true; }
+
 }  // namespace approx::gpu

@@ -25,6 +25,9 @@ enum class StatusCode {
     Cancelled,          // 57014 query_canceled (the glue lets CHECK_FOR_INTERRUPTS raise it)
     GpuError,           // XX000 internal_error from the CUDA runtime
     Internal,           // XX000 internal_error
+    ServiceBusy,        // 53200: the GPU service's queue timed out (`auto` runs on the CPU)
+    ServiceDown,        // 58000 system_error: the GPU service exited (`auto` runs on the CPU)
+    NotServed,          // not an error: the call does not fit the service; run it in the backend
 };
 
 struct Status {

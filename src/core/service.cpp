@@ -1,0 +1,231 @@
+// The engine side of the GPU service: requests, the fallback rule and the
+// resident cache (service.hpp). No PostgreSQL here; the queue, the process
+// and the shared memory are the glue's (src/gpu_service*.cpp).
+#include "service.hpp"
+
+#include <cstdio>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu.hpp"
+#include "hash_mix.hpp"
+
+namespace approx::service {
+
+const char* op_name(Op op) {
+    switch (op) {
+        case Op::SynopsisEvaluate: return "synopsis evaluate";
+        case Op::TopkSelect: return "topk select";
+        case Op::KdeBandwidth: return "kde bandwidth";
+        case Op::HashjoinCount: return "hash join count";
+        case Op::None:
+        case Op::Count: break;
+    }
+    return "unknown";
+}
+
+void Request::cache_last_input() {
+    if (n_in > 0 && in_bytes[n_in - 1] > 0) {
+        cache_in = n_in - 1;
+        cache_key = content_hash(in[cache_in], in_bytes[cache_in]);
+    }
+}
+
+Status Served::check_in(int i, size_t bytes) const {
+    if (i < 0 || i >= n_in || in_bytes[i] != bytes || (bytes > 0 && in[i] == nullptr))
+        return Status::Error(StatusCode::Internal, "GPU service: %s request input %d has %zu bytes, expected %zu",
+                             op_name(op), i, i >= 0 && i < n_in ? in_bytes[i] : size_t(0), bytes);
+    return Status::Ok();
+}
+
+Status Served::check_out(int i, size_t bytes) const {
+    if (i < 0 || i >= n_out || out_bytes[i] != bytes || (bytes > 0 && out[i] == nullptr))
+        return Status::Error(StatusCode::Internal, "GPU service: %s request output %d has %zu bytes, expected %zu",
+                             op_name(op), i, i >= 0 && i < n_out ? out_bytes[i] : size_t(0), bytes);
+    return Status::Ok();
+}
+
+bool wanted(const ExecContext& ctx, int64_t rows) {
+    if (ctx.service == nullptr || ctx.mode == DeviceMode::Cpu) return false;
+    return ctx.mode == DeviceMode::Gpu || rows >= ctx.gpu_min_rows;
+}
+
+Status call(const ExecContext& ctx, Request& req) {
+    if (ctx.service == nullptr) return Status::Error(StatusCode::NotServed, "no GPU service");
+    return ctx.service(ctx, req);
+}
+
+bool fall_back(const ExecContext& ctx, const Status& st, ExecContext& local) {
+    local = ctx;
+    local.service = nullptr;
+    if (st.code == StatusCode::NotServed) return true;
+    if (ctx.mode != DeviceMode::Auto || (st.code != StatusCode::ServiceBusy && st.code != StatusCode::ServiceDown))
+        return false;
+    local.mode = DeviceMode::Cpu;
+    if (ctx.stats) {
+        std::snprintf(ctx.stats->notice, sizeof ctx.stats->notice, "%.200s; ran on the CPU instead", st.message);
+        ctx.stats->device = Device::Cpu;
+        ctx.stats->cpu_threads = ctx.cpu_threads;
+    }
+    return true;
+}
+
+Status serve(const ExecContext& ctx, const Served& req) {
+    return guarded([&]() -> Status {
+        switch (req.op) {
+            case Op::SynopsisEvaluate: return synopsis::serve_evaluate(ctx, req);
+            case Op::TopkSelect: return topk::serve_select(ctx, req);
+            case Op::KdeBandwidth: return kde::serve_bandwidth(ctx, req);
+            case Op::HashjoinCount: return hashjoin::serve_join_count(ctx, req);
+            case Op::None:
+            case Op::Count: break;
+        }
+        return Status::Error(StatusCode::Internal, "GPU service: unknown operation %u", static_cast<unsigned>(req.op));
+    });
+}
+
+uint64_t content_hash(const void* p, size_t bytes) {
+    // Four independent lanes of 8-byte words (a few GB/s), then the tail.
+    const unsigned char* b = static_cast<const unsigned char*>(p);
+    uint64_t lane[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
+    size_t i = 0;
+    for (; i + 32 <= bytes; i += 32)
+        for (int k = 0; k < 4; ++k) {
+            uint64_t w;
+            std::memcpy(&w, b + i + 8 * k, 8);
+            lane[k] = (lane[k] ^ w) * 0xff51afd7ed558ccdull;
+            lane[k] ^= lane[k] >> 29;
+        }
+    uint64_t h = bytes;
+    for (int k = 0; k < 4; ++k) h = mix64(h ^ lane[k]);
+    for (; i < bytes; ++i) h = mix64(h ^ b[i]);
+    return h == 0 ? 1 : h;  // 0 means "no key"
+}
+
+// ---- the resident cache ---------------------------------------------------------------
+
+struct CacheEntry {
+    int device = 0;
+    uint64_t key = 0;
+    std::vector<unsigned char> host;
+    void* dev = nullptr;
+    int pins = 0;
+};
+
+namespace {
+
+struct Cache {
+    std::mutex lock;
+    int64_t limit = 0;
+    bool on_device = false;
+    std::list<CacheEntry> lru;  // front: most recently used
+    std::unordered_map<uint64_t, std::list<CacheEntry>::iterator> index;  // (device, key) folded
+    CacheStats stats;
+};
+Cache cache;
+
+uint64_t slot_key(int device, uint64_t key) { return mix64(key ^ (static_cast<uint64_t>(device) << 56)); }
+
+// Frees unpinned entries of `device` (the calling thread's: device memory is
+// freed on its own stream) from the back until `need` more bytes fit. Caller
+// holds the lock.
+void evict_for(int device, int64_t need) {
+    for (auto it = cache.lru.end(); it != cache.lru.begin() && cache.stats.bytes + need > cache.limit;) {
+        --it;
+        if (it->pins > 0 || it->device != device) continue;
+        if (it->dev) gpu::resident_free(it->dev, it->host.size());
+        cache.stats.bytes -= static_cast<int64_t>(it->host.size());
+        cache.stats.entries -= 1;
+        cache.stats.evictions += 1;
+        cache.index.erase(slot_key(it->device, it->key));
+        it = cache.lru.erase(it);
+    }
+}
+
+}  // namespace
+
+void cache_configure(int64_t limit_bytes, bool on_device) {
+    std::lock_guard<std::mutex> g(cache.lock);
+    cache.limit = limit_bytes;
+    cache.on_device = on_device;
+}
+
+const CacheEntry* cache_find(int device, uint64_t key, ResidentInput& out) {
+    out = ResidentInput();
+    std::lock_guard<std::mutex> g(cache.lock);
+    auto f = cache.index.find(slot_key(device, key));
+    if (f == cache.index.end() || f->second->key != key || f->second->device != device) {
+        cache.stats.misses += 1;
+        return nullptr;
+    }
+    cache.lru.splice(cache.lru.begin(), cache.lru, f->second);
+    CacheEntry& e = *f->second;
+    e.pins += 1;
+    cache.stats.hits += 1;
+    out.host = e.host.data();
+    out.device = e.dev;
+    out.bytes = e.host.size();
+    return &e;
+}
+
+Status cache_insert(const ExecContext&, int device, uint64_t key, const void* bytes, size_t n, const CacheEntry*& entry,
+                    ResidentInput& out) {
+    entry = nullptr;
+    out = ResidentInput();
+    return guarded([&]() -> Status {
+        std::lock_guard<std::mutex> g(cache.lock);
+        if (cache.limit <= 0 || static_cast<int64_t>(n) > cache.limit)
+            return Status::Error(StatusCode::GpuOutOfMemory, "larger than the resident cache");
+        if (cache.index.count(slot_key(device, key)))
+            return Status::Error(StatusCode::Internal, "already resident");
+        evict_for(device, static_cast<int64_t>(n));
+        if (cache.stats.bytes + static_cast<int64_t>(n) > cache.limit)
+            return Status::Error(StatusCode::GpuOutOfMemory, "the resident cache is full of inputs in use");
+        CacheEntry e;
+        e.device = device;
+        e.key = key;
+        e.host.assign(static_cast<const unsigned char*>(bytes), static_cast<const unsigned char*>(bytes) + n);
+        if (cache.on_device) APPROX_TRY(gpu::resident_upload(e.host.data(), n, e.dev));
+        e.pins = 1;
+        cache.lru.push_front(std::move(e));
+        cache.index[slot_key(device, key)] = cache.lru.begin();
+        cache.stats.bytes += static_cast<int64_t>(n);
+        cache.stats.entries += 1;
+        CacheEntry& in = cache.lru.front();
+        out.host = in.host.data();
+        out.device = in.dev;
+        out.bytes = n;
+        entry = &in;
+        return Status::Ok();
+    });
+}
+
+void cache_unpin(const CacheEntry* e) {
+    if (e == nullptr) return;
+    std::lock_guard<std::mutex> g(cache.lock);
+    const_cast<CacheEntry*>(e)->pins -= 1;
+}
+
+CacheStats cache_stats() {
+    std::lock_guard<std::mutex> g(cache.lock);
+    return cache.stats;
+}
+
+int cache_keys(uint64_t* keys, int max) {
+    std::lock_guard<std::mutex> g(cache.lock);
+    int n = 0;
+    for (const CacheEntry& e : cache.lru) {
+        if (n >= max) break;
+        keys[n++] = e.key;
+    }
+    return n;
+}
+
+void cache_clear(int device) {
+    std::lock_guard<std::mutex> g(cache.lock);
+    evict_for(device, cache.limit + 1);
+}
+
+}  // namespace approx::service

@@ -1,0 +1,179 @@
+// Engine calls sent to the GPU service: one process that owns the CUDA
+// context for every backend (issue 15; the glue is src/gpu_service*.cpp).
+//
+// A call the service can run is described as a Request: an operation and its
+// input and output blobs (the first input is the operation's parameter
+// struct). The backend's transport copies the inputs once into the service's
+// shared staging area; the service runs the same engine function on them --
+// the GPU engine, or the CPU engine under the CI test setting -- and writes
+// the outputs back into that area. Blobs are plain bytes: every parameter
+// struct is trivially copyable, and the service rebuilds its pointers from
+// the blobs that follow it.
+//
+// Engines opt in at their public function:
+//     if (service::wanted(ctx, rows)) {
+//         Request r(...); ...;
+//         Status st = service::call(ctx, r);
+//         if (!service::fall_back(ctx, st)) return st;   // served (or failed)
+//         // else: run below, on the CPU (ctx from fall_back)
+//     }
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "exec.hpp"
+
+namespace approx::service {
+
+enum class Op : uint32_t {
+    None = 0,
+    SynopsisEvaluate,  // synopsis::evaluate (approx_count_many, the GROUP BY answers, ...)
+    TopkSelect,        // topk::select
+    KdeBandwidth,      // kde::bandwidth / plugin_bandwidth / lscv / lscv_objective
+    HashjoinCount,     // hashjoin::join_count
+    Count
+};
+const char* op_name(Op op);
+
+constexpr int kMaxIn = 8;
+constexpr int kMaxOut = 4;
+constexpr size_t kMaxParamBytes = 8192;
+
+// The backend's side of one call.
+struct Request {
+    Op op = Op::None;
+    int64_t rows = 0;  // input rows (statistics)
+    int n_in = 0, n_out = 0;
+    const void* in[kMaxIn] = {};
+    size_t in_bytes[kMaxIn] = {};
+    void* out[kMaxOut] = {};
+    size_t out_bytes[kMaxOut] = {};  // capacity; the service writes exactly this much
+    // in[cache_in] may stay resident in the service under cache_key (a hash
+    // of its bytes), so that later calls with the same bytes skip the copy.
+    uint64_t cache_key = 0;
+    int cache_in = -1;
+    alignas(16) unsigned char params[kMaxParamBytes];
+
+    Request(Op o, int64_t r) : op(o), rows(r) {}
+    void add_in(const void* p, size_t bytes) {
+        in[n_in] = p;
+        in_bytes[n_in++] = p ? bytes : 0;
+    }
+    // The operation's parameters, copied (the argument may be a temporary).
+    template <class T>
+    void add_param(const T& v) {
+        static_assert(std::is_trivially_copyable<T>::value, "parameters travel as bytes");
+        static_assert(sizeof(T) <= kMaxParamBytes, "parameters too large");
+        std::memcpy(params, &v, sizeof v);
+        add_in(params, sizeof v);
+    }
+    void add_out(void* p, size_t bytes) {
+        out[n_out] = p;
+        out_bytes[n_out++] = p ? bytes : 0;
+    }
+    // Marks the input just added as cacheable.
+    void cache_last_input();
+};
+
+// The service's view of a request: pointers into the staging area (or the
+// resident cache). Every accessor checks the size it is told, so a request
+// that does not match its operation is an error, never a stray read.
+struct Served {
+    Op op = Op::None;
+    int n_in = 0, n_out = 0;
+    const void* in[kMaxIn] = {};
+    size_t in_bytes[kMaxIn] = {};
+    void* out[kMaxOut] = {};
+    size_t out_bytes[kMaxOut] = {};
+
+    template <class T>
+    Status param(int i, T& v) const {
+        static_assert(std::is_trivially_copyable<T>::value, "parameters travel as bytes");
+        APPROX_TRY(check_in(i, sizeof v));
+        std::memcpy(&v, in[i], sizeof v);
+        return Status::Ok();
+    }
+    // in[i] as count values of T (count = 0: may be null).
+    template <class T>
+    Status input(int i, size_t count, const T*& p) const {
+        APPROX_TRY(check_in(i, count * sizeof(T)));
+        p = count ? static_cast<const T*>(in[i]) : nullptr;
+        return Status::Ok();
+    }
+    template <class T>
+    Status output(int i, size_t count, T*& p) const {
+        APPROX_TRY(check_out(i, count * sizeof(T)));
+        p = count ? static_cast<T*>(out[i]) : nullptr;
+        return Status::Ok();
+    }
+    Status check_in(int i, size_t bytes) const;
+    Status check_out(int i, size_t bytes) const;
+};
+
+// True when this call should go to the service: a transport is set, the
+// device setting is not cpu, and `auto` would pick the GPU for `rows`.
+bool wanted(const ExecContext& ctx, int64_t rows);
+
+// Sends the request (ctx.service) and merges the service's statistics into
+// ctx.stats. NotServed when it cannot be sent (too large for the staging area).
+Status call(const ExecContext& ctx, Request& req);
+
+// After call(): false when st is the answer (success or an error to raise).
+// True when the caller should run the call itself: NotServed (in the backend,
+// as without a service), or under `auto` a busy or exited service (then on the
+// CPU, with a notice in ctx.stats). `local` is the context to run with.
+bool fall_back(const ExecContext& ctx, const Status& st, ExecContext& local);
+
+// ---- the service's side -----------------------------------------------------------
+
+// Runs one request under ctx (the service's engine settings, the request's
+// cancel flag). Outputs are written into req.out.
+Status serve(const ExecContext& ctx, const Served& req);
+
+
+// 64-bit hash of a byte range (the resident cache's key).
+uint64_t content_hash(const void* p, size_t bytes);
+
+// Resident inputs, per device, least recently used first out. The service's
+// executor threads share it. In the CPU-engine mode (no GPU) entries hold the
+// host copy only, so the cache's bookkeeping runs the same way.
+struct CacheStats {
+    int64_t entries = 0;
+    int64_t bytes = 0;
+    int64_t hits = 0;
+    int64_t misses = 0;
+    int64_t evictions = 0;
+};
+void cache_configure(int64_t limit_bytes, bool on_device);
+// A pinned entry for key, or null (a miss). While pinned it is not evicted.
+struct CacheEntry;
+const CacheEntry* cache_find(int device, uint64_t key, ResidentInput& out);
+// Copies bytes into a new entry (host copy, and the device copy when on_device).
+// Fails (and the caller goes on without the cache) when it cannot fit.
+Status cache_insert(const ExecContext& ctx, int device, uint64_t key, const void* bytes, size_t n,
+                    const CacheEntry*& entry, ResidentInput& out);
+void cache_unpin(const CacheEntry* e);
+CacheStats cache_stats();
+// Keys currently resident (for the backends' shared directory); returns how many.
+int cache_keys(uint64_t* keys, int max);
+// Drops every unpinned entry of `device` (from that device's executor thread).
+void cache_clear(int device);
+
+}  // namespace approx::service
+
+// The operations' service entry points, next to each engine's public function.
+namespace approx::synopsis {
+Status serve_evaluate(const ExecContext& ctx, const service::Served& req);
+}
+namespace approx::topk {
+Status serve_select(const ExecContext& ctx, const service::Served& req);
+}
+namespace approx::kde {
+Status serve_bandwidth(const ExecContext& ctx, const service::Served& req);
+}
+namespace approx::hashjoin {
+Status serve_join_count(const ExecContext& ctx, const service::Served& req);
+}

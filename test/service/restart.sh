@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The GPU service terminated while calls wait in its queue (test/run's second
+# pass; needs approx_gpu preloaded and the extension in database $1):
+#   - a waiting call under device = gpu gets a clean ERROR,
+#   - one under device = auto runs on the CPU (NOTICE) and answers right,
+#   - the postmaster starts a new service within seconds, which serves again.
+# Prints "ok service ..." / "not ok service ..." lines.
+set -uo pipefail
+PSQL=${PSQL:-psql}
+db=${1:-approx_tap}
+work=${2:-$(mktemp -d)}
+call="SET approx_gpu.service_test_delay = '10s'; SET approx_gpu.gpu_min_rows = 0;
+SELECT approx_gpu.topk(g, g::float8, 3) FROM generate_series(1, 1000) g;"
+$PSQL -qX -d "$db" -c "SET approx_gpu.device = 'gpu'" -c "$call" >"$work/waiting_gpu.out" 2>&1 &
+a=$!
+$PSQL -qX -d "$db" -c "SET approx_gpu.device = 'auto'" -c "$call" >"$work/waiting_auto.out" 2>&1 &
+b=$!
+# Both calls queued (the service holds them for 10 s), then terminate it.
+for _ in $(seq 100); do
+  q=$($PSQL -qXAt -d "$db" -c "SELECT (approx_gpu.gpu_service_info()->'queue'->>'queued')::int")
+  [ "${q:-0}" -ge 2 ] && break; sleep 0.1
+done
+old=$($PSQL -qXAt -d "$db" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service'")
+t0=$(date +%s%N)
+$PSQL -qXAt -d "$db" -c "SELECT pg_terminate_backend($old)" >/dev/null
+wait $a $b
+if grep -q "ERROR:  topk: the GPU service exited while the call was queued" "$work/waiting_gpu.out"; then
+  echo "ok service: a queued call under device = gpu gets a clean error when the service exits"
+else
+  echo "not ok service: queued call under device = gpu:"; sed 's/^/    /' "$work/waiting_gpu.out"
+fi
+if grep -q "ran on the CPU instead" "$work/waiting_auto.out" && grep -q '{"(1000,1000)","(999,999)","(998,998)"}' "$work/waiting_auto.out"; then
+  echo "ok service: a queued call under device = auto runs on the CPU when the service exits"
+else
+  echo "not ok service: queued call under device = auto:"; sed 's/^/    /' "$work/waiting_auto.out"
+fi
+back=""
+for _ in $(seq 200); do
+  new=$($PSQL -qXAt -d "$db" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service'")
+  running=$($PSQL -qXAt -d "$db" -c "SELECT approx_gpu.gpu_service_info()->>'running'")
+  if [ -n "$new" ] && [ "$new" != "$old" ] && [ "$running" = true ]; then back=$(( ($(date +%s%N) - t0) / 1000000 )); break; fi
+  sleep 0.1
+done
+if [ -n "$back" ]; then
+  echo "ok service: a new service runs $back ms after the old one was terminated"
+else
+  echo "not ok service: no new service within 20 s"
+fi
+out=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.gpu_min_rows = 0" -c "SELECT approx_gpu.topk(g, g::float8, 1) FROM generate_series(1, 10) g" \
+      -c "SELECT approx_gpu.last_run()->>'service_ms_round_trip' IS NOT NULL" 2>&1)
+if [ "$(echo "$out" | tr '\n' ' ')" = '{"(10,10)"} t ' ]; then
+  echo "ok service: the new service serves calls"
+else
+  echo "not ok service: after the restart: $out"
+fi
