@@ -115,10 +115,13 @@ SHOW approx_gpu.closure_max_memory;
 SHOW approx_gpu.closure_algorithm;
 
 -- a cancel stops the engine (the blocked closure of 100000 vertices takes far
--- longer than a second on either engine)
+-- longer than a second on either engine; no CONTEXT: it names this session's
+-- temporary schema, whose number depends on the other processes)
 SET approx_gpu.closure_algorithm = 'blocked';
 SET statement_timeout = '1s';
+\set SHOW_CONTEXT never
 SELECT pg_temp.err($$SELECT approx_gpu.reachability_count('SELECT i, i + 1 FROM generate_series(1, 99999) i')$$);
+\set SHOW_CONTEXT errors
 RESET statement_timeout;
 RESET approx_gpu.closure_algorithm;
 SELECT 1 AS still_alive;

@@ -1,5 +1,7 @@
--- Machine-dependent behaviour: which device is present. Two expected files:
--- gpu_runtime.out (no usable GPU) and gpu_runtime_1.out (a GPU).
+-- Machine-dependent behaviour: which device is present. Three expected files:
+-- gpu_runtime.out (no usable GPU), gpu_runtime_1.out (a GPU) and
+-- gpu_runtime_2.out (no GPU, calls through the GPU service running the CPU
+-- engines: test/run's second pass, where device = gpu runs on its CPU engines).
 SELECT (approx_gpu.device_info()->>'gpu_available')::boolean AS gpu_available;
 SELECT jsonb_typeof(approx_gpu.device_info()->'devices') AS devices_type;
 

@@ -1,7 +1,8 @@
 -- Settings and introspection that do not depend on the machine.
 LOAD 'approx_gpu';  -- settings appear once the library is loaded in the backend
+-- (the GPU service's own settings exist only with the library preloaded: gpu_service)
 SELECT name, vartype, min_val, max_val, enumvals
-FROM pg_settings WHERE name LIKE 'approx_gpu.%' ORDER BY name;
+FROM pg_settings WHERE name LIKE 'approx_gpu.%' AND context <> 'postmaster' ORDER BY name;
 -- the prefix is reserved: a misspelt setting is an error, not a silent placeholder
 SET approx_gpu.devise = 'cpu';
 SET approx_gpu.device = 'fpga';

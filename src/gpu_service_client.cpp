@@ -100,6 +100,7 @@ void merge_stats(const approx::ExecContext& ctx, const ServiceSlot* s, bool cach
     for (int i = 0; i < theirs.n_extra && i < approx::RunStats::kMaxExtra; ++i)
         mine.add(theirs.extra[i].key, theirs.extra[i].value);
     mine.add("service_ms_queued", s->ms_queued);
+    mine.add("service_ms_run", s->ms_run);  // the engine call in the service, all of it
     mine.add("service_ms_round_trip", ms_round_trip);
     if (cached) mine.add("service_resident_hit", s->cache_hit ? 1 : 0);
 }

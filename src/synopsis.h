@@ -56,6 +56,10 @@ Size value_bytes(const SynValue* v);
 bytea* value_to_bytes(const SynValue* v);
 // Decodes and validates a stored / binary form (a trust boundary).
 SynValue* value_from_bytes(const char* data, size_t len, int code, const char* what);
+// A synopsis argument for the query functions: parsed and validated once per
+// backend for the same bytes (synopsis_parsed.cpp), so callers must not
+// modify it.
+const SynValue* synopsis_arg_shared(FunctionCallInfo fcinfo, int argno);
 char* value_to_text(const SynValue* v);
 SynValue* value_from_text(const char* text);
 // A stored kde_synopsis (argument, table row or freshly built value).

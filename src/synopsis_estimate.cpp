@@ -116,7 +116,7 @@ Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e) {
 // The one-box forms' arguments: (s, lo, hi) for COUNT, (s, col, lo, hi) for
 // SUM and AVG; next_arg is the argument after hi.
 struct OneBox {
-    SynValue* v;
+    const SynValue* v;
     int column;
     double* lo;
     double* hi;
@@ -125,7 +125,7 @@ struct OneBox {
 
 OneBox one_box_args(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
     OneBox b;
-    b.v = synopsis_arg(fcinfo, 0);
+    b.v = synopsis_arg_shared(fcinfo, 0);
     int base = agg == syn::Aggregate::Count ? 1 : 2;
     b.column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, b.v->s.d, fn);
     int64 q;
@@ -167,7 +167,7 @@ Datum one_box_ci(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
 }
 
 Datum many_boxes(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
-    SynValue* v = synopsis_arg(fcinfo, 0);
+    const SynValue* v = synopsis_arg_shared(fcinfo, 0);
     int base = agg == syn::Aggregate::Count ? 1 : 2;
     int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
     int64 q_lo, q_hi;

@@ -3,6 +3,8 @@
 #   1. engine unit tests with the GPU (.device/bin/unit_tests)
 #   2. the pg_regress and pgTAP suites with approx_gpu.device = 'gpu'
 #   3. the benchmarks: .device/bin/*_bench, test/bench/*_torch.py, test/bench/*_sql.sh
+#   4. (STEPS=service) the GPU service under load: test/bench/service_load.sh
+#      on a cluster with approx_gpu preloaded
 # Logs go to $OUT. STEPS=unit,sql,bench selects parts; BENCH=name,... selects
 # benchmarks (default all), e.g. STEPS=bench BENCH=aqp BENCH_KINDS=sql for
 # test/bench/aqp_sql.sh alone; SQL_BENCH_TIMEOUT (default 400 s) per *_sql.sh.
@@ -28,7 +30,7 @@ if [[ $STEPS == *unit* ]]; then
 fi
 
 if [[ $STEPS == *sql* ]]; then
-  echo "== pg_regress + pgTAP with approx_gpu.device = 'gpu'"
+  echo "== pg_regress + pgTAP with approx_gpu.device = 'gpu' (in-process, then through the GPU service)"
   APPROX_DEVICE=gpu SKIP_UNIT=1 test/run --installed >"$OUT/sql.log" 2>&1
   tail -60 "$OUT/sql.log"
   [ -f regression.diffs ] && cp regression.diffs "$OUT/"
@@ -59,4 +61,16 @@ if [[ $STEPS == *bench* ]]; then
     done
     pg_as pg_ctl -D "$W/data" -m fast stop >/dev/null
   fi
+fi
+
+if [[ $STEPS == *service* ]]; then
+  echo "== the GPU service under load"
+  W=$(mktemp -d); chown pgrun "$W"
+  pg_as initdb -D "$W/data" -A trust >/dev/null
+  printf "listen_addresses=''\nunix_socket_directories='%s'\nshared_buffers='2GB'\nmax_connections=300\nshared_preload_libraries='approx_gpu'\n" "$W" >>"$W/data/postgresql.conf"
+  pg_as pg_ctl -D "$W/data" -l "$W/log" -w start >/dev/null
+  export PGHOST=$W PGUSER=pgrun PGDATABASE=postgres
+  timeout 560 bash test/bench/service_load.sh 2>&1 | tee "$OUT/service_load.txt"
+  grep -E "approx_gpu|FATAL|PANIC|terminated by signal" "$W/log" | head -20 | tee "$OUT/service_server_log.txt"
+  pg_as pg_ctl -D "$W/data" -m fast stop >/dev/null
 fi

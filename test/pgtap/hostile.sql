@@ -92,6 +92,7 @@ SELECT mo_create('hostile_mo_scratch', 0, 0, 100, 100, 8, 8);
 CREATE TEMP TABLE hostile_base (fn regprocedure PRIMARY KEY, args text[]);
 INSERT INTO hostile_base VALUES
   ('device_info()', '{}'),
+  ('gpu_service_info()', '{}'),
   ('last_run()', '{}'),
   ('kde_bandwidth(float8[],text)', $${"'{1,2,4,7,11,16,22}'::float8[]","'plugin'"}$$),
   ('kde_lscv(float8[],int,text)', $${"'{{1,2},{2,5},{4,1},{7,3},{11,8},{16,2}}'::float8[]","20","'full'"}$$),

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The GPU service under load (issue 15), against a running cluster that has
+# approx_gpu in shared_preload_libraries and max_connections >= 220 (PGHOST,
+# PGPORT, PGUSER; test/gpu/device.sh STEPS=service starts one). Prints:
+#   1. the first GPU call of a fresh backend, through the service and in-process
+#      (use_service = off: the backend creates its own CUDA context);
+#   2. approx_count_many with 10^4 boxes on a resident 10^4-row synopsis: end
+#      to end (the SQL statement) against the engine's own time (last_run);
+#   3. small GPU calls per second from 32 sessions, service vs in-process;
+#   4. SESSIONS (200) sessions calling GPU functions for LOAD_SECONDS (120):
+#      errors, and the GPU's memory (nvidia-smi) every 10 s against one
+#      context + approx_gpu.service_memory_limit.
+# Benchmark, not a timed test: it prints what it measured and a verdict per
+# target; nothing here fails the test suite.
+set -uo pipefail
+PSQL=${PSQL:-psql}
+PGBENCH=${PGBENCH:-pgbench}
+SESSIONS=${SESSIONS:-200}
+LOAD_SECONDS=${LOAD_SECONDS:-120}
+THROUGHPUT_SECONDS=${THROUGHPUT_SECONDS:-20}
+DB=${PGDATABASE:-postgres}
+q() { $PSQL -qXAt -d "$DB" -v ON_ERROR_STOP=1 "$@"; }
+gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1; }
+PARTS=${PARTS:-1,2,3,4}   # which of the sections below to run
+part() { [[ ",$PARTS," == *",$1,"* ]]; }
+W=$(mktemp -d)
+
+echo "== setup"
+q <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS approx_gpu;
+DROP TABLE IF EXISTS svc_pts, svc_syn, svc_boxes;
+CREATE TABLE svc_pts AS
+  SELECT g AS id, ((g::bigint * 7919) % 1000003)::float8 AS score, (g % 997)::float8 AS a, ((g * 31) % 101)::float8 AS b
+  FROM generate_series(1, 200000) g;
+SET approx_gpu.random_seed = 5;
+CREATE TABLE svc_syn AS SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 10000) AS s FROM svc_pts;
+-- 10^4 boxes (lo, hi as 10^4 x 2 arrays)
+CREATE TABLE svc_boxes AS
+  SELECT array_agg(ARRAY[x, y] ORDER BY i) AS lo, array_agg(ARRAY[x + 100, y + 20] ORDER BY i) AS hi
+  FROM (SELECT i, (i % 900)::float8 AS x, (i % 80)::float8 AS y FROM generate_series(1, 10000) i) t;
+ANALYZE svc_pts;
+SQL
+q -c "SELECT approx_gpu.gpu_service_info()" | tee "$W/info_start.json"
+idle=$(gpu_mem)
+limit_mb=$(q -c "SELECT setting FROM pg_settings WHERE name = 'approx_gpu.service_memory_limit'")  # in MB
+echo "GPU memory with the service idle: ${idle:-?} MiB (its context; pool empty); pool limit ${limit_mb} MiB"
+
+if part 1; then
+echo
+echo "== 1. first GPU call in a fresh backend (ms, measured in SQL around the call)"
+first_call() {  # $1: use_service on|off
+  PGOPTIONS="-c approx_gpu.device=gpu -c approx_gpu.use_service=$1" q <<'SQL'
+DO $$
+DECLARE t0 timestamptz; t1 timestamptz; t2 timestamptz; x float8[] := array(SELECT score FROM svc_pts WHERE id <= 20000);
+BEGIN
+  t0 := clock_timestamp();
+  PERFORM approx_gpu.kde_bandwidth(x);
+  t1 := clock_timestamp();
+  PERFORM approx_gpu.kde_bandwidth(x);
+  t2 := clock_timestamp();
+  RAISE NOTICE '% %', round(extract(epoch FROM t1 - t0)::numeric * 1000, 2), round(extract(epoch FROM t2 - t1)::numeric * 1000, 2);
+END $$;
+SQL
+}
+for mode in on off; do
+  firsts=""; seconds=""
+  for i in 1 2 3 4 5; do
+    r=$(first_call $mode 2>&1 | sed -n 's/.*NOTICE:  \([0-9.]*\) \([0-9.]*\)/\1 \2/p')
+    firsts="$firsts ${r% *}"; seconds="$seconds ${r#* }"
+  done
+  label=$([ $mode = on ] && echo "service   " || echo "in-process")
+  echo "$label first call:$firsts   second call:$seconds"
+done
+echo "target: first call through the service <= 10 ms"
+fi
+
+if part 2; then
+echo
+echo "== 2. approx_count_many, 10^4 boxes on a resident 10^4-row synopsis (ms)"
+PGOPTIONS="-c approx_gpu.device=gpu" q <<'SQL'
+DO $$
+DECLARE t0 timestamptz; e2e float8[] := '{}'; eng float8[] := '{}'; r jsonb;
+BEGIN
+  PERFORM approx_gpu.approx_count_many(s, lo, hi) FROM svc_syn, svc_boxes;   -- makes it resident
+  FOR i IN 1..30 LOOP
+    t0 := clock_timestamp();
+    PERFORM approx_gpu.approx_count_many(s, lo, hi) FROM svc_syn, svc_boxes;
+    e2e := e2e || extract(epoch FROM clock_timestamp() - t0)::float8 * 1000;
+    r := approx_gpu.last_run();
+    eng := eng || ((r->>'ms_compute')::float8 + (r->>'ms_transfer')::float8);
+  END LOOP;
+  RAISE NOTICE 'end to end median % ms; engine (compute + transfer in the service) median % ms; resident hit %',
+    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(e2e) v),
+    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(eng) v),
+    r->>'service_resident_hit';
+  RAISE NOTICE 'last_run: %', r;
+END $$;
+SQL
+echo "target: end to end within 0.5 ms of the engine's own time"
+fi
+
+if part 3; then
+echo
+echo "== 3. small GPU calls per second from 32 sessions (approx_count_many, 10 boxes, resident synopsis)"
+cat > "$W/small.sql" <<'SQL'
+\set x random(0, 800)
+SELECT approx_gpu.approx_count_many(s, ARRAY[[:x, 0], [:x + 50, 10]]::float8[], ARRAY[[:x + 100, 50], [:x + 150, 90]]::float8[]) FROM svc_syn;
+SQL
+for mode in on off; do
+  label=$([ $mode = on ] && echo "service" || echo "in-process")
+  PGOPTIONS="-c approx_gpu.device=gpu -c approx_gpu.use_service=$mode" \
+    $PGBENCH -n -c 32 -j 16 -T "$THROUGHPUT_SECONDS" -f "$W/small.sql" "$DB" >"$W/small_$mode.txt" 2>&1
+  echo "$label: $(grep -E '^tps' "$W/small_$mode.txt" | head -1) | $(grep -E 'failed' "$W/small_$mode.txt" | head -1) | GPU memory now $(gpu_mem) MiB"
+done
+sleep 2
+echo "GPU memory after the in-process sessions ended: $(gpu_mem) MiB"
+fi
+
+if part 4; then
+echo
+echo "== 4. $SESSIONS sessions for $LOAD_SECONDS s through the service"
+cat > "$W/mix.sql" <<'SQL'
+\set r random(1, 180000)
+\set x random(0, 800)
+SELECT approx_gpu.approx_count_many(s, ARRAY[[:x, 0]]::float8[], ARRAY[[:x + 100, 50]]::float8[]) FROM svc_syn;
+SELECT approx_gpu.topk(id, score, 10) FROM svc_pts WHERE id BETWEEN :r AND :r + 20000;
+SELECT approx_gpu.kde_bandwidth(array_agg(score)) FROM svc_pts WHERE id BETWEEN :r AND :r + 15000;
+SELECT approx_gpu.hash_join_count('SELECT id % 5000, id FROM svc_pts WHERE id <= 12000', 'SELECT id, id FROM svc_pts WHERE id <= 8000');
+SQL
+( for t in $(seq 10 10 "$LOAD_SECONDS"); do sleep 10; echo "$t $(gpu_mem)"; done ) > "$W/mem.txt" &
+sampler=$!
+PGOPTIONS="-c approx_gpu.device=gpu" $PGBENCH -n -c "$SESSIONS" -j 16 -T "$LOAD_SECONDS" -f "$W/mix.sql" "$DB" >"$W/load.txt" 2>&1
+wait $sampler
+grep -E '^(number of (transactions|failed)|latency average|tps|number of clients)' "$W/load.txt"
+grep -iE 'error|abort' "$W/load.txt" | head -5
+echo "GPU memory (s MiB): $(tr '\n' ' ' < "$W/mem.txt")"
+m60=$(awk '$1 == 60 {print $2}' "$W/mem.txt"); mend=$(tail -1 "$W/mem.txt" | awk '{print $2}')
+max=$(awk 'BEGIN {m = 0} {if ($2 > m) m = $2} END {print m}' "$W/mem.txt")
+echo "peak ${max} MiB vs one context + pool limit = ${idle} + ${limit_mb} = $((idle + limit_mb)) MiB: $([ "$max" -le $((idle + limit_mb)) ] && echo within || echo OVER)"
+echo "minute 1 -> end: ${m60} -> ${mend} MiB ($([ "${mend:-0}" -le "${m60:-0}" ] && echo 'no growth' || echo "grew $((mend - m60)) MiB"))"
+fi
+q -c "SELECT approx_gpu.gpu_service_info()" | tee "$W/info_end.json"
+rm -rf "$W"
