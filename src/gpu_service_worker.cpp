@@ -319,6 +319,10 @@ void start_gpu(StartResult& r, bool cpu_engine) {
         snprintf(r.why, sizeof r.why, "approx_gpu.service_engine = cpu");
         return;
     }
+    // Load every kernel when the context is created, not at its first
+    // launch (CUDA's lazy default): the service pays it once at start, and
+    // no backend's first call does.
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     r.gpu = approx::gpu::available(r.why, sizeof r.why);
     if (!r.gpu) return;
     r.n_devices = approx::gpu::devices(r.devices, kServiceMaxDevices);

@@ -31,8 +31,8 @@ namespace synopsis_glue {
 
 // Box bounds from a float8 array: NULL and +-Infinity = unbounded, NaN = error.
 // rows = -1: a 1-D array of d values (one box); otherwise a q x d 2-D array.
-double* bounds_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, int d, bool upper,
-                   bool many, int64& q) {
+const double* bounds_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, int d, bool upper,
+                         bool many, int64& q) {
     ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
     if (ARR_ELEMTYPE(a) != FLOAT8OID)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH), errmsg("%s: %s must be a float8 array", fn, arg)));
@@ -56,6 +56,13 @@ double* bounds_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const cha
                             errmsg("%s: %s must be a one-dimensional array of %d values (one per column), not %d", fn,
                                    arg, d, total)));
         q = 1;
+    }
+    if (!ARR_HASNULL(a) && q > 0) {
+        // No NULLs: the array's own data, checked in place (no copy: a batch
+        // of 10^4 boxes is 160 kB a side).
+        const double* values = reinterpret_cast<const double*>(ARR_DATA_PTR(a));
+        for (int64 i = 0; i < q * d; ++i) check_float_value(values[i], fn, arg, true);
+        return values;
     }
     double* out = static_cast<double*>(palloc_extended(sizeof(double) * std::max<int64>(1, q * d), MCXT_ALLOC_HUGE));
     Float8Cursor elements(a);
@@ -118,8 +125,8 @@ Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e) {
 struct OneBox {
     const SynValue* v;
     int column;
-    double* lo;
-    double* hi;
+    const double* lo;
+    const double* hi;
     int next_arg;
 };
 
@@ -171,8 +178,8 @@ Datum many_boxes(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
     int base = agg == syn::Aggregate::Count ? 1 : 2;
     int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
     int64 q_lo, q_hi;
-    double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, true, q_lo);
-    double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, true, q_hi);
+    const double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, true, q_lo);
+    const double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, true, q_hi);
     if (q_lo != q_hi)
         ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
                         errmsg("%s: lo has " INT64_FORMAT " boxes and hi " INT64_FORMAT, fn, q_lo, q_hi)));

@@ -4,6 +4,8 @@
 #   - a waiting call under device = gpu gets a clean ERROR,
 #   - one under device = auto runs on the CPU (NOTICE) and answers right,
 #   - the postmaster starts a new service within seconds, which serves again.
+#   - a call cancelled while it runs in the service (statement_timeout) ends
+#     with the cancel; the service drops its answer and frees the slot.
 # Prints "ok service ..." / "not ok service ..." lines.
 set -uo pipefail
 PSQL=${PSQL:-psql}
@@ -52,4 +54,21 @@ if [ "$(echo "$out" | tr '\n' ' ')" = '{"(10,10)"} t ' ]; then
   echo "ok service: the new service serves calls"
 else
   echo "not ok service: after the restart: $out"
+fi
+
+# Cancelled while running: plug-in bandwidth of 2 * 10^6 values (pair sums:
+# seconds on either engine), statement_timeout 4 s (the array takes ~1 s).
+before=$($PSQL -qXAt -d "$db" -c "SELECT approx_gpu.gpu_service_info()->'requests'->>'abandoned'")
+out=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.gpu_min_rows = 0" -c "SET statement_timeout = '4s'" \
+      -c "SELECT approx_gpu.kde_bandwidth(array(SELECT sin(i)::float8 FROM generate_series(1, 2000000) i))" 2>&1)
+freed=""
+for _ in $(seq 300); do
+  used=$($PSQL -qXAt -d "$db" -c "SELECT (approx_gpu.gpu_service_info()->'queue'->>'in_use')::int")
+  [ "$used" = 0 ] && { freed=yes; break; }; sleep 0.1
+done
+after=$($PSQL -qXAt -d "$db" -c "SELECT approx_gpu.gpu_service_info()->'requests'->>'abandoned'")
+if echo "$out" | grep -q "canceling statement due to statement timeout" && [ -n "$freed" ] && [ "$after" -gt "$before" ]; then
+  echo "ok service: a call cancelled while running ends with the cancel; the service dropped it and freed its slot"
+else
+  echo "not ok service: cancel while running: '$out', slot freed: ${freed:-no}, abandoned $before -> $after"
 fi
