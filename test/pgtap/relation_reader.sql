@@ -108,21 +108,27 @@ SELECT tap.gpu_ok($$SELECT tap.scalar_on('gpu', 'SELECT approx_gpu.reachability_
                         = tap.scalar_on('cpu', 'SELECT approx_gpu.reachability_count(''public.rrp_e'', ''s'', ''d'')')$$,
                   'reachability_count(relation): CPU = GPU');
 
--- on the GPU the columns are uploaded while they are read, and the engines use those copies
+-- on the GPU the columns are uploaded while they are read, and the engines use those copies;
+-- with the GPU service (preloaded) the backend keeps no CUDA context: the columns go to the
+-- service's staging area instead
 CREATE FUNCTION pg_temp.on_gpu_uploaded(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE v text; old text := current_setting('approx_gpu.device');
 BEGIN
   PERFORM set_config('approx_gpu.device', 'gpu', true);
   EXECUTE q INTO v;
   PERFORM set_config('approx_gpu.device', old, true);
+  IF approx_gpu.last_run() ? 'service_ms_round_trip' THEN RETURN v || ' sent to the GPU service'; END IF;
   RETURN v || ' uploaded while read: ' || coalesce(approx_gpu.last_run()->>'inputs_uploaded_while_read', '0');
 END $$;
+CREATE FUNCTION pg_temp.gpu_path(inputs int) RETURNS text LANGUAGE sql AS $$
+  SELECT CASE WHEN (approx_gpu.gpu_service_info()->>'used_by_this_session')::boolean THEN ' sent to the GPU service'
+              ELSE ' uploaded while read: ' || inputs END $$;
 SELECT tap.gpu_ok($$SELECT pg_temp.on_gpu_uploaded('SELECT approx_gpu.topk(''public.rrp_a'', ''id'', ''score'', 300)::text')
-                        = pg_temp.order_by(300)::text || ' uploaded while read: 1'$$,
-                  'topk(relation) on the GPU: its input uploaded while read, same answer');
+                        = pg_temp.order_by(300)::text || pg_temp.gpu_path(1)$$,
+                  'topk(relation) on the GPU: its input uploaded while read (or sent to the GPU service), same answer');
 SELECT tap.gpu_ok($$SELECT pg_temp.on_gpu_uploaded('SELECT approx_gpu.hash_join_count(''public.rrp_b'', ''k'', ''public.rrp_a'', ''key'')::text')
-                        = (SELECT count(*) FROM public.rrp_b b JOIN public.rrp_a a ON a.key = b.k)::text || ' uploaded while read: 2'$$,
-                  'hash_join_count(relations) on the GPU: both sides uploaded while read, same count');
+                        = (SELECT count(*) FROM public.rrp_b b JOIN public.rrp_a a ON a.key = b.k)::text || pg_temp.gpu_path(2)$$,
+                  'hash_join_count(relations) on the GPU: both sides uploaded while read (or sent to the GPU service), same count');
 
 SELECT * FROM finish();
 ROLLBACK;
