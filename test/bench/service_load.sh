@@ -42,9 +42,10 @@ CREATE TABLE svc_boxes AS
 ANALYZE svc_pts;
 SQL
 q -c "SELECT approx_gpu.gpu_service_info()" | tee "$W/info_start.json"
-idle=$(gpu_mem)
+base=${BASE_MEM:-0}   # GPU memory in use before this cluster started (other processes)
+idle=$(( $(gpu_mem) - base ))
 limit_mb=$(q -c "SELECT setting FROM pg_settings WHERE name = 'approx_gpu.service_memory_limit'")  # in MB
-echo "GPU memory with the service idle: ${idle:-?} MiB (its context; pool empty); pool limit ${limit_mb} MiB"
+echo "GPU memory of the idle service: ${idle} MiB (its context and the pool's first block; ${base} MiB in use before the cluster started); pool limit ${limit_mb} MiB"
 
 if part 1; then
 echo
@@ -128,12 +129,14 @@ SELECT approx_gpu.approx_count_many(s, ARRAY[[:x, 0], [:x + 50, 10]]::float8[], 
 SQL
 for mode in on off; do
   label=$([ $mode = on ] && echo "service" || echo "in-process")
+  ( sleep $((THROUGHPUT_SECONDS / 2)); echo $(( $(gpu_mem) - base )) > "$W/mid_$mode" ) &
   PGOPTIONS="-c approx_gpu.device=gpu -c approx_gpu.use_service=$mode" \
     $PGBENCH -n -c 32 -j 16 -T "$THROUGHPUT_SECONDS" -f "$W/small.sql" "$DB" >"$W/small_$mode.txt" 2>&1
-  echo "$label: $(grep -E '^tps' "$W/small_$mode.txt" | head -1) | $(grep -E 'failed' "$W/small_$mode.txt" | head -1) | GPU memory now $(gpu_mem) MiB"
+  wait
+  echo "$label: $(grep -E '^tps' "$W/small_$mode.txt" | head -1) | $(grep -E 'failed' "$W/small_$mode.txt" | head -1) | GPU memory of this cluster mid-run $(cat "$W/mid_$mode") MiB"
 done
 sleep 2
-echo "GPU memory after the in-process sessions ended: $(gpu_mem) MiB"
+echo "GPU memory of this cluster after the in-process sessions ended: $(( $(gpu_mem) - base )) MiB"
 fi
 
 if part 4; then
@@ -147,13 +150,13 @@ SELECT approx_gpu.topk(id, score, 10) FROM svc_pts WHERE id BETWEEN :r AND :r + 
 SELECT approx_gpu.kde_bandwidth(array_agg(score)) FROM svc_pts WHERE id BETWEEN :r AND :r + 15000;
 SELECT approx_gpu.hash_join_count('SELECT id % 5000, id FROM svc_pts WHERE id <= 12000', 'SELECT id, id FROM svc_pts WHERE id <= 8000');
 SQL
-( for t in $(seq 10 10 "$LOAD_SECONDS"); do sleep 10; echo "$t $(gpu_mem)"; done ) > "$W/mem.txt" &
+( for t in $(seq 10 10 "$LOAD_SECONDS"); do sleep 10; echo "$t $(( $(gpu_mem) - base ))"; done ) > "$W/mem.txt" &
 sampler=$!
 PGOPTIONS="-c approx_gpu.device=gpu" $PGBENCH -n -c "$SESSIONS" -j 16 -T "$LOAD_SECONDS" -f "$W/mix.sql" "$DB" >"$W/load.txt" 2>&1
 wait $sampler
 grep -E '^(number of (transactions|failed)|latency average|tps|number of clients)' "$W/load.txt"
 grep -iE 'error|abort' "$W/load.txt" | head -5
-echo "GPU memory (s MiB): $(tr '\n' ' ' < "$W/mem.txt")"
+echo "GPU memory of this cluster (s MiB): $(tr '\n' ' ' < "$W/mem.txt")"
 m60=$(awk '$1 == 60 {print $2}' "$W/mem.txt"); mend=$(tail -1 "$W/mem.txt" | awk '{print $2}')
 max=$(awk 'BEGIN {m = 0} {if ($2 > m) m = $2} END {print m}' "$W/mem.txt")
 echo "peak ${max} MiB vs one context + pool limit = ${idle} + ${limit_mb} = $((idle + limit_mb)) MiB: $([ "$max" -le $((idle + limit_mb)) ] && echo within || echo OVER)"

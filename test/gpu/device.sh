@@ -65,6 +65,8 @@ fi
 
 if [[ $STEPS == *service* ]]; then
   echo "== the GPU service under load"
+  sleep 3  # let the processes of earlier steps give their GPU memory back
+  export BASE_MEM=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
   W=$(mktemp -d); chown pgrun "$W"
   pg_as initdb -D "$W/data" -A trust >/dev/null
   printf "listen_addresses=''\nunix_socket_directories='%s'\nshared_buffers='2GB'\nmax_connections=300\nshared_preload_libraries='approx_gpu'\n" "$W" >>"$W/data/postgresql.conf"
