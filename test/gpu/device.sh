@@ -73,6 +73,7 @@ if [[ $STEPS == *service* ]]; then
   pg_as pg_ctl -D "$W/data" -l "$W/log" -w start >/dev/null
   export PGHOST=$W PGUSER=pgrun PGDATABASE=postgres
   timeout 560 bash test/bench/service_load.sh 2>&1 | tee "$OUT/service_load.txt"
+  [ "${RESTART:-1}" = 1 ] && PSQL=psql timeout 120 bash test/service/restart.sh postgres "$W" 2>&1 | tee "$OUT/service_restart.txt"
   grep -E "approx_gpu|FATAL|PANIC|terminated by signal" "$W/log" | head -20 | tee "$OUT/service_server_log.txt"
   pg_as pg_ctl -D "$W/data" -m fast stop >/dev/null
 fi
