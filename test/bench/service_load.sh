@@ -43,9 +43,10 @@ ANALYZE svc_pts;
 SQL
 q -c "SELECT approx_gpu.gpu_service_info()" | tee "$W/info_start.json"
 base=${BASE_MEM:-0}   # GPU memory in use before this cluster started (other processes)
+sleep 3               # the setup's backends (synopsis builds run in them) give their contexts back
 idle=$(( $(gpu_mem) - base ))
 limit_mb=$(q -c "SELECT setting FROM pg_settings WHERE name = 'approx_gpu.service_memory_limit'")  # in MB
-echo "GPU memory of the idle service: ${idle} MiB (its context and the pool's first block; ${base} MiB in use before the cluster started); pool limit ${limit_mb} MiB"
+echo "GPU memory of the idle service: ${idle} MiB (its context, the pool's first block; ${base} MiB in use before the cluster started); pool limit ${limit_mb} MiB"
 
 if part 1; then
 echo
