@@ -69,8 +69,8 @@ static void define_settings(void) {
                             "A call larger than this runs in its backend.", &service_staging_size_mb, 128, 1, 65536,
                             PGC_POSTMASTER, GUC_UNIT_MB, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("approx_gpu.service_queue_size", "Calls the GPU service's queue holds at once.",
-                            nullptr, &service_queue_size, 256, 1, 65536, PGC_POSTMASTER, 0, nullptr, nullptr,
-                            nullptr);
+                            nullptr, &service_queue_size, 256, 1, kServiceMaxSlots, PGC_POSTMASTER, 0, nullptr,
+                            nullptr, nullptr);
 }
 
 // ---- shared memory ---------------------------------------------------------------------

@@ -40,6 +40,7 @@ enum ServiceSlotState : uint32 {
 };
 
 constexpr int kServiceMaxDevices = 8;
+constexpr int kServiceMaxSlots = 1024;  // the staging allocator scans the slots on the stack
 constexpr int kServiceCacheKeys = 256;
 
 struct ServiceSlot {
@@ -87,9 +88,10 @@ struct ServiceShared {
     uint32 starts;
 
     // What the service found.
-    bool gpu_usable;
+    bool gpu_usable;               // the service runs the GPU engines
+    bool gpu_found;                // a usable GPU is present (also under service_engine = cpu)
     bool cpu_engine;               // approx_gpu.service_engine = cpu (the CI test setting)
-    char why[256];
+    char why[256];                 // why there is no usable GPU
     int n_devices;
     approx::gpu::DeviceInfo devices[kServiceMaxDevices];
     int runtime_version, driver_version;
@@ -97,7 +99,6 @@ struct ServiceShared {
     // Counters (the service's executors and the backends).
     pg_atomic_uint64 requests_done, requests_failed, requests_abandoned, requests_timed_out, requests_not_served;
     pg_atomic_uint64 cache_hits, cache_misses;
-    double ms_run_total, ms_queued_total;  // written by executors under their own ordering; approximate
     approx::gpu::PoolInfo pools[kServiceMaxDevices];
     approx::service::CacheStats cache;
     pg_atomic_uint32 n_cache_keys;

@@ -32,9 +32,9 @@ bool staging_alloc(ServiceShared* sh, uint64 bytes, uint64& off) {
     struct Range {
         uint64 off, bytes;
     };
-    Range live[1024];
+    Range live[kServiceMaxSlots];
     int n = 0;
-    for (int i = 0; i < sh->n_slots && n < 1024; ++i) {
+    for (int i = 0; i < sh->n_slots && n < kServiceMaxSlots; ++i) {
         const ServiceSlot* s = &sh->slots[i];
         if (pg_atomic_read_u32(const_cast<pg_atomic_uint32*>(&s->state)) != SLOT_FREE && s->staging_bytes > 0)
             live[n++] = Range{s->staging_off, s->staging_bytes};
@@ -275,8 +275,8 @@ APPROX_FUNCTION(approx_gpu_service_info) {
     }
     j.add_int("starts", sh->starts);
     j.add_string("engine", sh->cpu_engine ? "cpu" : "gpu");
-    j.add_bool("gpu_available", sh->gpu_usable);
-    if (!sh->gpu_usable) j.add_string("reason", sh->why);
+    j.add_bool("gpu_available", sh->gpu_found);
+    if (!sh->gpu_found) j.add_string("reason", sh->why);
     j.add_int("cuda_contexts", sh->gpu_usable ? sh->n_devices : 0);
     j.begin_array("devices");
     for (int d = 0; d < sh->n_devices && d < kServiceMaxDevices; ++d) {

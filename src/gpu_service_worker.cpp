@@ -178,8 +178,6 @@ void run_request(int index, int slot_no) {
     memcpy(s->message, st.message, sizeof s->message);
     s->ms_run = glue_clock_ms() - t0;
     pg_atomic_fetch_add_u64(st.ok() ? &sh->requests_done : &sh->requests_failed, 1);
-    sh->ms_run_total += s->ms_run;
-    sh->ms_queued_total += s->ms_queued;
     if (device >= 0 && device < kServiceMaxDevices) sh->pools[device] = approx::gpu::pool_info(device);
     publish_cache();
 
@@ -308,7 +306,8 @@ void service_exit_now(int code, Datum arg) {
 }
 
 struct StartResult {
-    bool gpu = false;
+    bool gpu = false;    // the service runs the GPU engines
+    bool found = false;  // a usable GPU is there
     char why[256] = {0};
     int n_devices = 0;
     approx::gpu::DeviceInfo devices[kServiceMaxDevices];
@@ -318,15 +317,12 @@ struct StartResult {
 
 // CUDA initialisation, on a thread of its own (the main thread makes no CUDA call).
 void start_gpu(StartResult& r, bool cpu_engine) {
-    if (cpu_engine) {
-        snprintf(r.why, sizeof r.why, "approx_gpu.service_engine = cpu");
-        return;
-    }
     // Load every kernel when the context is created, not at its first
     // launch (CUDA's lazy default): the service pays it once at start, and
     // no backend's first call does.
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-    r.gpu = approx::gpu::available(r.why, sizeof r.why);
+    r.found = approx::gpu::available(r.why, sizeof r.why);  // said even under service_engine = cpu
+    r.gpu = r.found && !cpu_engine;
     if (!r.gpu) return;
     r.n_devices = approx::gpu::devices(r.devices, kServiceMaxDevices);
     if (r.n_devices > kServiceMaxDevices) r.n_devices = kServiceMaxDevices;
@@ -336,6 +332,7 @@ void start_gpu(StartResult& r, bool cpu_engine) {
         Status st = approx::gpu::pool_configure(d, limit);
         if (!st.ok()) {
             snprintf(r.why, sizeof r.why, "device %d: %.200s", d, st.message);
+            r.found = false;
             r.gpu = false;
             return;
         }
@@ -418,6 +415,7 @@ extern "C" PGDLLEXPORT void approx_gpu_service_main(Datum arg) {
         ereport(ERROR, (errmsg("approx_gpu gpu service: could not start a thread")));
 
     sh->gpu_usable = start.gpu;
+    sh->gpu_found = start.found;
     sh->cpu_engine = cpu_engine;
     strlcpy(sh->why, start.why, sizeof sh->why);
     sh->n_devices = start.gpu ? start.n_devices : 0;
@@ -447,8 +445,9 @@ extern "C" PGDLLEXPORT void approx_gpu_service_main(Datum arg) {
                              service_memory_limit_mb, service_staging_size_mb,
                              start.registered ? "" : " (not page-locked)")));
     else
-        ereport(LOG, (errmsg("approx_gpu gpu service: no GPU (%s); %s", start.why,
-                             cpu_engine ? "the service runs the CPU engines" : "calls run in the backends")));
+        ereport(LOG, (errmsg("approx_gpu gpu service: %s; %s", start.found ? "a GPU is present" : start.why,
+                             cpu_engine ? "the service runs the CPU engines (approx_gpu.service_engine = cpu)"
+                                        : "no GPU: calls run in the backends")));
 
     WaitEventSet* set = CreateWaitEventSet(CurrentMemoryContext, 3);
     AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
