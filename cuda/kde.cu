@@ -27,6 +27,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -499,9 +500,15 @@ Status query_resident_blocks(Kernel kernel, long long& blocks) {
 // Persistent grid size, cached per kernel.
 template <auto Kernel>
 Status resident_blocks(long long& blocks) {
-    static long long cached = 0;  // engines run on one thread (the backend's)
-    if (cached == 0) APPROX_TRY(query_resident_blocks(Kernel, cached));
-    blocks = cached;
+    // Atomic: the GPU service runs one executor thread per GPU (same model:
+    // the same value, computed at most once per thread).
+    static std::atomic<long long> cached{0};
+    long long b = cached.load(std::memory_order_relaxed);
+    if (b == 0) {
+        APPROX_TRY(query_resident_blocks(Kernel, b));
+        cached.store(b, std::memory_order_relaxed);
+    }
+    blocks = b;
     return Status::Ok();
 }
 
