@@ -74,11 +74,15 @@ struct DeviceState {
 };
 DeviceState device_state[kMaxDevices];
 
+// The engines' stream of the calling thread's device (device 0's is the
+// probe's, made when CUDA was first initialised).
+cudaStream_t thread_stream() { return t_device == 0 ? probe_state().stream : device_state[t_device].stream; }
+
 Status begin(const ExecContext&, cudaStream_t& stream) {
     char why[256];
     if (!available(why, sizeof why)) return Status::Error(StatusCode::NoGpu, "no GPU is usable: %s", why);
     APPROX_CUDA(cudaSetDevice(t_device));
-    stream = t_device == 0 ? probe_state().stream : device_state[t_device].stream;
+    stream = thread_stream();
     return Status::Ok();
 }
 
@@ -247,7 +251,7 @@ Status device_alloc(const ExecContext& ctx, size_t bytes, void*& p) {
     p = nullptr;
     APPROX_TRY(reserve_bytes(ctx, bytes));
     DeviceState& d = device_state[t_device];
-    cudaError_t err = d.pool ? cudaMallocFromPoolAsync(&p, bytes, d.pool, t_device == 0 ? probe_state().stream : d.stream)
+    cudaError_t err = d.pool ? cudaMallocFromPoolAsync(&p, bytes, d.pool, thread_stream())
                              : cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
         release_bytes(bytes);
@@ -262,7 +266,7 @@ void device_free(void* p, size_t bytes) {
     if (p == nullptr) return;
     DeviceState& d = device_state[t_device];
     if (d.pool)
-        cudaFreeAsync(p, t_device == 0 ? probe_state().stream : d.stream);
+        cudaFreeAsync(p, thread_stream());
     else
         cudaFree(p);
     release_bytes(bytes);
@@ -275,7 +279,7 @@ Status resident_upload(const void* host, size_t bytes, void*& device) {
     void* p = nullptr;
     APPROX_TRY(device_alloc(unlimited, bytes, p));
     t_request_bytes = quota;  // resident memory belongs to the service, not to the request
-    cudaStream_t stream = t_device == 0 ? probe_state().stream : device_state[t_device].stream;
+    cudaStream_t stream = thread_stream();
     cudaError_t err = cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
     if (err != cudaSuccess) {
