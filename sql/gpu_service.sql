@@ -80,6 +80,32 @@ SELECT (i->'queue'->>'in_use')::int AS in_use, (i->'queue'->>'staging_in_use_byt
 FROM approx_gpu.gpu_service_info() i;
 SELECT approx_gpu.topk(id, score, 3) AS after_cancel FROM pts;
 
+-- Moving-object indexes live in the service: they answer as in the backend,
+-- in parts when a batch is larger than one request may carry, and the
+-- service frees them on mo_drop (and when their backend exits, below).
+SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int AS indexes_before \gset
+SELECT approx_gpu.mo_create('svc_city', 0, 0, 100, 100, 16, 16);
+SELECT (approx_gpu.mo_info('svc_city')->>'gpu_service')::boolean AS in_service,
+       (approx_gpu.gpu_service_info()->>'moving_indexes')::int - :indexes_before AS new_indexes;
+SELECT approx_gpu.mo_load('svc_city', 'SELECT id::bigint, a, b FROM pts') AS loaded;
+SELECT approx_gpu.mo_range_count('svc_city', ARRAY[0, 10], ARRAY[0, 2], ARRAY[50, 96], ARRAY[8, 12]) AS served_counts,
+       ARRAY[(SELECT count(*) FROM pts WHERE a <= 50 AND b <= 8),
+             (SELECT count(*) FROM pts WHERE a >= 10 AND b >= 2)] AS exact_counts;
+SELECT (SELECT count(*) FROM approx_gpu.mo_range('svc_city', 10, 2, 50, 8)) AS served_range,
+       (SELECT count(*) FROM pts WHERE a BETWEEN 10 AND 50 AND b BETWEEN 2 AND 8) AS exact_range;
+SELECT approx_gpu.mo_update('svc_city', ARRAY[1, 2, 3]::bigint[], ARRAY[99.5, 99.5, 99.5], ARRAY[99.5, 99.5, 99.5]) AS moved,
+       approx_gpu.mo_delete('svc_city', ARRAY[4, 5]::bigint[]) AS deleted;
+SELECT approx_gpu.mo_range_count('svc_city', ARRAY[99], ARRAY[99], ARRAY[100], ARRAY[100]) AS corner,
+       (approx_gpu.mo_info('svc_city')->>'objects')::int AS objects;
+SELECT approx_gpu.mo_create('svc_gone', 0, 0, 1, 1, 2, 2);
+SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int - :indexes_before AS two_indexes;
+SELECT approx_gpu.mo_drop('svc_gone');
+SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int - :indexes_before AS after_drop;
+-- Without the service (use_service = off) the index stays out of reach: a clean error.
+SET approx_gpu.use_service = off;
+SELECT approx_gpu.mo_range_count('svc_city', ARRAY[0], ARRAY[0], ARRAY[1], ARRAY[1]);
+RESET approx_gpu.use_service;
+
 -- The service's settings: the test delay is superuser-only, the rest need a restart.
 CREATE ROLE gpu_service_user;
 SET ROLE gpu_service_user;
@@ -117,6 +143,24 @@ SELECT pid <> :old_pid AS new_pid FROM pg_stat_activity WHERE backend_type = 'ap
 RESET approx_gpu.device;
 SELECT approx_gpu.topk(id, score, 3) AS after_restart FROM pts;
 SELECT approx_gpu.last_run()->>'service_ms_round_trip' IS NOT NULL AS went_through_service;
+-- The index the old service held is gone: a clean error; dropped and made anew, it works.
+SELECT approx_gpu.mo_range_count('svc_city', ARRAY[0], ARRAY[0], ARRAY[100], ARRAY[100]);
+SELECT approx_gpu.mo_drop('svc_city');
+SELECT approx_gpu.mo_create('svc_city', 0, 0, 100, 100, 16, 16);
+SELECT approx_gpu.mo_update('svc_city', ARRAY[1]::bigint[], ARRAY[1.0], ARRAY[1.0]) AS made_anew;
+-- A backend that exits leaves nothing behind in the service.
+CREATE TABLE svc_indexes AS SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int AS n;
+\c
+DO $$
+DECLARE t0 timestamptz := clock_timestamp(); before int := (SELECT n FROM svc_indexes);
+BEGIN
+  LOOP
+    EXIT WHEN (approx_gpu.gpu_service_info()->>'moving_indexes')::int < before OR clock_timestamp() - t0 > interval '10 s';
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+  RAISE NOTICE 'the ended session''s index freed within 10 s: %', (approx_gpu.gpu_service_info()->>'moving_indexes')::int = before - 1;
+END $$;
+DROP TABLE svc_indexes;
 
 \else
 -- Not preloaded: no service; each backend runs its engines in its own process.

@@ -83,8 +83,13 @@ static constexpr Size kPage = 4096;
 
 static Size slots_end(void) { return add_size(offsetof(ServiceShared, slots), mul_size(service_queue_size, sizeof(ServiceSlot))); }
 
+// The session table (one entry per backend id) after the slots.
+static Size owners_end(void) {
+    return add_size(TYPEALIGN(sizeof(uint64), slots_end()), mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
+}
+
 static Size shared_size(void) {
-    return add_size(add_size(slots_end(), kPage), mul_size(static_cast<Size>(service_staging_size_mb), 1024 * 1024));
+    return add_size(add_size(owners_end(), kPage), mul_size(static_cast<Size>(service_staging_size_mb), 1024 * 1024));
 }
 
 static void service_shmem_request(void) {
@@ -98,7 +103,7 @@ static void service_shmem_startup(void) {
     bool found = false;
     shared = static_cast<ServiceShared*>(ShmemInitStruct("approx_gpu gpu service", shared_size(), &found));
     if (!found) {
-        memset(static_cast<void*>(shared), 0, slots_end());
+        memset(static_cast<void*>(shared), 0, owners_end());
         SpinLockInit(&shared->lock);
         pg_atomic_init_u32(&shared->ready, 0);
         pg_atomic_init_u32(&shared->generation, 0);
@@ -113,11 +118,22 @@ static void service_shmem_startup(void) {
         pg_atomic_init_u32(&shared->n_cache_keys, 0);
         shared->n_slots = service_queue_size;
         shared->staging_size = static_cast<uint64>(service_staging_size_mb) * 1024 * 1024;
-        shared->staging = reinterpret_cast<char*>(TYPEALIGN(kPage, reinterpret_cast<char*>(shared) + slots_end()));
+        shared->n_owners = MaxBackends;
+        shared->owners = reinterpret_cast<pg_atomic_uint64*>(reinterpret_cast<char*>(shared) +
+                                                             TYPEALIGN(sizeof(uint64), slots_end()));
+        for (int i = 0; i < shared->n_owners; ++i) pg_atomic_init_u64(&shared->owners[i], 0);
+        pg_atomic_init_u32(&shared->owners_changed, 0);
+        pg_atomic_init_u64(&shared->moving_indexes, 0);
+        shared->staging = reinterpret_cast<char*>(TYPEALIGN(kPage, reinterpret_cast<char*>(shared) + owners_end()));
         for (int i = 0; i < shared->n_slots; ++i) {
             pg_atomic_init_u32(&shared->slots[i].state, SLOT_FREE);
             pg_atomic_init_u32(&shared->slots[i].cancel, 0);
+            if (sem_init(&shared->slots[i].answered, 1, 0) != 0)
+                ereport(FATAL, (errmsg("approx_gpu: could not create a semaphore: %m")));
         }
+        for (int i = 0; i < kServiceMaxDevices; ++i)
+            if (sem_init(&shared->executor_wake[i], 1, 0) != 0)
+                ereport(FATAL, (errmsg("approx_gpu: could not create a semaphore: %m")));
     }
     LWLockRelease(AddinShmemInitLock);
 }

@@ -10,6 +10,14 @@
 //                  registered with cudaHostRegister by the service once, so
 //                  the service copies straight from it to the GPU.
 //
+// Wake-ups go straight between the processes through POSIX semaphores in
+// this segment (as PostgreSQL's own semaphores on Linux, posix_sema.c): a
+// backend posts its executors' semaphores when it queues a request; an
+// executor posts the slot's semaphore when the answer is there. sem_post is a
+// plain atomic (a futex wake when someone sleeps), so the executor threads
+// call no PostgreSQL function for it, and no hop through the service's main
+// thread is needed either way.
+//
 // A slot's state moves FREE -> FILLING -> QUEUED -> RUNNING -> DONE -> FREE.
 // Backends take and free slots under `lock` (and check `seq`, the slot's
 // owner token, before touching it); the service's executor threads, which
@@ -18,6 +26,8 @@
 // QUEUED slot itself or marks a RUNNING one ABANDONED; the service frees an
 // ABANDONED slot when its engine returns, so no slot or staging byte leaks.
 #pragma once
+
+#include <semaphore.h>
 
 #include "runtime.h"
 
@@ -49,7 +59,7 @@ struct ServiceSlot {
     uint64 seq;               // owner token: a new value every time a backend takes the slot
     uint32 generation;        // the service incarnation the request was sent to
     int backend_pid;
-    Latch* latch;             // the backend's (PGPROC's) latch, set when the answer is ready
+    sem_t answered;           // posted when the slot is DONE (or the service stops); the backend waits on it
     double submitted_ms;      // glue_clock_ms() at QUEUED (CLOCK_MONOTONIC: same clock in every process)
 
     // The request: the engine call and its settings.
@@ -65,6 +75,8 @@ struct ServiceSlot {
     uint64 out_off[approx::service::kMaxOut], out_bytes[approx::service::kMaxOut];
     uint64 cache_key;
     int32 cache_in;
+    int32 device_affinity;    // only this device's executor takes it (-1: any); Request::device
+    uint64 owner;             // the session's token (gpu_service_session_token), 0 if none
     bool cache_omitted;       // in[cache_in] was not copied: the backend saw its key resident
     uint64 staging_off, staging_bytes;
 
@@ -84,6 +96,8 @@ struct ServiceShared {
     pg_atomic_uint64 next_seq;
     int service_pid;
     Latch* service_latch;
+    int n_executors;               // executor_wake[0 .. n_executors) take requests
+    sem_t executor_wake[kServiceMaxDevices];  // posted by a backend that queued a request
     int64 started_at;              // TimestampTz of the current incarnation
     uint32 starts;
 
@@ -104,6 +118,15 @@ struct ServiceShared {
     pg_atomic_uint32 n_cache_keys;
     uint64 cache_keys[kServiceCacheKeys];
 
+    // Sessions that hold state in the service (moving-object indexes): owners[i]
+    // is the token of the session with backend id i + 1, 0 when none. A
+    // backend clears its entry at exit and bumps owners_changed; the
+    // executors then free what it left.
+    int n_owners;
+    pg_atomic_uint64* owners;
+    pg_atomic_uint32 owners_changed;
+    pg_atomic_uint64 moving_indexes;  // indexes the service holds
+
     int n_slots;
     uint64 staging_size;
     char* staging;                 // page-aligned, inside this segment (same address in every process)
@@ -116,6 +139,14 @@ void gpu_service_init(void);
 
 // The service's shared state, or null when the library was not preloaded.
 ServiceShared* gpu_service_shared(void);
+
+// Registers this session as one that may hold state in the service (before
+// mo_create: an exit callback frees it when the backend exits). May raise.
+void gpu_service_register_session(void);
+// This session's token (0 when not registered) and whether a token's session
+// is still there (no PostgreSQL call: the executors use it).
+uint64 gpu_service_session_token(void);
+bool gpu_service_session_alive(ServiceShared* sh, uint64 token);
 
 // The transport for ExecContext::service when calls should go to the
 // service (preloaded, approx_gpu.use_service, a service is up with a GPU or

@@ -6,12 +6,16 @@
 // away come back as a Status, and the glue raises after the engine returns.
 #include "gpu_service.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 extern "C" {
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "storage/ipc.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "utils/timestamp.h"
 }
@@ -55,6 +59,20 @@ bool key_resident(ServiceShared* sh, uint64 key) {
     for (uint32 i = 0; i < n; ++i)
         if (sh->cache_keys[i] == key) return true;
     return false;
+}
+
+// Waits up to ms for slot s's answer (its semaphore). A signal does not cut
+// the wait short (PostgreSQL's handlers restart system calls), so the slice
+// is what a cancel waits at most.
+void wait_for_answer(ServiceSlot* s, long ms) {
+    timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += ms * 1000 * 1000;
+    while (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+    }
+    (void)sem_clockwait(&s->answered, CLOCK_MONOTONIC, &until);  // EINTR, ETIMEDOUT: the caller looks again
 }
 
 void wait_a_little(long ms) {
@@ -136,6 +154,9 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
             s->seq = seq;
             s->staging_off = off;
             s->staging_bytes = need;
+            while (sem_trywait(&s->answered) == 0) {
+                // a post its previous request did not consume
+            }
             pg_atomic_write_u32(&s->state, SLOT_FILLING);
         }
         SpinLockRelease(&sh->lock);
@@ -179,9 +200,10 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     s->rows = req.rows;
     s->cache_key = req.cache_key;
     s->cache_in = req.cache_in;
+    s->device_affinity = req.device;
+    s->owner = gpu_service_session_token();
     s->cache_omitted = omit;
     s->backend_pid = MyProcPid;
-    s->latch = MyLatch;
     const uint32 generation = pg_atomic_read_u32(&sh->generation);
     s->generation = generation;
     pg_atomic_write_u32(&s->cancel, 0);
@@ -189,7 +211,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     s->submitted_ms = submitted;
     pg_write_barrier();
     pg_atomic_write_u32(&s->state, SLOT_QUEUED);
-    if (Latch* service_latch = sh->service_latch) SetLatch(service_latch);
+    for (int i = 0; i < sh->n_executors && i < kServiceMaxDevices; ++i) (void)sem_post(&sh->executor_wake[i]);
 
     for (;;) {
         uint32 state = pg_atomic_read_u32(&s->state);
@@ -214,7 +236,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
             return approx::cancelled_status();
         }
         if (pg_atomic_read_u32(&sh->ready) == 0 || pg_atomic_read_u32(&sh->generation) != generation ||
-            state == SLOT_FREE || s->seq != seq) {
+            state == SLOT_FREE || s->seq != seq || !PostmasterIsAlive()) {
             give_up(sh, no, seq);
             return Status::Error(StatusCode::ServiceDown, "the GPU service exited while the call was %s",
                                  state == SLOT_RUNNING ? "running" : "queued");
@@ -226,7 +248,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
                                  "waited %d ms for the GPU service to start the call (approx_gpu.gpu_queue_timeout)",
                                  service_queue_timeout_ms);
         }
-        wait_a_little(10);
+        wait_for_answer(s, 10);
     }
 }
 
@@ -240,7 +262,42 @@ Status transport(const approx::ExecContext& ctx, approx::service::Request& req) 
     return st;
 }
 
+// ---- sessions that hold state in the service -------------------------------------------
+
+uint64 session_token = 0;
+int session_index = -1;
+
+// before_shmem_exit: the backend is leaving; the executors free what it left.
+void session_ended(int, Datum) {
+    ServiceShared* sh = gpu_service_shared();
+    if (sh == nullptr || session_index < 0) return;
+    uint64 mine = session_token;
+    (void)pg_atomic_compare_exchange_u64(&sh->owners[session_index], &mine, 0);
+    pg_atomic_fetch_add_u32(&sh->owners_changed, 1);
+    for (int i = 0; i < sh->n_executors && i < kServiceMaxDevices; ++i) (void)sem_post(&sh->executor_wake[i]);
+    session_token = 0;
+}
+
 }  // namespace
+
+void gpu_service_register_session(void) {
+    ServiceShared* sh = gpu_service_shared();
+    if (sh == nullptr || session_token != 0) return;
+    if (MyBackendId < 1 || MyBackendId > sh->n_owners) return;  // not a session: the service refuses its state
+    before_shmem_exit(session_ended, 0);
+    session_index = MyBackendId - 1;
+    // Unique for the life of the shared memory: the low 20 bits say where to look.
+    const uint64 seq = pg_atomic_fetch_add_u64(&sh->next_seq, 1);
+    session_token = (seq << 20) | static_cast<uint64>(session_index);
+    pg_atomic_write_u64(&sh->owners[session_index], session_token);
+}
+
+uint64 gpu_service_session_token(void) { return session_token; }
+
+bool gpu_service_session_alive(ServiceShared* sh, uint64 token) {
+    const uint64 index = token & ((uint64(1) << 20) - 1);
+    return token != 0 && index < static_cast<uint64>(sh->n_owners) && pg_atomic_read_u64(&sh->owners[index]) == token;
+}
 
 approx::service::Transport gpu_service_transport(void) {
     ServiceShared* sh = gpu_service_shared();
@@ -323,6 +380,7 @@ APPROX_FUNCTION(approx_gpu_service_info) {
 
     const int64 hits = static_cast<int64>(pg_atomic_read_u64(&sh->cache_hits));
     const int64 misses = static_cast<int64>(pg_atomic_read_u64(&sh->cache_misses));
+    j.add_int("moving_indexes", static_cast<int64>(pg_atomic_read_u64(&sh->moving_indexes)));
     j.begin_object("cache");
     j.add_int("limit_bytes", static_cast<int64>(service_cache_size_mb) * 1024 * 1024);
     j.add_int("entries", sh->cache.entries);

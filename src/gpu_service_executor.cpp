@@ -1,17 +1,15 @@
 // The GPU service's executor threads (gpu_service.h): one per GPU, or one
-// running the CPU engines. They take requests from the shared slots with
-// compare-and-swap, run the engines, and tell the service's main thread
-// (gpu_service_worker.cpp) through an eventfd which backends to wake.
-// Nothing here calls PostgreSQL: only atomics on the shared slots (and
-// glue_clock_ms, a plain clock_gettime).
+// running the CPU engines. They sleep on their semaphore, take requests from
+// the shared slots with compare-and-swap, run the engines, and post the
+// slot's semaphore, which wakes its backend. Nothing here calls PostgreSQL:
+// only atomics and semaphores in the shared segment (and glue_clock_ms, a
+// plain clock_gettime).
 #include "gpu_service_executor.h"
 
-#include <unistd.h>
+#include <errno.h>
+#include <time.h>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 using approx::Status;
@@ -23,13 +21,6 @@ ServiceShared* sh = nullptr;  // set by start()
 
 std::atomic<bool> stopping{false};
 std::atomic<bool> context_broken{false};
-std::mutex wake_lock;
-std::condition_variable wake_cv;
-uint64 wake_count = 0;  // under wake_lock
-
-int event_fd = -1;
-std::mutex done_lock;
-std::vector<int> done_slots;  // under done_lock: answered slots whose backends the main thread wakes
 
 struct Executor {
     std::thread thread;
@@ -52,9 +43,19 @@ const approx::CancelFn cancel_fns[kServiceMaxDevices] = {
     executor_cancelled<4>, executor_cancelled<5>, executor_cancelled<6>, executor_cancelled<7>,
 };
 
-// The oldest queued request whose test delay has passed, now RUNNING; -1 if none.
+// Whether executor `index` runs a request for `affinity` (Request::device):
+// any executor when -1, else that device's; executor 0 takes what names no
+// device of this incarnation (a request on state an earlier service held:
+// the answer is that it is gone).
+bool takes(int index, int32 affinity) {
+    if (affinity < 0 || affinity == executors[index].device) return true;
+    const bool held_here = sh->gpu_usable && affinity < n_executors;
+    return index == 0 && !held_here;
+}
 
-int take_request() {
+// The oldest queued request for this executor whose test delay has passed,
+// now RUNNING; -1 if none.
+int take_request(int index) {
     const double now = glue_clock_ms();
     int best = -1;
     uint64 best_seq = 0;
@@ -63,6 +64,7 @@ int take_request() {
         if (pg_atomic_read_u32(&s->state) != SLOT_QUEUED) continue;
         pg_read_barrier();
         if (s->test_delay_ms > 0 && now - s->submitted_ms < s->test_delay_ms) continue;
+        if (!takes(index, s->device_affinity)) continue;
         if (best < 0 || s->seq < best_seq) {
             best = i;
             best_seq = s->seq;
@@ -86,22 +88,22 @@ void publish_cache(void) {
 }
 
 
-// Publishes the answer of a RUNNING slot: DONE -- with `wake`, the main
-// thread is told to wake its backend -- or, when the backend gave up
-// meanwhile (cancel, terminate), the answer and the slot are dropped.
-void finish_request(int slot_no, bool wake) {
+bool owner_alive(uint64_t owner) { return gpu_service_session_alive(sh, owner); }
+
+// Frees the moving-object indexes of this device whose sessions have ended.
+void reap(int device) {
+    pg_atomic_write_u64(&sh->moving_indexes, static_cast<uint64>(approx::moving::reap_indexes(device, owner_alive)));
+}
+
+// Publishes the answer of a RUNNING slot: DONE, and its backend woken -- or,
+// when the backend gave up meanwhile (cancel, terminate), the answer and the
+// slot are dropped.
+void finish_request(int slot_no) {
     ServiceSlot* s = &sh->slots[slot_no];
     pg_write_barrier();
     uint32 expected = SLOT_RUNNING;
     if (pg_atomic_compare_exchange_u32(&s->state, &expected, SLOT_DONE)) {
-        if (!wake) return;
-        std::lock_guard<std::mutex> g(done_lock);
-        done_slots.push_back(slot_no);
-        uint64 one = 1;
-        if (write(event_fd, &one, sizeof one) < 0) {
-            // The counter is far from overflowing; a failed write only delays the
-            // wake-up until the main thread's next periodic sweep.
-        }
+        (void)sem_post(&s->answered);  // fails only on overflow: the backend's next look finds DONE anyway
     } else {
         s->staging_bytes = 0;
         pg_write_barrier();
@@ -131,6 +133,9 @@ void run_request(int index, int slot_no) {
 
     approx::service::Served r;
     r.op = static_cast<approx::service::Op>(s->op);
+    r.owner = s->owner;
+    r.incarnation = pg_atomic_read_u32(&sh->generation);
+    r.device = device;
     r.n_in = s->n_in;
     r.n_out = s->n_out;
     bool layout_ok = r.n_in >= 0 && r.n_in <= approx::service::kMaxIn && r.n_out >= 0 &&
@@ -188,14 +193,38 @@ void run_request(int index, int slot_no) {
     pg_atomic_fetch_add_u64(st.ok() ? &sh->requests_done : &sh->requests_failed, 1);
     if (device >= 0 && device < kServiceMaxDevices) sh->pools[device] = approx::gpu::pool_info(device);
     publish_cache();
+    if (r.op == approx::service::Op::MovingIndex) reap(device);
 
-    finish_request(slot_no, true);
+    finish_request(slot_no);
+}
+
+// Sleeps until a backend posts this executor's semaphore, or 20 ms; then
+// takes the other posts too (the scan that follows sees every request queued
+// before them).
+void wait_for_work(int index) {
+    sem_t* sem = &sh->executor_wake[index];
+    timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 20 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (sem_clockwait(sem, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR) {
+    }
+    while (sem_trywait(sem) == 0) {
+    }
 }
 
 void executor_main(int index) {
-    uint64 seen = 0;
+    uint32 owners_seen = pg_atomic_read_u32(&sh->owners_changed);
     while (!stopping.load() && !context_broken.load()) {
-        int slot = take_request();
+        const uint32 owners_now = pg_atomic_read_u32(&sh->owners_changed);
+        if (owners_now != owners_seen) {  // a session ended: free what it left here
+            owners_seen = owners_now;
+            reap(executors[index].device);
+        }
+        int slot = take_request(index);
         if (slot >= 0) {
             try {
                 run_request(index, slot);
@@ -206,14 +235,12 @@ void executor_main(int index) {
                 running_cancel[index].store(nullptr);
                 s->status_code = static_cast<int32>(StatusCode::OutOfMemory);
                 snprintf(s->message, sizeof s->message, "GPU service: out of host memory");
-                finish_request(slot, false);
+                finish_request(slot);
             }
             continue;
         }
         if (slot == -2) continue;
-        std::unique_lock<std::mutex> g(wake_lock);
-        wake_cv.wait_for(g, std::chrono::milliseconds(20), [&] { return wake_count != seen || stopping.load(); });
-        seen = wake_count;
+        wait_for_work(index);
     }
     executors[index].finished = true;
 }
@@ -222,10 +249,10 @@ void executor_main(int index) {
 
 namespace service_executor {
 
-bool start(ServiceShared* shared, int n, bool gpu, int fd) noexcept {
+bool start(ServiceShared* shared, int n, bool gpu) noexcept {
     sh = shared;
-    event_fd = fd;
     n_executors = n;
+    sh->n_executors = n;
     // Every signal blocked while they start: the threads inherit the mask.
     try {
         approx::SignalBlock block;
@@ -244,11 +271,7 @@ bool start(ServiceShared* shared, int n, bool gpu, int fd) noexcept {
 }
 
 void wake() {
-    {
-        std::lock_guard<std::mutex> g(wake_lock);
-        ++wake_count;
-    }
-    wake_cv.notify_all();
+    for (int i = 0; i < n_executors; ++i) (void)sem_post(&sh->executor_wake[i]);
 }
 
 
@@ -277,10 +300,5 @@ void join_or_detach() {
 }
 
 bool context_broken() { return ::context_broken.load(); }
-
-void take_answered(std::vector<int>& slots) {
-    std::lock_guard<std::mutex> g(done_lock);
-    slots.swap(done_slots);
-}
 
 }  // namespace service_executor

@@ -2,11 +2,10 @@
 // PostgreSQL background worker (signals, latches, configuration); executor
 // threads (gpu_service_executor.cpp) -- one per GPU, or one running the CPU
 // engines -- take requests from the shared slots and run the engines. They
-// never call PostgreSQL: they tell this thread through an eventfd which
-// backends to wake (SetLatch stays here).
+// never call PostgreSQL; backends and executors wake each other through the
+// semaphores in the shared segment (gpu_service.h), not through this thread.
 #include "gpu_service_executor.h"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <thread>
@@ -34,20 +33,6 @@ using approx::StatusCode;
 namespace {
 
 ServiceShared* sh = nullptr;
-int event_fd = -1;
-
-void wake_done_backends(void) {
-    uint64 count;
-    if (read(event_fd, &count, sizeof count) < 0) {
-        // EAGAIN: nothing new; the list below is drained anyway.
-    }
-    std::vector<int> slots;
-    service_executor::take_answered(slots);
-    for (int i : slots) {
-        Latch* latch = sh->slots[i].latch;
-        if (latch) SetLatch(latch);
-    }
-}
 
 // Frees the slots a previous incarnation left queued, running or abandoned:
 // their backends have seen the generation change and stopped waiting, or
@@ -74,7 +59,7 @@ void service_shutdown(int code, Datum arg) {
     sh->service_latch = nullptr;
     for (int i = 0; i < sh->n_slots; ++i) {
         uint32 st = pg_atomic_read_u32(&sh->slots[i].state);
-        if ((st == SLOT_QUEUED || st == SLOT_RUNNING) && sh->slots[i].latch) SetLatch(sh->slots[i].latch);
+        if (st == SLOT_QUEUED || st == SLOT_RUNNING) (void)sem_post(&sh->slots[i].answered);
     }
     if (service_executor::finished()) service_executor::join_or_detach();
 }
@@ -171,8 +156,6 @@ extern "C" PGDLLEXPORT void approx_gpu_service_main(Datum arg) {
     if (sh == nullptr) ereport(ERROR, (errmsg("approx_gpu gpu service: shared memory is missing")));
     const uint32 generation = pg_atomic_add_fetch_u32(&sh->generation, 1);
     reset_stale_slots(generation);
-    event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (event_fd < 0) ereport(ERROR, (errcode_for_file_access(), errmsg("approx_gpu gpu service: eventfd: %m")));
 
     const bool cpu_engine = service_engine == SERVICE_ENGINE_CPU;
     StartResult start;
@@ -192,11 +175,12 @@ extern "C" PGDLLEXPORT void approx_gpu_service_main(Datum arg) {
     sh->started_at = GetCurrentTimestamp();
     sh->starts += 1;
 
+    pg_atomic_write_u64(&sh->moving_indexes, 0);  // an earlier incarnation's indexes died with it
     approx::service::cache_configure(static_cast<int64>(service_cache_size_mb) * 1024 * 1024, start.gpu);
     const int n_executors = start.gpu ? sh->n_devices : cpu_engine ? 1 : 0;
     before_shmem_exit(service_shutdown, 0);
     on_proc_exit(service_exit_now, 0);
-    if (!service_executor::start(sh, n_executors, start.gpu, event_fd))
+    if (!service_executor::start(sh, n_executors, start.gpu))
         ereport(ERROR, (errmsg("approx_gpu gpu service: could not start its executor threads")));
     pg_write_barrier();
     pg_atomic_write_u32(&sh->ready, 1);
@@ -209,22 +193,10 @@ extern "C" PGDLLEXPORT void approx_gpu_service_main(Datum arg) {
                              cpu_engine ? "the service runs the CPU engines (approx_gpu.service_engine = cpu)"
                                         : "no GPU: calls run in the backends")));
 
-    WaitEventSet* set = CreateWaitEventSet(CurrentMemoryContext, 3);
-    AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
-    AddWaitEventToSet(set, WL_POSTMASTER_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
-    AddWaitEventToSet(set, WL_SOCKET_READABLE, event_fd, nullptr, nullptr);
     while (!ShutdownRequestPending && !service_executor::context_broken()) {
-        WaitEvent events[3];
-        int n = WaitEventSetWait(set, 1000, events, 3, PG_WAIT_EXTENSION);
-        for (int i = 0; i < n; ++i) {
-            if (events[i].events & WL_LATCH_SET) {
-                ResetLatch(MyLatch);
-                service_executor::wake();
-            }
-            if (events[i].events & WL_POSTMASTER_DEATH) proc_exit(1);
-            if (events[i].events & WL_SOCKET_READABLE) wake_done_backends();
-        }
-        if (n == 0) wake_done_backends();  // periodic sweep
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        service_executor::wake();  // a look at the queue at least every second
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
             ProcessConfigFile(PGC_SIGHUP);

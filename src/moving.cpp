@@ -1,10 +1,13 @@
 // SQL glue for moving-object grid indexes: mo_create, mo_load, mo_update,
 // mo_delete, mo_range, mo_range_count, mo_info, mo_drop.
 //
-// Indexes live in the backend that created them: a registry (name -> engine
+// Indexes belong to the backend that created them: a registry (name -> engine
 // object) of plain structs in TopMemoryContext, each holding a pointer to the
 // C++ index made with new. They are not transactional (ROLLBACK keeps every
 // change) and are freed by mo_drop or when the backend exits (on_proc_exit).
+// With the GPU service in use the index itself lives in the service and the
+// pointer is its proxy (core/moving_served.cpp); the service frees it on
+// mo_drop, or when the backend exits.
 //
 // A function that runs user SQL (mo_load's query) must not keep a registry
 // entry across it: the query may drop the index (or drop and re-create it), so
@@ -15,6 +18,7 @@
 // gets the budget the session's other indexes leave it.
 #include "moving.h"
 
+#include "gpu_service.h"
 #include "runtime.h"
 
 extern "C" {
@@ -125,7 +129,7 @@ struct IdArray {
 
 // A 1-D bigint[] without NULL elements (read in place).
 static IdArray id_array_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg) {
-    ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
+    ArrayType* a = array_arg_flat(fcinfo, argno);
     if (ARR_ELEMTYPE(a) != INT8OID)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH), errmsg("%s: %s must be a bigint array", fn, arg)));
     if (ARR_NDIM(a) > 1)
@@ -186,6 +190,7 @@ APPROX_FUNCTION(approx_gpu_mo_create) {
     mo::MemoryBudget budget;
     budget.limit = session_limit_bytes();
     budget.others = session_bytes();
+    gpu_service_register_session();  // before the engine: the service frees the index if this backend exits
     st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
         return mo::create(g, max_cells, ctx, index, budget);
     });
@@ -201,12 +206,18 @@ APPROX_FUNCTION(approx_gpu_mo_create) {
 APPROX_FUNCTION(approx_gpu_mo_drop) {
     const char* fn = "mo_drop";
     MoEntry* e = lookup(fcinfo, fn);
+    // Frees an index the GPU service holds (first: an ERROR here leaves the
+    // entry as it was). Its status does not matter: an index the service
+    // could not free now (cancel, the service restarted) is freed when this
+    // backend exits, or is gone already.
+    mo::Index* index = e->index;
+    (void)run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) { return index->close(ctx); });
     for (MoEntry** p = &registry; *p != nullptr; p = &(*p)->next)
         if (*p == e) {
             *p = e->next;
             break;
         }
-    delete e->index;
+    delete index;
     pfree(e);
     PG_RETURN_VOID();
 }
@@ -392,6 +403,7 @@ APPROX_FUNCTION(approx_gpu_mo_info) {
     j.begin_object();
     j.add_string("name", e->name);
     j.add_string("device", approx::device_name(info->device));
+    j.add_bool("gpu_service", info->in_service);
     j.add_int("objects", info->objects);
     j.add_int("cells", info->cells);
     j.add_int("cells_x", info->grid.cells_x);

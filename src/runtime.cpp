@@ -184,8 +184,17 @@ void check_float_value(double v, const char* fn, const char* arg, bool allow_inf
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: %s contains an infinite value", fn, arg)));
 }
 
+ArrayType* array_arg_flat(FunctionCallInfo fcinfo, int argno) {
+    Datum d = PG_GETARG_DATUM(argno);
+    if (VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(d))) {
+        ExpandedArrayHeader* ea = reinterpret_cast<ExpandedArrayHeader*>(DatumGetEOHP(d));
+        if (ea->ea_magic == EA_MAGIC && ea->fvalue != nullptr) return ea->fvalue;  // valid whenever set (array.h)
+    }
+    return DatumGetArrayTypeP(d);
+}
+
 static ArrayType* float8_array_checked(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg) {
-    ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
+    ArrayType* a = array_arg_flat(fcinfo, argno);
     if (ARR_ELEMTYPE(a) != FLOAT8OID)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH), errmsg("%s: %s must be a float8 array", fn, arg)));
     return a;

@@ -111,9 +111,10 @@ void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn);
 Datum state_final(SynAgg* st, const char* fn);
 
 // ---- boxes (synopsis_estimate.cpp) ----------------------------------------------------------------
-// Runs the engine over q boxes; out is palloc'd.
+// Runs the engine over q boxes into out (q estimates), or into a palloc'd
+// buffer when out is null; returns it.
 syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const double* hi, syn::Aggregate agg,
-                            int column, const char* fn);
+                            int column, const char* fn, syn::BoxEstimate* out = nullptr);
 Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e);
 
 // ---- the catalog table (synopsis_catalog.cpp) -----------------------------------------------------

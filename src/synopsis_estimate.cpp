@@ -33,7 +33,7 @@ namespace synopsis_glue {
 // rows = -1: a 1-D array of d values (one box); otherwise a q x d 2-D array.
 const double* bounds_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, int d, bool upper,
                          bool many, int64& q) {
-    ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
+    ArrayType* a = array_arg_flat(fcinfo, argno);
     if (ARR_ELEMTYPE(a) != FLOAT8OID)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH), errmsg("%s: %s must be a float8 array", fn, arg)));
     int ndim = ARR_NDIM(a);
@@ -88,9 +88,10 @@ int column_arg(FunctionCallInfo fcinfo, int argno, int d, const char* fn) {
 
 // Runs the engine over q boxes; out is palloc'd.
 syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const double* hi, syn::Aggregate agg,
-                            int column, const char* fn) {
-    syn::BoxEstimate* out = static_cast<syn::BoxEstimate*>(
-        palloc_extended(sizeof(syn::BoxEstimate) * std::max<int64>(1, q), MCXT_ALLOC_HUGE));
+                            int column, const char* fn, syn::BoxEstimate* out) {
+    if (out == nullptr)
+        out = static_cast<syn::BoxEstimate*>(
+            palloc_extended(sizeof(syn::BoxEstimate) * std::max<int64>(1, q), MCXT_ALLOC_HUGE));
     syn::BoxBatch batch;
     batch.q = q;
     batch.lo = lo;
@@ -113,6 +114,26 @@ syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const 
     });
     check_engine_result(st, fn);
     return out;
+}
+
+// A buffer for q estimates that lives as long as the backend (up to 32 MB;
+// larger batches get a palloc'd one): the many-box forms run again and again,
+// and a fresh buffer of 10^4 estimates (320 kB) costs a page fault per 4 kB
+// on every call -- more than the copy into it. Valid until the next call.
+static syn::BoxEstimate* estimate_scratch(int64 q) {
+    static syn::BoxEstimate* buffer = nullptr;
+    static int64 capacity = 0;
+    constexpr int64 kMaxScratch = (int64(32) << 20) / sizeof(syn::BoxEstimate);
+    if (q > kMaxScratch) return nullptr;
+    if (q > capacity) {
+        if (buffer) pfree(buffer);
+        buffer = nullptr;
+        capacity = 0;
+        const int64 want = std::max<int64>(q, 1024);
+        buffer = static_cast<syn::BoxEstimate*>(MemoryContextAlloc(TopMemoryContext, sizeof(syn::BoxEstimate) * want));
+        capacity = want;
+    }
+    return buffer;
 }
 
 Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e) {
@@ -184,16 +205,33 @@ Datum many_boxes(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
         ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
                         errmsg("%s: lo has " INT64_FORMAT " boxes and hi " INT64_FORMAT, fn, q_lo, q_hi)));
     if (q_lo == 0) PG_RETURN_ARRAYTYPE_P(construct_empty_array(FLOAT8OID));
-    syn::BoxEstimate* e = run_boxes(v, q_lo, lo, hi, agg, column, fn);
-    Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * q_lo));
-    bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * q_lo));
-    for (int64 i = 0; i < q_lo; ++i) {
-        nulls[i] = std::isnan(e[i].estimate);
-        values[i] = Float8GetDatum(nulls[i] ? 0 : e[i].estimate);
-    }
+    syn::BoxEstimate* e = run_boxes(v, q_lo, lo, hi, agg, column, fn, estimate_scratch(q_lo));
+    int64 n_null = 0;
+    for (int64 i = 0; i < q_lo; ++i) n_null += std::isnan(e[i].estimate);
     int dims[1] = {static_cast<int>(q_lo)};
     int lbs[1] = {1};
-    PG_RETURN_ARRAYTYPE_P(construct_md_array(values, nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+    if (n_null > 0) {
+        Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * q_lo));
+        bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * q_lo));
+        for (int64 i = 0; i < q_lo; ++i) {
+            nulls[i] = std::isnan(e[i].estimate);
+            values[i] = Float8GetDatum(nulls[i] ? 0 : e[i].estimate);
+        }
+        PG_RETURN_ARRAYTYPE_P(
+            construct_md_array(values, nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+    }
+    // No NULLs (the usual case): the estimates straight into a flat array.
+    const Size bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * static_cast<Size>(q_lo);
+    ArrayType* out = static_cast<ArrayType*>(palloc_extended(bytes, MCXT_ALLOC_HUGE));
+    SET_VARSIZE(out, bytes);
+    out->ndim = 1;
+    out->dataoffset = 0;
+    out->elemtype = FLOAT8OID;
+    ARR_DIMS(out)[0] = dims[0];
+    ARR_LBOUND(out)[0] = lbs[0];
+    double* data = reinterpret_cast<double*>(ARR_DATA_PTR(out));
+    for (int64 i = 0; i < q_lo; ++i) data[i] = e[i].estimate;
+    PG_RETURN_ARRAYTYPE_P(out);
 }
 
 }  // namespace synopsis_glue

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "gpu.hpp"
+#include "service.hpp"
 
 namespace approx::moving {
 
@@ -79,9 +80,14 @@ Status check_budget(const MemoryBudget& b, int64_t held, int64_t extra, const ch
                          static_cast<long long>(b.others), static_cast<long long>(b.limit));
 }
 
-Status create(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out, const MemoryBudget& budget) {
+Status create(const Grid& g, int64_t max_cells, const ExecContext& caller, Index*& out, const MemoryBudget& budget) {
     out = nullptr;
     APPROX_TRY(check_grid(g, max_cells));
+    ExecContext ctx = caller;
+    if (service::wanted(caller, INT64_MAX)) {  // the index lives in the GPU service
+        Status st = create_in_service(g, max_cells, caller, out, budget);
+        if (!service::fall_back(caller, st, ctx)) return st;
+    }
     // Like dispatch(): 'gpu' -> the GPU engine (an error without one), 'auto'
     // -> the GPU engine when one is usable (the CPU one when its allocation
     // fails), 'cpu' -> the CPU engine. Input size plays no part: an index

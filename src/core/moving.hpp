@@ -199,6 +199,7 @@ struct Info {
     int64_t host_bytes = 0;        // host memory held
     BatchStats last_update;        // last update or delete batch
     BatchStats last_query;         // last range query batch
+    bool in_service = false;       // the GPU service holds the index (moving_served.cpp)
 };
 
 // What an index may hold: at most limit - others bytes (others = what the
@@ -259,6 +260,11 @@ public:
 
     virtual void info(Info& out) const = 0;
 
+    // Before the index is deleted: an index the GPU service holds is freed
+    // there (deleting it only forgets it; the service frees what a backend
+    // leaves when the backend exits). Nothing to do for a local index.
+    virtual Status close(const ExecContext&) noexcept { return Status::Ok(); }
+
 protected:
     // What each engine implements; the public calls above zero the outputs
     // and turn exceptions into a Status (one no-throw boundary for both).
@@ -292,5 +298,9 @@ Status create_cpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Inde
                   const MemoryBudget& budget = MemoryBudget());
 Status create_gpu(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out,
                   const MemoryBudget& budget = MemoryBudget());  // cuda/moving.cu
+// An index held by the GPU service (ctx.service), behind a proxy; a status
+// for service::fall_back when the service does not take it (moving_served.cpp).
+Status create_in_service(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out,
+                         const MemoryBudget& budget);
 
 }  // namespace approx::moving

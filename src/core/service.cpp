@@ -20,16 +20,17 @@ const char* op_name(Op op) {
         case Op::TopkSelect: return "topk select";
         case Op::KdeBandwidth: return "kde bandwidth";
         case Op::HashjoinCount: return "hash join count";
+        case Op::MovingIndex: return "moving-object index";
         case Op::None:
         case Op::Count: break;
     }
     return "unknown";
 }
 
-void Request::cache_last_input() {
+void Request::cache_last_input(uint64_t key) {
     if (n_in > 0 && in_bytes[n_in - 1] > 0) {
         cache_in = n_in - 1;
-        cache_key = content_hash(in[cache_in], in_bytes[cache_in]);
+        cache_key = key != 0 ? key : content_hash(in[cache_in], in_bytes[cache_in]);
     }
 }
 
@@ -79,6 +80,7 @@ Status serve(const ExecContext& ctx, const Served& req) {
             case Op::TopkSelect: return topk::serve_select(ctx, req);
             case Op::KdeBandwidth: return kde::serve_bandwidth(ctx, req);
             case Op::HashjoinCount: return hashjoin::serve_join_count(ctx, req);
+            case Op::MovingIndex: return moving::serve_index(ctx, req);
             case Op::None:
             case Op::Count: break;
         }

@@ -34,6 +34,7 @@ enum class Op : uint32_t {
     TopkSelect,        // topk::select
     KdeBandwidth,      // kde::bandwidth / plugin_bandwidth / lscv / lscv_objective
     HashjoinCount,     // hashjoin::join_count
+    MovingIndex,       // a moving-object index held by the service (moving_served.cpp)
     Count
 };
 const char* op_name(Op op);
@@ -55,6 +56,9 @@ struct Request {
     // of its bytes), so that later calls with the same bytes skip the copy.
     uint64_t cache_key = 0;
     int cache_in = -1;
+    // Only the executor of this device may run it (-1: any): a request on
+    // state the service holds for the backend (a moving-object index).
+    int device = -1;
     alignas(16) unsigned char params[kMaxParamBytes];
 
     Request(Op o, int64_t r) : op(o), rows(r) {}
@@ -74,8 +78,9 @@ struct Request {
         out[n_out] = p;
         out_bytes[n_out++] = p ? bytes : 0;
     }
-    // Marks the input just added as cacheable.
-    void cache_last_input();
+    // Marks the input just added as cacheable; key = its content_hash when the
+    // caller has it already (0: computed here).
+    void cache_last_input(uint64_t key = 0);
 };
 
 // The service's view of a request: pointers into the staging area (or the
@@ -83,6 +88,9 @@ struct Request {
 // that does not match its operation is an error, never a stray read.
 struct Served {
     Op op = Op::None;
+    uint64_t owner = 0;        // the requesting session (0: unknown); ends when its backend exits
+    uint32_t incarnation = 0;  // the service's start number
+    int device = -1;           // the executor's device (-1: the CPU engines)
     int n_in = 0, n_out = 0;
     const void* in[kMaxIn] = {};
     size_t in_bytes[kMaxIn] = {};
@@ -176,4 +184,10 @@ Status serve_bandwidth(const ExecContext& ctx, const service::Served& req);
 }
 namespace approx::hashjoin {
 Status serve_join_count(const ExecContext& ctx, const service::Served& req);
+}
+namespace approx::moving {
+Status serve_index(const ExecContext& ctx, const service::Served& req);
+// Frees the indexes of `device` whose owner is gone (alive(owner) false);
+// called by that device's executor. Returns how many the service holds.
+int64_t reap_indexes(int device, bool (*alive)(uint64_t owner));
 }

@@ -892,7 +892,7 @@ Status evaluate_in_service(const Synopsis& s, const BoxBatch& boxes, const ExecC
     service::Request r(service::Op::SynopsisEvaluate, boxes.q * s.m);
     r.add_param(EvaluateParams{s, boxes});
     r.add_in(s.sample, sizeof(double) * static_cast<size_t>(s.m) * d);
-    r.cache_last_input();  // the sample: resident in the service after the first call
+    r.cache_last_input(s.sample_key);  // the sample: resident in the service after the first call
     r.add_in(s.strata, sizeof(Stratum) * static_cast<size_t>(s.n_strata));
     r.add_in(boxes.lo, sizeof(double) * q * d);
     r.add_in(boxes.hi, sizeof(double) * q * d);

@@ -110,6 +110,11 @@ struct Synopsis {
     Bandwidth method = Bandwidth::Cdf;
     Smoothing smoothing = Smoothing::Auto;
     const double* sample = nullptr;  // m x d, row-major
+    // service::content_hash of the sample's bytes when the caller knows it (a
+    // value parsed once and kept), so that a call through the GPU service
+    // need not hash 10^4 rows again; 0: hashed per call. Never a stale value:
+    // whoever changes `sample` clears it.
+    uint64_t sample_key = 0;
     Column cols[kMaxDim];
     // Format 2: the guard's joint check, root mean squared relative CV error
     // of COUNT on multi-column boxes with every column exact [0] and with the

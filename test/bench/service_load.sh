@@ -9,7 +9,9 @@
 #   3. small GPU calls per second from 32 sessions, service vs in-process;
 #   4. SESSIONS (200) sessions calling GPU functions for LOAD_SECONDS (120):
 #      errors, and the GPU's memory (nvidia-smi) every 10 s against one
-#      context + approx_gpu.service_memory_limit.
+#      context + approx_gpu.service_memory_limit;
+#   5. a moving-object index (10^6 objects) held by the service vs in the
+#      backend: create, load, move, range counts, a range.
 # Benchmark, not a timed test: it prints what it measured and a verdict per
 # target; nothing here fails the test suite.
 set -uo pipefail
@@ -21,7 +23,7 @@ THROUGHPUT_SECONDS=${THROUGHPUT_SECONDS:-20}
 DB=${PGDATABASE:-postgres}
 q() { $PSQL -qXAt -d "$DB" -v ON_ERROR_STOP=1 "$@"; }
 gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1; }
-PARTS=${PARTS:-1,2,3,4}   # which of the sections below to run
+PARTS=${PARTS:-1,2,3,4,5}   # which of the sections below to run
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
 W=$(mktemp -d)
 
@@ -82,40 +84,46 @@ echo
 echo "== 2. approx_count_many, 10^4 boxes on a resident 10^4-row synopsis (ms)"
 PGOPTIONS="-c approx_gpu.device=gpu" q <<'SQL'
 DO $$
-DECLARE t0 timestamptz; e2e float8[] := '{}'; eng float8[] := '{}'; run float8[] := '{}'; rt float8[] := '{}'; r jsonb;
+DECLARE t0 timestamptz; e2e float8[] := '{}'; eng float8[] := '{}'; run float8[] := '{}'; rt float8[] := '{}'; over float8[] := '{}'; r jsonb; e float8;
 BEGIN
   PERFORM approx_gpu.approx_count_many(s, lo, hi) FROM svc_syn, svc_boxes;   -- makes it resident
   FOR i IN 1..30 LOOP
     t0 := clock_timestamp();
     PERFORM approx_gpu.approx_count_many(s, lo, hi) FROM svc_syn, svc_boxes;
-    e2e := e2e || extract(epoch FROM clock_timestamp() - t0)::float8 * 1000;
+    e := extract(epoch FROM clock_timestamp() - t0)::float8 * 1000;
+    e2e := e2e || e;
     r := approx_gpu.last_run();
     eng := eng || ((r->>'ms_compute')::float8 + (r->>'ms_transfer')::float8);
     run := run || (r->>'service_ms_run')::float8;
     rt := rt || (r->>'service_ms_round_trip')::float8;
+    over := over || (e - (r->>'service_ms_run')::float8);
   END LOOP;
-  RAISE NOTICE 'medians: end to end % ms | the engine call in the service (evaluate) % ms, of which the GPU dispatch % ms | round trip from the backend % ms | resident hit %',
+  RAISE NOTICE 'medians: end to end % ms | the engine call in the service (evaluate) % ms, of which the GPU dispatch % ms | round trip from the backend % ms | resident hit % | end to end minus the engine call, per call: % ms',
     (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(e2e) v),
     (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(run) v),
     (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(eng) v),
     (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(rt) v),
-    r->>'service_resident_hit';
+    r->>'service_resident_hit',
+    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(over) v);
   RAISE NOTICE 'last_run: %', r;
 END $$;
 SQL
 PGOPTIONS="-c approx_gpu.device=gpu" q <<'SQL'
 DO $$
-DECLARE t0 timestamptz; e2e float8[] := '{}'; s approx_gpu.kde_synopsis; l float8[]; h float8[];
+DECLARE t0 timestamptz; e2e float8[] := '{}'; over float8[] := '{}'; s approx_gpu.kde_synopsis; l float8[]; h float8[]; e float8;
 BEGIN
   SELECT svc_syn.s INTO s FROM svc_syn; SELECT lo, hi INTO l, h FROM svc_boxes;
   PERFORM approx_gpu.approx_count_many(s, l, h);
   FOR i IN 1..30 LOOP
     t0 := clock_timestamp();
     PERFORM approx_gpu.approx_count_many(s, l, h);
-    e2e := e2e || extract(epoch FROM clock_timestamp() - t0)::float8 * 1000;
+    e := extract(epoch FROM clock_timestamp() - t0)::float8 * 1000;
+    e2e := e2e || e;
+    over := over || (e - (approx_gpu.last_run()->>'service_ms_run')::float8);
   END LOOP;
-  RAISE NOTICE 'the same with synopsis and boxes in variables (no detoast per call): end to end median % ms',
-    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(e2e) v);
+  RAISE NOTICE 'the same with synopsis and boxes in variables (no detoast per call): end to end median % ms, minus the engine call % ms',
+    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(e2e) v),
+    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(over) v);
 END $$;
 SQL
 echo "target: end to end within 0.5 ms of the engine's own time"
@@ -162,6 +170,33 @@ m60=$(awk '$1 == 60 {print $2}' "$W/mem.txt"); mend=$(tail -1 "$W/mem.txt" | awk
 max=$(awk 'BEGIN {m = 0} {if ($2 > m) m = $2} END {print m}' "$W/mem.txt")
 echo "peak ${max} MiB vs one context + pool limit = ${idle} + ${limit_mb} = $((idle + limit_mb)) MiB: $([ "$max" -le $((idle + limit_mb)) ] && echo within || echo OVER)"
 echo "minute 1 -> end: ${m60} -> ${mend} MiB ($([ "${mend:-0}" -le "${m60:-0}" ] && echo 'no growth' || echo "grew $((mend - m60)) MiB"))"
+fi
+
+if part 5; then
+echo
+echo "== 5. a moving-object index in the service vs in the backend (10^6 objects; ms, in SQL around each call)"
+for mode in on off; do
+  label=$([ $mode = on ] && echo "service   " || echo "in-process")
+  PGOPTIONS="-c approx_gpu.device=gpu -c approx_gpu.use_service=$mode" q <<'SQL' 2>&1 | sed -n "s/.*NOTICE:  /$label /p"
+DO $$
+DECLARE t0 timestamptz; t_create float8; t_load float8; t_move float8; t_count float8; t_range float8; ids bigint[]; xs float8[]; ys float8[]; qx float8[]; qy float8[]; qx2 float8[]; qy2 float8[]; n bigint; c bigint[];
+BEGIN
+  SELECT array_agg(g::bigint), array_agg(((g::bigint * 7919) % 100000) / 100.0), array_agg(((g::bigint * 104729) % 100000) / 100.0)
+    INTO ids, xs, ys FROM generate_series(1, 1000000) g;
+  SELECT array_agg((g % 900)::float8), array_agg((g % 950)::float8), array_agg((g % 900 + 100)::float8), array_agg((g % 950 + 50)::float8)
+    INTO qx, qy, qx2, qy2 FROM generate_series(1, 10000) g;
+  t0 := clock_timestamp(); PERFORM approx_gpu.mo_create('svc_load', 0, 0, 1000, 1000, 256, 256); t_create := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  t0 := clock_timestamp(); PERFORM approx_gpu.mo_update('svc_load', ids, xs, ys); t_load := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  t0 := clock_timestamp(); PERFORM approx_gpu.mo_update('svc_load', ids[1:100000], ys[1:100000], xs[1:100000]); t_move := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  t0 := clock_timestamp(); c := approx_gpu.mo_range_count('svc_load', qx, qy, qx2, qy2); t_count := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  t0 := clock_timestamp(); SELECT count(*) INTO n FROM approx_gpu.mo_range('svc_load', 100, 100, 600, 600); t_range := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  RAISE NOTICE 'create % | load 10^6 % | move 10^5 % | 10^4 range counts % | range of % ids % | in the service: %',
+    round(t_create::numeric, 2), round(t_load::numeric, 2), round(t_move::numeric, 2), round(t_count::numeric, 2), n,
+    round(t_range::numeric, 2), approx_gpu.mo_info('svc_load')->>'gpu_service';
+  PERFORM approx_gpu.mo_drop('svc_load');
+END $$;
+SQL
+done
 fi
 q -c "SELECT approx_gpu.gpu_service_info()" | tee "$W/info_end.json"
 rm -rf "$W"

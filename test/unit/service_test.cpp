@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "core/hashjoin.hpp"
 #include "core/kde.hpp"
+#include "core/moving.hpp"
 #include "core/service.hpp"
 #include "core/synopsis.hpp"
 #include "core/topk.hpp"
@@ -27,14 +30,23 @@ ExecContext cpu_ctx() {
 }
 
 int loopback_calls = 0;
+uint64_t loopback_owner = 7;                // the session the loopback "backend" is
+size_t loopback_max_bytes = SIZE_MAX;       // the staging area: larger requests are NotServed
 
 // Copies every blob (as into the staging area), serves the request with the
 // CPU engines, copies the outputs back.
 Status loopback(const ExecContext&, service::Request& req) {
     ++loopback_calls;
+    size_t total = 0;
+    for (int i = 0; i < req.n_in; ++i) total += req.in_bytes[i];
+    for (int i = 0; i < req.n_out; ++i) total += req.out_bytes[i];
+    if (total > loopback_max_bytes) return Status::Error(StatusCode::NotServed, "larger than the staging area");
     std::vector<std::vector<unsigned char>> ins(static_cast<size_t>(req.n_in)), outs(static_cast<size_t>(req.n_out));
     service::Served s;
     s.op = req.op;
+    s.owner = loopback_owner;
+    s.incarnation = 1;
+    s.device = -1;
     s.n_in = req.n_in;
     s.n_out = req.n_out;
     for (int i = 0; i < req.n_in; ++i) {
@@ -293,4 +305,129 @@ TEST(ServiceLoopback, SynopsisEvaluateAnswersAsDirectAndBusyFallsBack) {
     EXPECT_NE(std::strstr(stats.notice, "waited 5 ms"), nullptr);
     for (int64_t i = 0; i < q; ++i) EXPECT_EQ(a[i].estimate, c[i].estimate) << i;
     EXPECT_EQ(synopsis::evaluate(s, boxes, served_ctx(busy), c.data()).code, StatusCode::ServiceBusy);
+}
+
+namespace {
+
+moving::Grid test_grid() {
+    moving::Grid g;
+    g.xmin = 0;
+    g.ymin = 0;
+    g.xmax = 100;
+    g.ymax = 100;
+    g.cells_x = 16;
+    g.cells_y = 16;
+    return g;
+}
+
+int64_t count_in(moving::Index* index, const moving::Rect& q, const ExecContext& ctx) {
+    int64_t c = -1;
+    EXPECT_TRUE(index->range_count(&q, 1, ctx, &c).ok());
+    return c;
+}
+
+bool alive_none(uint64_t) { return false; }
+bool alive_all(uint64_t) { return true; }
+
+}  // namespace
+
+// An index held by the service (through its proxy) answers as a local one,
+// also when every batch, query list and result goes in parts; a batch in
+// parts is still all or nothing; other sessions, a dropped index and a reaped
+// one are out of reach.
+TEST(ServiceLoopback, MovingIndexAnswersAsLocal) {
+    moving::Index* local = nullptr;
+    moving::Index* served = nullptr;
+    ASSERT_TRUE(moving::create(test_grid(), 1 << 20, cpu_ctx(), local).ok());
+    ExecContext sc = served_ctx();
+    ASSERT_TRUE(moving::create(test_grid(), 1 << 20, sc, served).ok());
+    std::unique_ptr<moving::Index> own_local(local), own_served(served);
+    moving::Info info;
+    served->info(info);
+    EXPECT_TRUE(info.in_service);
+    EXPECT_EQ(served->device(), Device::Cpu);
+
+    loopback_max_bytes = 100000;  // updates go in parts of 4096, ids in pages of 8192
+    std::mt19937_64 g(11);
+    std::uniform_real_distribution<double> u(0, 100);
+    const size_t n = 30000;
+    std::vector<int64_t> ids(n);
+    std::vector<double> xs(n), ys(n);
+    for (size_t i = 0; i < n; ++i) {
+        ids[i] = static_cast<int64_t>(g() % 20000);  // duplicates: the later entry wins, across parts too
+        xs[i] = u(g);
+        ys[i] = u(g);
+    }
+    int64_t a = 0, b = 0;
+    ASSERT_TRUE(local->update(ids.data(), xs.data(), ys.data(), n, cpu_ctx(), a).ok());
+    const int before = loopback_calls;
+    ASSERT_TRUE(served->update(ids.data(), xs.data(), ys.data(), n, sc, b).ok());
+    EXPECT_GT(loopback_calls - before, 5);  // it went in parts
+    EXPECT_EQ(a, b);
+    EXPECT_GT(served->bytes(), 0);
+
+    std::vector<moving::Rect> qs(6000);
+    for (auto& q : qs) {
+        double x = u(g), y = u(g);
+        q = moving::Rect{x, y, x + u(g) / 3, y + u(g) / 3};
+    }
+    std::vector<int64_t> ca(qs.size()), cb(qs.size());
+    ASSERT_TRUE(local->range_count(qs.data(), qs.size(), cpu_ctx(), ca.data()).ok());
+    ASSERT_TRUE(served->range_count(qs.data(), qs.size(), sc, cb.data()).ok());
+    EXPECT_EQ(ca, cb);
+
+    const moving::Rect wide{1, 1, 99, 99};
+    size_t fa = 0, fb = 0;
+    ASSERT_TRUE(local->range_ids(wide, cpu_ctx(), nullptr, 0, fa).ok());
+    ASSERT_TRUE(served->range_ids(wide, sc, nullptr, 0, fb).ok());
+    ASSERT_EQ(fa, fb);
+    ASSERT_GT(fa, size_t(8192));  // more than one page
+    std::vector<int64_t> la(fa), lb(fb);
+    ASSERT_TRUE(local->range_ids(wide, cpu_ctx(), la.data(), fa, fa).ok());
+    ASSERT_TRUE(served->range_ids(wide, sc, lb.data(), fb, fb).ok());
+    EXPECT_EQ(la, lb);
+
+    // A bad point in the last part: the error, and nothing of the batch applied.
+    const int64_t objects = count_in(served, moving::Rect{0, 0, 100, 100}, sc);
+    std::vector<int64_t> more(10000);
+    std::vector<double> mx(10000, 5.0), my(10000, 5.0);
+    for (size_t i = 0; i < more.size(); ++i) more[i] = 100000 + static_cast<int64_t>(i);
+    mx.back() = 1000;  // outside the extent
+    EXPECT_EQ(served->update(more.data(), mx.data(), my.data(), more.size(), sc, b).code, StatusCode::OutOfRange);
+    EXPECT_EQ(count_in(served, moving::Rect{0, 0, 100, 100}, sc), objects);
+
+    std::vector<int64_t> gone(ids.begin(), ids.begin() + 10000);
+    ASSERT_TRUE(local->remove(gone.data(), gone.size(), cpu_ctx(), a).ok());
+    ASSERT_TRUE(served->remove(gone.data(), gone.size(), sc, b).ok());
+    EXPECT_EQ(a, b);
+    ASSERT_TRUE(local->range_count(qs.data(), qs.size(), cpu_ctx(), ca.data()).ok());
+    ASSERT_TRUE(served->range_count(qs.data(), qs.size(), sc, cb.data()).ok());
+    EXPECT_EQ(ca, cb);
+    loopback_max_bytes = SIZE_MAX;
+
+    // Another session's requests find nothing.
+    int64_t c = 0;
+    loopback_owner = 8;
+    EXPECT_EQ(served->range_count(&wide, 1, sc, &c).code, StatusCode::ServiceDown);
+    loopback_owner = 7;
+    EXPECT_TRUE(served->range_count(&wide, 1, sc, &c).ok());
+
+    // Reaped when its session is gone; reaping spares the living.
+    moving::Index* other = nullptr;
+    ASSERT_TRUE(moving::create(test_grid(), 1 << 20, sc, other).ok());
+    std::unique_ptr<moving::Index> own_other(other);
+    const int64_t held = moving::reap_indexes(-1, alive_all);
+    EXPECT_GE(held, 2);
+    EXPECT_TRUE(other->range_count(&wide, 1, sc, &c).ok());
+    EXPECT_EQ(moving::reap_indexes(-1, alive_none), held - 2);
+    EXPECT_EQ(other->range_count(&wide, 1, sc, &c).code, StatusCode::ServiceDown);
+    EXPECT_NE(std::strstr(other->range_count(&wide, 1, sc, &c).message, "mo_drop"), nullptr);
+
+    // Dropped: freed in the service.
+    moving::Index* third = nullptr;
+    ASSERT_TRUE(moving::create(test_grid(), 1 << 20, sc, third).ok());
+    std::unique_ptr<moving::Index> own_third(third);
+    const int64_t with_third = moving::reap_indexes(-1, alive_all);
+    EXPECT_TRUE(third->close(sc).ok());
+    EXPECT_EQ(moving::reap_indexes(-1, alive_all), with_third - 1);
 }
