@@ -163,6 +163,19 @@ bool context_healthy() {
     return cudaDeviceSynchronize() == cudaSuccess;
 }
 
+namespace {
+__global__ void trap_kernel() { __trap(); }
+}  // namespace
+
+Status test_trap() {
+    trap_kernel<<<1, 1, 0, thread_stream()>>>();
+    cudaError_t err = cudaStreamSynchronize(thread_stream());
+    if (err == cudaSuccess) err = cudaGetLastError();
+    if (err == cudaSuccess) return Status::Error(StatusCode::Internal, "the trap kernel did not fault");
+    return Status::Error(StatusCode::GpuError, "%s (%s), injected by approx_gpu.service_test_fault",
+                         cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
 int devices(DeviceInfo* out, int max) {
     char why[256];
     if (!available(why, sizeof why)) return 0;

@@ -80,6 +80,17 @@ SELECT (i->'queue'->>'in_use')::int AS in_use, (i->'queue'->>'staging_in_use_byt
 FROM approx_gpu.gpu_service_info() i;
 SELECT approx_gpu.topk(id, score, 3) AS after_cancel FROM pts;
 
+-- A GPU error in one call fails that call only (XX000): the service goes on,
+-- the same process serves the next call. (A fault that poisons the CUDA
+-- context restarts the service instead: test/service/restart.sh, with a GPU.)
+SELECT pid AS svc_pid FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service' \gset
+SET approx_gpu.service_test_fault = 'error';
+SELECT approx_gpu.topk(id, score, 3) FROM pts;
+RESET approx_gpu.service_test_fault;
+SELECT approx_gpu.topk(id, score, 3) AS after_error FROM pts;
+SELECT pid = :svc_pid AS same_service, (approx_gpu.gpu_service_info()->'requests'->>'failed')::int >= 1 AS failed_counted
+FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service';
+
 -- Moving-object indexes live in the service: they answer as in the backend,
 -- in parts when a batch is larger than one request may carry, and the
 -- service frees them on mo_drop (and when their backend exits, below).
@@ -110,6 +121,7 @@ RESET approx_gpu.use_service;
 CREATE ROLE gpu_service_user;
 SET ROLE gpu_service_user;
 SET approx_gpu.service_test_delay = '1s';
+SET approx_gpu.service_test_fault = 'error';
 RESET ROLE;
 DROP ROLE gpu_service_user;
 SET approx_gpu.service_engine = 'cpu';

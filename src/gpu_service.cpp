@@ -24,6 +24,14 @@ int service_staging_size_mb = 128;
 int service_queue_size = 256;
 int service_queue_timeout_ms = 10000;
 int service_test_delay_ms = 0;
+int service_test_fault = SERVICE_FAULT_NONE;
+
+static const struct config_enum_entry fault_options[] = {
+    {"none", SERVICE_FAULT_NONE, false},
+    {"error", SERVICE_FAULT_ERROR, false},
+    {"trap", SERVICE_FAULT_TRAP, false},
+    {nullptr, 0, false},
+};
 
 static const struct config_enum_entry engine_options[] = {
     {"gpu", SERVICE_ENGINE_GPU, false},
@@ -47,6 +55,12 @@ static void define_settings(void) {
                             "Tests only: each call of this session stays queued in the GPU service this long.",
                             nullptr, &service_test_delay_ms, 0, 0, 600000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
                             nullptr);
+    DefineCustomEnumVariable("approx_gpu.service_test_fault",
+                             "Tests only: each call of this session fails in the GPU service.",
+                             "error: the engine call answers with a GPU error (the service goes on); trap: a "
+                             "kernel faults on the GPU, which poisons the context (the service restarts).",
+                             &service_test_fault, SERVICE_FAULT_NONE, fault_options, PGC_SUSET, 0, nullptr, nullptr,
+                             nullptr);
     // The rest size the shared memory and the service: only with the library
     // preloaded (PostgreSQL allows PGC_POSTMASTER settings only then).
     if (!process_shared_preload_libraries_in_progress) return;

@@ -69,6 +69,7 @@ struct ServiceSlot {
     int32 cpu_threads;
     int64 gpu_memory_limit;
     int32 test_delay_ms;      // approx_gpu.service_test_delay: stay queued this long
+    int32 test_fault;         // approx_gpu.service_test_fault (ServiceTestFault)
     int64 rows;
     int32 n_in, n_out;
     uint64 in_off[approx::service::kMaxIn], in_bytes[approx::service::kMaxIn];

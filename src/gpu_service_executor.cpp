@@ -5,6 +5,7 @@
 // only atomics and semaphores in the shared segment (and glue_clock_ms, a
 // plain clock_gettime).
 #include "gpu_service_executor.h"
+#include "gpu_service_settings.h"
 
 #include <errno.h>
 #include <time.h>
@@ -178,6 +179,12 @@ void run_request(int index, int slot_no) {
         }
         if (ci >= 0 && s->cache_omitted && pinned == nullptr)
             st = Status::Error(StatusCode::NotServed, "resident input evicted");
+        else if (s->test_fault == SERVICE_FAULT_ERROR)
+            st = Status::Error(StatusCode::GpuError, "a GPU error injected by approx_gpu.service_test_fault");
+        else if (s->test_fault == SERVICE_FAULT_TRAP)
+            st = device >= 0 ? approx::gpu::test_trap()
+                             : Status::Error(StatusCode::GpuError, "a GPU error injected by approx_gpu.service_test_fault "
+                                                                   "(trap: the service runs the CPU engines)");
         else {
             approx::gpu::request_begin();
             st = approx::service::serve(ctx, r);

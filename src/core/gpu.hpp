@@ -89,4 +89,9 @@ void resident_free(void* device, size_t bytes);
 // postmaster starts a fresh one.
 bool context_healthy();
 
+// Tests only (approx_gpu.service_test_fault = trap): a kernel on the calling
+// thread's device that traps -- a real, sticky device fault. Returns the
+// GpuError the runtime reports; context_healthy() is false afterwards.
+Status test_trap();
+
 }  // namespace approx::gpu

@@ -41,5 +41,6 @@ Status resident_upload(const void*, size_t, void*& device) {
 }
 void resident_free(void*, size_t) {}
 bool context_healthy() { return true; }
+Status test_trap() { return Status::Error(StatusCode::NoGpu, "no GPU to fault"); }
 
 }  // namespace approx::gpu

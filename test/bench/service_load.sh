@@ -126,6 +126,23 @@ BEGIN
     (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(over) v);
 END $$;
 SQL
+PGOPTIONS="-c approx_gpu.device=gpu -c approx_gpu.use_service=off" q <<'SQL'
+DO $$
+DECLARE t0 timestamptz; e2e float8[] := '{}'; eng float8[] := '{}'; r jsonb;
+BEGIN
+  PERFORM approx_gpu.approx_count_many(s, lo, hi) FROM svc_syn, svc_boxes;
+  FOR i IN 1..30 LOOP
+    t0 := clock_timestamp();
+    PERFORM approx_gpu.approx_count_many(s, lo, hi) FROM svc_syn, svc_boxes;
+    e2e := e2e || extract(epoch FROM clock_timestamp() - t0)::float8 * 1000;
+    r := approx_gpu.last_run();
+    eng := eng || ((r->>'ms_compute')::float8 + (r->>'ms_transfer')::float8);
+  END LOOP;
+  RAISE NOTICE 'in-process (use_service = off), from the tables: end to end median % ms | the engine (compute + transfer) % ms',
+    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(e2e) v),
+    (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY v)::numeric, 3) FROM unnest(eng) v);
+END $$;
+SQL
 echo "target: end to end within 0.5 ms of the engine's own time"
 fi
 

@@ -74,3 +74,31 @@ if echo "$out" | grep -q "canceling statement due to statement timeout" && [ -n 
 else
   echo "not ok service: cancel while running: '$out', slot freed: ${freed:-no}, abandoned $before -> $after"
 fi
+
+# A real device fault (GPU engines only): a kernel that traps poisons the
+# service's CUDA context. The call that faulted gets the GPU error, the
+# service restarts itself (a fresh context) and serves again; the backends
+# are never restarted (no crash of a process with shared memory).
+engine=$($PSQL -qXAt -d "$db" -c "SELECT approx_gpu.gpu_service_info()->>'engine'")
+if [ "$engine" = gpu ]; then
+  old=$($PSQL -qXAt -d "$db" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service'")
+  watcher_pid=$($PSQL -qXAt -d "$db" -c "SELECT pg_backend_pid()")
+  out=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.service_test_fault = 'trap'" -c "SET approx_gpu.device = 'gpu'" \
+        -c "SET approx_gpu.gpu_min_rows = 0" -c "SELECT approx_gpu.topk(g, g::float8, 3) FROM generate_series(1, 1000) g" 2>&1)
+  back=""
+  for _ in $(seq 200); do
+    new=$($PSQL -qXAt -d "$db" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service'")
+    running=$($PSQL -qXAt -d "$db" -c "SELECT approx_gpu.gpu_service_info()->>'running'")
+    if [ -n "$new" ] && [ "$new" != "$old" ] && [ "$running" = true ]; then back=yes; break; fi
+    sleep 0.1
+  done
+  served=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.device = 'gpu'" -c "SET approx_gpu.gpu_min_rows = 0" \
+           -c "SELECT approx_gpu.topk(g, g::float8, 1) FROM generate_series(1, 10) g" 2>&1)
+  if echo "$out" | grep -q "injected by approx_gpu.service_test_fault" && [ -n "$back" ] && [ "$served" = '{"(10,10)"}' ]; then
+    echo "ok service: a device fault (trap) fails its call only; the service restarts with a fresh context and serves again"
+  else
+    echo "not ok service: device fault: '$out', new service: ${back:-no}, then: '$served'"
+  fi
+else
+  echo "ok service: a device fault (trap) # skip: the service runs the CPU engines"
+fi
