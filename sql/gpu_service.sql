@@ -7,6 +7,14 @@
 SELECT (approx_gpu.gpu_service_info()->>'preloaded')::boolean AS preloaded \gset
 \if :preloaded
 
+-- The service may still be starting (CUDA's initialisation takes seconds).
+DO $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+  WHILE NOT (approx_gpu.gpu_service_info()->>'running')::boolean AND clock_timestamp() - t0 < interval '60 s' LOOP
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
 -- One service process, in pg_stat_activity under its own backend_type.
 SELECT (i->>'running')::boolean AS running, i->>'engine' IN ('cpu', 'gpu') AS engine_known,
        (i->'queue'->>'slots')::int > 0 AS has_slots, (i->'queue'->>'in_use')::int AS in_use,
