@@ -7,11 +7,15 @@
 SELECT (approx_gpu.gpu_service_info()->>'preloaded')::boolean AS preloaded \gset
 \if :preloaded
 
--- The service may still be starting (CUDA's initialisation takes seconds).
+-- The service may still be starting (CUDA's initialisation takes seconds), or
+-- finishing a call an earlier suite cancelled (the engine stops at its next
+-- look at the cancel flag).
 DO $$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
-  WHILE NOT (approx_gpu.gpu_service_info()->>'running')::boolean AND clock_timestamp() - t0 < interval '60 s' LOOP
+  WHILE (NOT (approx_gpu.gpu_service_info()->>'running')::boolean
+         OR (approx_gpu.gpu_service_info()->'queue'->>'in_use')::int > 0)
+        AND clock_timestamp() - t0 < interval '60 s' LOOP
     PERFORM pg_sleep(0.1);
   END LOOP;
 END $$;
@@ -102,10 +106,10 @@ FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service';
 -- Moving-object indexes live in the service: they answer as in the backend,
 -- in parts when a batch is larger than one request may carry, and the
 -- service frees them on mo_drop (and when their backend exits, below).
-SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int AS indexes_before \gset
+SELECT (approx_gpu.gpu_service_info()->>'session_objects')::int AS indexes_before \gset
 SELECT approx_gpu.mo_create('svc_city', 0, 0, 100, 100, 16, 16);
 SELECT (approx_gpu.mo_info('svc_city')->>'gpu_service')::boolean AS in_service,
-       (approx_gpu.gpu_service_info()->>'moving_indexes')::int - :indexes_before AS new_indexes;
+       (approx_gpu.gpu_service_info()->>'session_objects')::int - :indexes_before AS new_indexes;
 SELECT approx_gpu.mo_load('svc_city', 'SELECT id::bigint, a, b FROM pts') AS loaded;
 SELECT approx_gpu.mo_range_count('svc_city', ARRAY[0, 10], ARRAY[0, 2], ARRAY[50, 96], ARRAY[8, 12]) AS served_counts,
        ARRAY[(SELECT count(*) FROM pts WHERE a <= 50 AND b <= 8),
@@ -117,9 +121,22 @@ SELECT approx_gpu.mo_update('svc_city', ARRAY[1, 2, 3]::bigint[], ARRAY[99.5, 99
 SELECT approx_gpu.mo_range_count('svc_city', ARRAY[99], ARRAY[99], ARRAY[100], ARRAY[100]) AS corner,
        (approx_gpu.mo_info('svc_city')->>'objects')::int AS objects;
 SELECT approx_gpu.mo_create('svc_gone', 0, 0, 1, 1, 2, 2);
-SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int - :indexes_before AS two_indexes;
+SELECT (approx_gpu.gpu_service_info()->>'session_objects')::int - :indexes_before AS two_indexes;
 SELECT approx_gpu.mo_drop('svc_gone');
-SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int - :indexes_before AS after_drop;
+SELECT (approx_gpu.gpu_service_info()->>'session_objects')::int - :indexes_before AS after_drop;
+-- Transitive closures go through the service too; a closure's result stays
+-- there while its pairs are read, then is freed.
+SELECT (approx_gpu.gpu_service_info()->>'session_objects')::int AS objects_before_closures \gset
+SELECT count(*) AS served_pairs, count(DISTINCT src) AS sources
+FROM approx_gpu.transitive_closure('SELECT id % 300, (id * 7) % 300 + 1 FROM pts WHERE id % 5 <> 0');
+SELECT approx_gpu.last_run()->>'service_ms_round_trip' IS NOT NULL AS went_through_service;
+SELECT approx_gpu.reachability_count('SELECT id % 300, (id * 7) % 300 + 1 FROM pts WHERE id % 5 <> 0') AS served_count,
+       (SELECT count(*) FROM approx_gpu.reachable('SELECT id % 300, (id * 7) % 300 + 1 FROM pts WHERE id % 5 <> 0', 3)) AS reachable_from_3;
+SET approx_gpu.use_service = off;
+SELECT count(*) AS in_backend_pairs, count(DISTINCT src) AS sources
+FROM approx_gpu.transitive_closure('SELECT id % 300, (id * 7) % 300 + 1 FROM pts WHERE id % 5 <> 0');
+RESET approx_gpu.use_service;
+SELECT (approx_gpu.gpu_service_info()->>'session_objects')::int - :objects_before_closures AS kept_after_closures;
 -- Without the service (use_service = off) the index stays out of reach: a clean error.
 SET approx_gpu.use_service = off;
 SELECT approx_gpu.mo_range_count('svc_city', ARRAY[0], ARRAY[0], ARRAY[1], ARRAY[1]);
@@ -169,16 +186,16 @@ SELECT approx_gpu.mo_drop('svc_city');
 SELECT approx_gpu.mo_create('svc_city', 0, 0, 100, 100, 16, 16);
 SELECT approx_gpu.mo_update('svc_city', ARRAY[1]::bigint[], ARRAY[1.0], ARRAY[1.0]) AS made_anew;
 -- A backend that exits leaves nothing behind in the service.
-CREATE TABLE svc_indexes AS SELECT (approx_gpu.gpu_service_info()->>'moving_indexes')::int AS n;
+CREATE TABLE svc_indexes AS SELECT (approx_gpu.gpu_service_info()->>'session_objects')::int AS n;
 \c
 DO $$
 DECLARE t0 timestamptz := clock_timestamp(); before int := (SELECT n FROM svc_indexes);
 BEGIN
   LOOP
-    EXIT WHEN (approx_gpu.gpu_service_info()->>'moving_indexes')::int < before OR clock_timestamp() - t0 > interval '10 s';
+    EXIT WHEN (approx_gpu.gpu_service_info()->>'session_objects')::int < before OR clock_timestamp() - t0 > interval '10 s';
     PERFORM pg_sleep(0.05);
   END LOOP;
-  RAISE NOTICE 'the ended session''s index freed within 10 s: %', (approx_gpu.gpu_service_info()->>'moving_indexes')::int = before - 1;
+  RAISE NOTICE 'the ended session''s index freed within 10 s: %', (approx_gpu.gpu_service_info()->>'session_objects')::int = before - 1;
 END $$;
 DROP TABLE svc_indexes;
 

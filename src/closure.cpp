@@ -3,6 +3,8 @@
 // streams the result into a tuplestore.
 #include "closure.h"
 
+#include "gpu_service.h"
+
 #include "runtime.h"
 #include "query_reader.h"
 #include "relation_reader.h"
@@ -120,6 +122,7 @@ static Datum closure_pairs(FunctionCallInfo fcinfo, bool relation) {
     h->callback.arg = h;
     MemoryContextRegisterResetCallback(rsinfo->econtext->ecxt_per_query_memory, &h->callback);
 
+    gpu_service_register_session();  // the result may stay in the GPU service; freed there if this backend exits
     approx::Status st = run_engine(fn, e.skipped, e.ms_read, [&](const approx::ExecContext& ctx) {
         return cl::compute(e.src, e.dst, static_cast<size_t>(e.n), opt, ctx, &h->result);
     });

@@ -137,7 +137,7 @@ static void service_shmem_startup(void) {
                                                              TYPEALIGN(sizeof(uint64), slots_end()));
         for (int i = 0; i < shared->n_owners; ++i) pg_atomic_init_u64(&shared->owners[i], 0);
         pg_atomic_init_u32(&shared->owners_changed, 0);
-        pg_atomic_init_u64(&shared->moving_indexes, 0);
+        pg_atomic_init_u64(&shared->session_objects, 0);
         shared->staging = reinterpret_cast<char*>(TYPEALIGN(kPage, reinterpret_cast<char*>(shared) + owners_end()));
         for (int i = 0; i < shared->n_slots; ++i) {
             pg_atomic_init_u32(&shared->slots[i].state, SLOT_FREE);

@@ -77,6 +77,7 @@ struct ServiceSlot {
     uint64 cache_key;
     int32 cache_in;
     int32 device_affinity;    // only this device's executor takes it (-1: any); Request::device
+    bool detached;            // nobody waits for the answer: the executor frees the slot (Request::detached)
     uint64 owner;             // the session's token (gpu_service_session_token), 0 if none
     bool cache_omitted;       // in[cache_in] was not copied: the backend saw its key resident
     uint64 staging_off, staging_bytes;
@@ -126,7 +127,7 @@ struct ServiceShared {
     int n_owners;
     pg_atomic_uint64* owners;
     pg_atomic_uint32 owners_changed;
-    pg_atomic_uint64 moving_indexes;  // indexes the service holds
+    pg_atomic_uint64 session_objects;  // what the service keeps for sessions (service::Held)
 
     int n_slots;
     uint64 staging_size;

@@ -161,6 +161,8 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
         }
         SpinLockRelease(&sh->lock);
         if (no >= 0) break;
+        if (req.detached)  // it must not wait: what it would free goes when this backend exits
+            return Status::Error(StatusCode::ServiceBusy, "the GPU service's queue is full");
         if (interrupted()) return approx::cancelled_status();
         if (glue_clock_ms() - t0 > timeout) {
             pg_atomic_fetch_add_u64(&sh->requests_timed_out, 1);
@@ -202,6 +204,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     s->cache_key = req.cache_key;
     s->cache_in = req.cache_in;
     s->device_affinity = req.device;
+    s->detached = req.detached;
     s->owner = gpu_service_session_token();
     s->cache_omitted = omit;
     s->backend_pid = MyProcPid;
@@ -213,6 +216,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     pg_write_barrier();
     pg_atomic_write_u32(&s->state, SLOT_QUEUED);
     for (int i = 0; i < sh->n_executors && i < kServiceMaxDevices; ++i) (void)sem_post(&sh->executor_wake[i]);
+    if (req.detached) return Status::Ok();  // the slot is the service's now: it frees it when done
 
     for (;;) {
         uint32 state = pg_atomic_read_u32(&s->state);
@@ -381,7 +385,7 @@ APPROX_FUNCTION(approx_gpu_service_info) {
 
     const int64 hits = static_cast<int64>(pg_atomic_read_u64(&sh->cache_hits));
     const int64 misses = static_cast<int64>(pg_atomic_read_u64(&sh->cache_misses));
-    j.add_int("moving_indexes", static_cast<int64>(pg_atomic_read_u64(&sh->moving_indexes)));
+    j.add_int("session_objects", static_cast<int64>(pg_atomic_read_u64(&sh->session_objects)));
     j.begin_object("cache");
     j.add_int("limit_bytes", static_cast<int64>(service_cache_size_mb) * 1024 * 1024);
     j.add_int("entries", sh->cache.entries);

@@ -91,9 +91,10 @@ void publish_cache(void) {
 
 bool owner_alive(uint64_t owner) { return gpu_service_session_alive(sh, owner); }
 
-// Frees the moving-object indexes of this device whose sessions have ended.
+// Frees what this device keeps for sessions that have ended (moving-object
+// indexes, closure results).
 void reap(int device) {
-    pg_atomic_write_u64(&sh->moving_indexes, static_cast<uint64>(approx::moving::reap_indexes(device, owner_alive)));
+    pg_atomic_write_u64(&sh->session_objects, static_cast<uint64>(approx::service::reap_held(device, owner_alive)));
 }
 
 // Publishes the answer of a RUNNING slot: DONE, and its backend woken -- or,
@@ -103,7 +104,11 @@ void finish_request(int slot_no) {
     ServiceSlot* s = &sh->slots[slot_no];
     pg_write_barrier();
     uint32 expected = SLOT_RUNNING;
-    if (pg_atomic_compare_exchange_u32(&s->state, &expected, SLOT_DONE)) {
+    if (s->detached) {  // nobody waits: free the slot (RUNNING, or ABANDONED by a new incarnation's reset)
+        s->staging_bytes = 0;
+        pg_write_barrier();
+        pg_atomic_write_u32(&s->state, SLOT_FREE);
+    } else if (pg_atomic_compare_exchange_u32(&s->state, &expected, SLOT_DONE)) {
         (void)sem_post(&s->answered);  // fails only on overflow: the backend's next look finds DONE anyway
     } else {
         s->staging_bytes = 0;
@@ -200,7 +205,7 @@ void run_request(int index, int slot_no) {
     pg_atomic_fetch_add_u64(st.ok() ? &sh->requests_done : &sh->requests_failed, 1);
     if (device >= 0 && device < kServiceMaxDevices) sh->pools[device] = approx::gpu::pool_info(device);
     publish_cache();
-    if (r.op == approx::service::Op::MovingIndex) reap(device);
+    if (r.op == approx::service::Op::MovingIndex || r.op == approx::service::Op::Closure) reap(device);
 
     finish_request(slot_no);
 }

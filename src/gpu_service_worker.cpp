@@ -175,7 +175,7 @@ extern "C" PGDLLEXPORT void approx_gpu_service_main(Datum arg) {
     sh->started_at = GetCurrentTimestamp();
     sh->starts += 1;
 
-    pg_atomic_write_u64(&sh->moving_indexes, 0);  // an earlier incarnation's indexes died with it
+    pg_atomic_write_u64(&sh->session_objects, 0);  // an earlier incarnation's objects died with it
     approx::service::cache_configure(static_cast<int64>(service_cache_size_mb) * 1024 * 1024, start.gpu);
     const int n_executors = start.gpu ? sh->n_devices : cpu_engine ? 1 : 0;
     before_shmem_exit(service_shutdown, 0);

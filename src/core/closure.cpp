@@ -10,6 +10,7 @@
 
 #include "bitslice.hpp"
 #include "closure_internal.hpp"
+#include "service.hpp"
 
 namespace approx::closure {
 
@@ -479,10 +480,15 @@ Status close_matrix(uint64_t* bits, int64_t n, int64_t ld, const ExecContext& ct
 }
 
 Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
-                   const ExecContext& ctx, int64_t& pairs) {
+                   const ExecContext& caller, int64_t& pairs) {
     pairs = 0;
-    if (ctx.stats) ctx.stats->rows = static_cast<int64_t>(n_edges);
+    if (caller.stats) caller.stats->rows = static_cast<int64_t>(n_edges);
     if (n_edges == 0) return Status::Ok();
+    ExecContext ctx = caller;
+    if (service::wanted(caller, static_cast<int64_t>(n_edges))) {
+        Status st = count_pairs_in_service(src, dst, n_edges, opt, caller, pairs);
+        if (!service::fall_back(caller, st, ctx)) return st;
+    }
     auto cpu = [&]() -> Status {
         HostResult r;
         APPROX_TRY(cpu_closure(src, dst, n_edges, opt, ctx, r));
@@ -504,10 +510,18 @@ Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const
     return st;
 }
 
-Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt, const ExecContext& ctx,
+Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt, const ExecContext& caller,
                Result** out) {
     *out = nullptr;
-    if (ctx.stats) ctx.stats->rows = static_cast<int64_t>(n_edges);
+    if (caller.stats) caller.stats->rows = static_cast<int64_t>(n_edges);
+    ExecContext ctx = caller;
+    if (n_edges > 0 && service::wanted(caller, static_cast<int64_t>(n_edges))) {
+        Status st = compute_in_service(src, dst, n_edges, opt, caller, out);
+        if (!service::fall_back(caller, st, ctx)) {
+            if (st.ok() && caller.stats) caller.stats->add("pairs", static_cast<double>(result_pairs(*out)));
+            return st;
+        }
+    }
     auto cpu = [&]() -> Status {
         std::unique_ptr<HostResult> r(new HostResult());
         if (n_edges > 0) APPROX_TRY(cpu_closure(src, dst, n_edges, opt, ctx, *r));
@@ -583,11 +597,16 @@ Status next_pairs(Result* r, int64_t* src_out, int64_t* dst_out, size_t cap, siz
 
 void release(Result* r) noexcept { delete r; }
 
-Status reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t source, const ExecContext& ctx,
+Status reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t source, const ExecContext& caller,
                  int64_t* out, size_t cap, size_t& n) {
     n = 0;
-    if (ctx.stats) ctx.stats->rows = static_cast<int64_t>(n_edges);
+    if (caller.stats) caller.stats->rows = static_cast<int64_t>(n_edges);
     if (n_edges == 0) return Status::Ok();
+    ExecContext ctx = caller;
+    if (service::wanted(caller, static_cast<int64_t>(n_edges))) {
+        Status st = reachable_in_service(src, dst, n_edges, source, caller, out, cap, n);
+        if (!service::fall_back(caller, st, ctx)) return st;
+    }
     return dispatch(ctx, static_cast<int64_t>(n_edges),
                     [&] { return cpu_reachable(src, dst, n_edges, source, ctx, out, cap, n); },
                     APPROX_GPU(gpu::reachable(src, dst, n_edges, source, ctx, out, cap, n)));

@@ -7,14 +7,12 @@
 // CUDA context for moving objects either, and the index's memory comes from
 // the service's pool.
 //
-// The service keys its indexes by handle (its start number and a counter, so
-// a handle from an earlier incarnation is never taken for a new index) and
-// owner (the session, see Served::owner): a request naming another session's
-// handle finds nothing. The service frees an index on mo_drop (close()), and
-// frees the indexes of a backend that exits (reap_indexes, called by the
-// executors when the glue reports an exit). When the service itself restarts,
-// its indexes are gone; their proxies answer every call with an error that
-// says so.
+// The service keeps its indexes as session state (service::hold: by handle,
+// for the session and device that made them; a handle from an earlier
+// incarnation or another session finds nothing). It frees an index on
+// mo_drop (close()) and when the backend exits (service::reap_held). When the
+// service itself restarts, its indexes are gone; their proxies answer every
+// call with an error that says so.
 //
 // Batches larger than one request may carry (the staging area is shared by
 // every backend) go in parts: the service collects the parts of an update or
@@ -25,8 +23,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "moving.hpp"
@@ -60,10 +56,8 @@ struct IndexReply {
 
 // ---- the service's side ----------------------------------------------------------------
 
-struct Held {
+struct Held final : service::Held {
     std::unique_ptr<Index> index;
-    uint64_t owner = 0;
-    int device = -1;
     // An update or delete arriving in parts.
     std::vector<int64_t> ids;
     std::vector<double> xs, ys;
@@ -72,13 +66,6 @@ struct Held {
     Rect listed_q{0, 0, 0, 0};
     std::vector<int64_t> list;
 };
-
-struct Registry {
-    std::mutex lock;
-    std::unordered_map<uint64_t, std::shared_ptr<Held>> held;
-    uint32_t counter = 0;
-};
-Registry registry;
 
 template <class T>
 void release(std::vector<T>& v) {
@@ -92,12 +79,6 @@ void reply_for(const Held& h, uint64_t handle, int64_t result, IndexReply& r) {
     r.bytes = h.index->bytes();
     h.index->info(r.info);
     r.info.in_service = true;
-}
-
-Status lost() {
-    return Status::Error(StatusCode::ServiceDown,
-                         "the GPU service restarted since the index was created, and its objects are gone; drop it "
-                         "(mo_drop) and create it again");
 }
 
 // An update or delete part: collected until the last one, then applied.
@@ -179,37 +160,25 @@ Status serve_index(const ExecContext& ctx, const service::Served& req) {
     APPROX_TRY(req.param(0, p));
     IndexReply* reply = nullptr;
     APPROX_TRY(req.output(0, 1, reply));
-    if (req.owner == 0) return Status::Error(StatusCode::Internal, "GPU service: a moving-object index needs a session");
     if (p.what == IndexOp::Create) {
         Index* made = nullptr;
         APPROX_TRY(create(p.grid, p.max_cells, ctx, made, p.budget));  // the service's engines (no transport here)
-        auto h = std::make_shared<Held>();
-        h->index.reset(made);
-        h->owner = req.owner;
-        h->device = req.device;
-        uint64_t handle = 0;
+        std::shared_ptr<Held> h;
         APPROX_TRY(guarded([&] {
-            std::lock_guard<std::mutex> g(registry.lock);
-            handle = (uint64_t(req.incarnation) << 32) | ++registry.counter;
-            registry.held[handle] = h;
+            h = std::make_shared<Held>();
             return Status::Ok();
         }));
+        h->index.reset(made);
+        if (ctx.cancelled()) return cancelled_status();  // its backend stopped waiting: keep nothing
+        uint64_t handle = 0;
+        APPROX_TRY(service::hold(req, h, handle));
         reply_for(*h, handle, 0, *reply);
         return Status::Ok();
     }
-    std::shared_ptr<Held> h;
-    {
-        std::lock_guard<std::mutex> g(registry.lock);
-        auto f = registry.held.find(p.handle);
-        if (f != registry.held.end() && f->second->owner == req.owner) h = f->second;
-    }
-    if (!h) return lost();
-    if (h->device != req.device)
-        return Status::Error(StatusCode::Internal, "GPU service: index request on device %d, held on %d", req.device,
-                             h->device);
+    std::shared_ptr<Held> h = std::static_pointer_cast<Held>(service::held(req, p.handle, service::Op::MovingIndex));
+    if (!h) return service::lost_held();
     if (p.what == IndexOp::Drop) {
-        std::lock_guard<std::mutex> g(registry.lock);
-        registry.held.erase(p.handle);
+        service::unhold(p.handle);
         return Status::Ok();  // freed with the last reference, on this executor's thread
     }
     h->index->set_budget(p.budget);
@@ -237,26 +206,6 @@ Status serve_index(const ExecContext& ctx, const service::Served& req) {
     }
     reply_for(*h, p.handle, result, *reply);
     return Status::Ok();
-}
-
-int64_t reap_indexes(int device, bool (*alive)(uint64_t owner)) {
-    std::vector<std::shared_ptr<Held>> gone;  // freed below, outside the lock
-    int64_t left = 0;
-    try {
-        std::lock_guard<std::mutex> g(registry.lock);
-        for (auto it = registry.held.begin(); it != registry.held.end();) {
-            if (it->second->device == device && !alive(it->second->owner)) {
-                gone.push_back(std::move(it->second));
-                it = registry.held.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        left = static_cast<int64_t>(registry.held.size());
-    } catch (...) {
-        // A failed push_back: the rest are freed on the next call.
-    }
-    return left;
 }
 
 // ---- the backend's side ----------------------------------------------------------------

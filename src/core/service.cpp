@@ -21,6 +21,7 @@ const char* op_name(Op op) {
         case Op::KdeBandwidth: return "kde bandwidth";
         case Op::HashjoinCount: return "hash join count";
         case Op::MovingIndex: return "moving-object index";
+        case Op::Closure: return "transitive closure";
         case Op::None:
         case Op::Count: break;
     }
@@ -81,6 +82,7 @@ Status serve(const ExecContext& ctx, const Served& req) {
             case Op::KdeBandwidth: return kde::serve_bandwidth(ctx, req);
             case Op::HashjoinCount: return hashjoin::serve_join_count(ctx, req);
             case Op::MovingIndex: return moving::serve_index(ctx, req);
+            case Op::Closure: return closure::serve_closure(ctx, req);
             case Op::None:
             case Op::Count: break;
         }
@@ -228,6 +230,80 @@ int cache_keys(uint64_t* keys, int max) {
 void cache_clear(int device) {
     std::lock_guard<std::mutex> g(cache.lock);
     evict_for(device, cache.limit + 1);
+}
+
+// ---- what the service keeps for sessions ------------------------------------------------
+
+namespace {
+
+struct HeldRegistry {
+    std::mutex lock;
+    std::unordered_map<uint64_t, std::shared_ptr<Held>> objects;
+    uint32_t counter = 0;
+};
+HeldRegistry registry;
+
+}  // namespace
+
+Status hold(const Served& req, std::shared_ptr<Held> h, uint64_t& handle) {
+    handle = 0;
+    if (req.owner == 0)  // not a registered session: the caller runs it in its backend
+        return Status::Error(StatusCode::NotServed, "only a session may keep state in the GPU service");
+    h->kind = req.op;
+    h->owner = req.owner;
+    h->device = req.device;
+    return guarded([&] {
+        std::lock_guard<std::mutex> g(registry.lock);
+        handle = (uint64_t(req.incarnation) << 32) | ++registry.counter;
+        registry.objects[handle] = std::move(h);
+        return Status::Ok();
+    });
+}
+
+std::shared_ptr<Held> held(const Served& req, uint64_t handle, Op kind) {
+    std::lock_guard<std::mutex> g(registry.lock);
+    auto f = registry.objects.find(handle);
+    if (f == registry.objects.end()) return nullptr;
+    const Held& h = *f->second;
+    if (h.owner != req.owner || h.kind != kind || h.device != req.device) return nullptr;
+    return f->second;
+}
+
+void unhold(uint64_t handle) {
+    std::shared_ptr<Held> last;  // freed after the lock, on the calling (the device's) thread
+    std::lock_guard<std::mutex> g(registry.lock);
+    auto f = registry.objects.find(handle);
+    if (f == registry.objects.end()) return;
+    last = std::move(f->second);
+    registry.objects.erase(f);
+}
+
+Status lost_held() {
+    return Status::Error(StatusCode::ServiceDown,
+                         "the GPU service restarted since this was made there, and it is gone; make it again "
+                         "(a moving-object index: mo_drop, then mo_create)");
+}
+
+int64_t reap_held(int device, bool (*alive)(uint64_t owner)) {
+    std::vector<std::shared_ptr<Held>> gone;  // freed below, outside the lock
+    int64_t left = 0;
+    {
+        std::lock_guard<std::mutex> g(registry.lock);
+        try {
+            for (auto it = registry.objects.begin(); it != registry.objects.end();) {
+                if (it->second->device == device && !alive(it->second->owner)) {
+                    gone.push_back(std::move(it->second));
+                    it = registry.objects.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        } catch (...) {
+            // A failed push_back: the rest go on the next call.
+        }
+        left = static_cast<int64_t>(registry.objects.size());
+    }
+    return left;
 }
 
 }  // namespace approx::service

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "exec.hpp"
@@ -35,6 +36,7 @@ enum class Op : uint32_t {
     KdeBandwidth,      // kde::bandwidth / plugin_bandwidth / lscv / lscv_objective
     HashjoinCount,     // hashjoin::join_count
     MovingIndex,       // a moving-object index held by the service (moving_served.cpp)
+    Closure,           // closure::count_pairs / reachable / compute and its rows (closure_served.cpp)
     Count
 };
 const char* op_name(Op op);
@@ -59,6 +61,9 @@ struct Request {
     // Only the executor of this device may run it (-1: any): a request on
     // state the service holds for the backend (a moving-object index).
     int device = -1;
+    // Queue it and return at once (no answer, no outputs): freeing what the
+    // service keeps, from code that must not wait (an abort's cleanup).
+    bool detached = false;
     alignas(16) unsigned char params[kMaxParamBytes];
 
     Request(Op o, int64_t r) : op(o), rows(r) {}
@@ -170,6 +175,28 @@ int cache_keys(uint64_t* keys, int max);
 // Drops every unpinned entry of `device` (from that device's executor thread).
 void cache_clear(int device);
 
+// ---- what the service keeps for a session between requests -----------------------------
+
+// A moving-object index, a closure's result: kept by handle for the session
+// that made it, on the device that made it. Freed when the session asks,
+// when it ends (reap_held) or with the service.
+struct Held {
+    virtual ~Held() = default;
+    Op kind = Op::None;
+    uint64_t owner = 0;
+    int device = -1;
+};
+// Keeps h for req's session and device; handle = (incarnation << 32) | counter.
+Status hold(const Served& req, std::shared_ptr<Held> h, uint64_t& handle);
+// What handle names if it is req's session's, of this kind, on this device;
+// else null (lost_held() is the error to answer).
+std::shared_ptr<Held> held(const Served& req, uint64_t handle, Op kind);
+void unhold(uint64_t handle);
+Status lost_held();
+// Frees what `device` keeps for sessions that ended (alive(owner) false); the
+// device's executor calls it. Returns how many objects the service keeps.
+int64_t reap_held(int device, bool (*alive)(uint64_t owner));
+
 }  // namespace approx::service
 
 // The operations' service entry points, next to each engine's public function.
@@ -187,7 +214,7 @@ Status serve_join_count(const ExecContext& ctx, const service::Served& req);
 }
 namespace approx::moving {
 Status serve_index(const ExecContext& ctx, const service::Served& req);
-// Frees the indexes of `device` whose owner is gone (alive(owner) false);
-// called by that device's executor. Returns how many the service holds.
-int64_t reap_indexes(int device, bool (*alive)(uint64_t owner));
+}
+namespace approx::closure {
+Status serve_closure(const ExecContext& ctx, const service::Served& req);
 }

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "core/closure.hpp"
 #include "core/hashjoin.hpp"
 #include "core/kde.hpp"
 #include "core/moving.hpp"
@@ -416,10 +417,10 @@ TEST(ServiceLoopback, MovingIndexAnswersAsLocal) {
     moving::Index* other = nullptr;
     ASSERT_TRUE(moving::create(test_grid(), 1 << 20, sc, other).ok());
     std::unique_ptr<moving::Index> own_other(other);
-    const int64_t held = moving::reap_indexes(-1, alive_all);
+    const int64_t held = service::reap_held(-1, alive_all);
     EXPECT_GE(held, 2);
     EXPECT_TRUE(other->range_count(&wide, 1, sc, &c).ok());
-    EXPECT_EQ(moving::reap_indexes(-1, alive_none), held - 2);
+    EXPECT_EQ(service::reap_held(-1, alive_none), held - 2);
     EXPECT_EQ(other->range_count(&wide, 1, sc, &c).code, StatusCode::ServiceDown);
     EXPECT_NE(std::strstr(other->range_count(&wide, 1, sc, &c).message, "mo_drop"), nullptr);
 
@@ -427,7 +428,64 @@ TEST(ServiceLoopback, MovingIndexAnswersAsLocal) {
     moving::Index* third = nullptr;
     ASSERT_TRUE(moving::create(test_grid(), 1 << 20, sc, third).ok());
     std::unique_ptr<moving::Index> own_third(third);
-    const int64_t with_third = moving::reap_indexes(-1, alive_all);
+    const int64_t with_third = service::reap_held(-1, alive_all);
     EXPECT_TRUE(third->close(sc).ok());
-    EXPECT_EQ(moving::reap_indexes(-1, alive_all), with_third - 1);
+    EXPECT_EQ(service::reap_held(-1, alive_all), with_third - 1);
+}
+
+// Closures through the service: the count, the reachable set and the pairs
+// (a result the service keeps, read row block by row block) are the local
+// ones, in the same order; releasing the result frees it in the service.
+TEST(ServiceLoopback, ClosureAnswersAsLocal) {
+    std::mt19937_64 g(5);
+    const size_t n = 3000;
+    std::vector<int64_t> src(n), dst(n);
+    for (size_t i = 0; i < n; ++i) {
+        src[i] = static_cast<int64_t>(g() % 500) * 7;  // sparse ids
+        dst[i] = static_cast<int64_t>(g() % 500) * 7;
+    }
+    ExecContext sc = served_ctx();
+    closure::Options opt;
+    int64_t a = -1, b = -2;
+    ASSERT_TRUE(closure::count_pairs(src.data(), dst.data(), n, opt, cpu_ctx(), a).ok());
+    const int before = loopback_calls;
+    ASSERT_TRUE(closure::count_pairs(src.data(), dst.data(), n, opt, sc, b).ok());
+    EXPECT_EQ(loopback_calls, before + 1);
+    EXPECT_EQ(a, b);
+
+    std::vector<int64_t> ra(2 * n + 1), rb(2 * n + 1);
+    size_t na = 0, nb = 0;
+    ASSERT_TRUE(closure::reachable(src.data(), dst.data(), n, 21, cpu_ctx(), ra.data(), ra.size(), na).ok());
+    ASSERT_TRUE(closure::reachable(src.data(), dst.data(), n, 21, sc, rb.data(), rb.size(), nb).ok());
+    ASSERT_EQ(na, nb);
+    ra.resize(na);
+    rb.resize(nb);
+    EXPECT_EQ(ra, rb);
+
+    const int64_t held_before = service::reap_held(-1, alive_all);
+    closure::Result* local = nullptr;
+    closure::Result* served = nullptr;
+    ASSERT_TRUE(closure::compute(src.data(), dst.data(), n, opt, cpu_ctx(), &local).ok());
+    ASSERT_TRUE(closure::compute(src.data(), dst.data(), n, opt, sc, &served).ok());
+    EXPECT_EQ(service::reap_held(-1, alive_all), held_before + 1);
+    EXPECT_EQ(closure::result_pairs(local), closure::result_pairs(served));
+    EXPECT_EQ(closure::result_vertices(local), closure::result_vertices(served));
+    std::vector<int64_t> sa(1000), da(1000), sb(1000), db(1000);
+    int64_t total = 0;
+    for (;;) {
+        size_t ka = 0, kb = 0;
+        ASSERT_TRUE(closure::next_pairs(local, sa.data(), da.data(), sa.size(), ka).ok());
+        ASSERT_TRUE(closure::next_pairs(served, sb.data(), db.data(), sb.size(), kb).ok());
+        ASSERT_EQ(ka, kb);
+        if (ka == 0) break;
+        for (size_t i = 0; i < ka; ++i) {
+            ASSERT_EQ(sa[i], sb[i]) << total + static_cast<int64_t>(i);
+            ASSERT_EQ(da[i], db[i]) << total + static_cast<int64_t>(i);
+        }
+        total += static_cast<int64_t>(ka);
+    }
+    EXPECT_EQ(total, closure::result_pairs(local));
+    closure::release(local);
+    closure::release(served);
+    EXPECT_EQ(service::reap_held(-1, alive_all), held_before);
 }
