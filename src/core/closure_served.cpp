@@ -223,15 +223,25 @@ Status serve_closure(const ExecContext& ctx, const service::Served& req) {
 
 // ---- the backend's side (called by the engine functions in closure.cpp) -----------------
 
+namespace {
+
+// A request over the edge list (on any executor).
+Status edge_request(ClosureParams p, const ExecContext& ctx, const int64_t* src, const int64_t* dst, size_t n_edges,
+                    void* out, size_t out_bytes, ClosureReply& reply) {
+    p.n_edges = n_edges;
+    return one_request(ctx, p, -1, src, n_edges * sizeof(int64_t), dst, n_edges * sizeof(int64_t), out, out_bytes,
+                       reply);
+}
+
+}  // namespace
+
 Status count_pairs_in_service(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
                               const ExecContext& ctx, int64_t& pairs) {
     ClosureParams p;
     p.what = ClosureOp::CountPairs;
     p.opt = opt;
-    p.n_edges = n_edges;
     ClosureReply reply;
-    APPROX_TRY(one_request(ctx, p, -1, src, n_edges * sizeof(int64_t), dst, n_edges * sizeof(int64_t), nullptr, 0,
-                           reply));
+    APPROX_TRY(edge_request(p, ctx, src, dst, n_edges, nullptr, 0, reply));
     pairs = reply.value;
     return Status::Ok();
 }
@@ -240,12 +250,10 @@ Status reachable_in_service(const int64_t* src, const int64_t* dst, size_t n_edg
                             const ExecContext& ctx, int64_t* out, size_t cap, size_t& n) {
     ClosureParams p;
     p.what = ClosureOp::Reachable;
-    p.n_edges = n_edges;
     p.source = source;
     p.count = static_cast<int64_t>(cap);
     ClosureReply reply;
-    APPROX_TRY(one_request(ctx, p, -1, src, n_edges * sizeof(int64_t), dst, n_edges * sizeof(int64_t), out,
-                           cap * sizeof(int64_t), reply));
+    APPROX_TRY(edge_request(p, ctx, src, dst, n_edges, out, cap * sizeof(int64_t), reply));
     n = static_cast<size_t>(reply.value);
     return Status::Ok();
 }
@@ -255,10 +263,8 @@ Status compute_in_service(const int64_t* src, const int64_t* dst, size_t n_edges
     ClosureParams p;
     p.what = ClosureOp::Compute;
     p.opt = opt;
-    p.n_edges = n_edges;
     ClosureReply reply;
-    APPROX_TRY(one_request(ctx, p, -1, src, n_edges * sizeof(int64_t), dst, n_edges * sizeof(int64_t), nullptr, 0,
-                           reply));
+    APPROX_TRY(edge_request(p, ctx, src, dst, n_edges, nullptr, 0, reply));
     std::unique_ptr<ServedResult> r;
     Status st = guarded([&] {
         r.reset(new ServedResult());
