@@ -3,6 +3,9 @@
 // backends' side is gpu_service_client.cpp.
 #include "gpu_service.h"
 
+#include <errno.h>
+#include <time.h>
+
 extern "C" {
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -153,6 +156,20 @@ static void service_shmem_startup(void) {
 }
 
 ServiceShared* gpu_service_shared(void) { return shared; }
+
+void gpu_service_wake_executors(ServiceShared* sh) {
+    for (int i = 0; i < sh->n_executors && i < kServiceMaxDevices; ++i) (void)sem_post(&sh->executor_wake[i]);
+}
+
+void gpu_service_sem_wait(sem_t* sem, long ms) {
+    timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += ms * 1000 * 1000;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    while (sem_clockwait(sem, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR) {
+    }
+}
 
 // ---- registration ----------------------------------------------------------------------
 

@@ -142,6 +142,12 @@ void gpu_service_init(void);
 // The service's shared state, or null when the library was not preloaded.
 ServiceShared* gpu_service_shared(void);
 
+// Wake-ups (no PostgreSQL call: the executor threads use them too). Posts
+// every executor's semaphore; waits on a semaphore up to ms (a signal does
+// not end the wait early: the deadline does).
+void gpu_service_wake_executors(ServiceShared* sh);
+void gpu_service_sem_wait(sem_t* sem, long ms);
+
 // Registers this session as one that may hold state in the service (before
 // mo_create: an exit callback frees it when the backend exits). May raise.
 void gpu_service_register_session(void);

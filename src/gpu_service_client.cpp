@@ -6,8 +6,6 @@
 // away come back as a Status, and the glue raises after the engine returns.
 #include "gpu_service.h"
 
-#include <time.h>
-
 #include <algorithm>
 
 extern "C" {
@@ -59,20 +57,6 @@ bool key_resident(ServiceShared* sh, uint64 key) {
     for (uint32 i = 0; i < n; ++i)
         if (sh->cache_keys[i] == key) return true;
     return false;
-}
-
-// Waits up to ms for slot s's answer (its semaphore). A signal does not cut
-// the wait short (PostgreSQL's handlers restart system calls), so the slice
-// is what a cancel waits at most.
-void wait_for_answer(ServiceSlot* s, long ms) {
-    timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += ms * 1000 * 1000;
-    while (until.tv_nsec >= 1000000000L) {
-        until.tv_sec += 1;
-        until.tv_nsec -= 1000000000L;
-    }
-    (void)sem_clockwait(&s->answered, CLOCK_MONOTONIC, &until);  // EINTR, ETIMEDOUT: the caller looks again
 }
 
 void wait_a_little(long ms) {
@@ -215,7 +199,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     s->submitted_ms = submitted;
     pg_write_barrier();
     pg_atomic_write_u32(&s->state, SLOT_QUEUED);
-    for (int i = 0; i < sh->n_executors && i < kServiceMaxDevices; ++i) (void)sem_post(&sh->executor_wake[i]);
+    gpu_service_wake_executors(sh);
     if (req.detached) return Status::Ok();  // the slot is the service's now: it frees it when done
 
     for (;;) {
@@ -253,7 +237,8 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
                                  "waited %d ms for the GPU service to start the call (approx_gpu.gpu_queue_timeout)",
                                  service_queue_timeout_ms);
         }
-        wait_for_answer(s, 10);
+        // A signal does not end the wait early, so the slice is what a cancel waits at most.
+        gpu_service_sem_wait(&s->answered, 10);
     }
 }
 
@@ -279,7 +264,7 @@ void session_ended(int, Datum) {
     uint64 mine = session_token;
     (void)pg_atomic_compare_exchange_u64(&sh->owners[session_index], &mine, 0);
     pg_atomic_fetch_add_u32(&sh->owners_changed, 1);
-    for (int i = 0; i < sh->n_executors && i < kServiceMaxDevices; ++i) (void)sem_post(&sh->executor_wake[i]);
+    gpu_service_wake_executors(sh);
     session_token = 0;
 }
 

@@ -7,9 +7,6 @@
 #include "gpu_service_executor.h"
 #include "gpu_service_settings.h"
 
-#include <errno.h>
-#include <time.h>
-
 #include <atomic>
 #include <thread>
 
@@ -104,18 +101,15 @@ void finish_request(int slot_no) {
     ServiceSlot* s = &sh->slots[slot_no];
     pg_write_barrier();
     uint32 expected = SLOT_RUNNING;
-    if (s->detached) {  // nobody waits: free the slot (RUNNING, or ABANDONED by a new incarnation's reset)
-        s->staging_bytes = 0;
-        pg_write_barrier();
-        pg_atomic_write_u32(&s->state, SLOT_FREE);
-    } else if (pg_atomic_compare_exchange_u32(&s->state, &expected, SLOT_DONE)) {
+    if (!s->detached && pg_atomic_compare_exchange_u32(&s->state, &expected, SLOT_DONE)) {
         (void)sem_post(&s->answered);  // fails only on overflow: the backend's next look finds DONE anyway
-    } else {
-        s->staging_bytes = 0;
-        pg_write_barrier();
-        pg_atomic_write_u32(&s->state, SLOT_FREE);
-        pg_atomic_fetch_add_u64(&sh->requests_abandoned, 1);
+        return;
     }
+    // Nobody waits (a detached request), or nobody waits any more (abandoned).
+    s->staging_bytes = 0;
+    pg_write_barrier();
+    pg_atomic_write_u32(&s->state, SLOT_FREE);
+    if (!s->detached) pg_atomic_fetch_add_u64(&sh->requests_abandoned, 1);
 }
 
 void run_request(int index, int slot_no) {
@@ -215,15 +209,7 @@ void run_request(int index, int slot_no) {
 // before them).
 void wait_for_work(int index) {
     sem_t* sem = &sh->executor_wake[index];
-    timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += 20 * 1000 * 1000;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec += 1;
-        until.tv_nsec -= 1000000000L;
-    }
-    while (sem_clockwait(sem, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR) {
-    }
+    gpu_service_sem_wait(sem, 20);
     while (sem_trywait(sem) == 0) {
     }
 }
@@ -242,7 +228,7 @@ void executor_main(int index) {
                 run_request(index, slot);
             } catch (...) {
                 // Only a failed allocation of the bookkeeping can land here: answer
-                // with an error (no wake-up list: that allocates too; the backend polls).
+                // with an error.
                 ServiceSlot* s = &sh->slots[slot];
                 running_cancel[index].store(nullptr);
                 s->status_code = static_cast<int32>(StatusCode::OutOfMemory);
@@ -282,9 +268,7 @@ bool start(ServiceShared* shared, int n, bool gpu) noexcept {
     }
 }
 
-void wake() {
-    for (int i = 0; i < n_executors; ++i) (void)sem_post(&sh->executor_wake[i]);
-}
+void wake() { gpu_service_wake_executors(sh); }
 
 
 void stop() {

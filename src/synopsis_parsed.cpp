@@ -44,7 +44,7 @@ const SynValue* synopsis_arg_shared(FunctionCallInfo fcinfo, int argno) {
     for (const Parsed& e : entries)
         if (e.value && e.len == len && memcmp(e.bytes, data, len) == 0) return e.value;
     const bytea* b = reinterpret_cast<const bytea*>(pg_detoast_datum_packed(raw));
-    if (len > kMaxEntryBytes) return stored_value(b);
+    if (VARSIZE_ANY_EXHDR(b) > kMaxEntryBytes) return stored_value(b);  // the parsed value is this large
     Parsed& e = entries[next_entry];
     next_entry = (next_entry + 1) % kEntries;
     if (e.mcxt) MemoryContextDelete(e.mcxt);

@@ -195,9 +195,8 @@ Status serve_closure(const ExecContext& ctx, const service::Served& req) {
         }
         if (elem == 0 || static_cast<size_t>(p.first + p.count) > total)
             return Status::Error(StatusCode::Internal, "GPU service: closure layout request past its end");
-        void* out = nullptr;
-        APPROX_TRY(req.check_out(1, static_cast<size_t>(p.count) * elem));
-        out = req.out[1];
+        char* out = nullptr;
+        APPROX_TRY(req.output(1, static_cast<size_t>(p.count) * elem, out));
         if (p.count > 0) std::memcpy(out, static_cast<const char*>(from) + p.first * elem, static_cast<size_t>(p.count) * elem);
         return Status::Ok();
     }
