@@ -20,9 +20,10 @@ PGFILEDESC  = "approx_gpu - approximate and GPU-accelerated analytics"
 # Extension script: one fragment per feature, concatenated in name order.
 SQL_PARTS   = $(sort $(wildcard sql/ext/*.sql))
 
-# pg_regress suites: every sql/<suite>.sql except the extension script.
-REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql)))
-REGRESS_OPTS = --load-extension=$(EXTENSION)
+# pg_regress suites: every test/sql/<suite>.sql, expected output in
+# test/expected/ (pgvector's layout); sql/ holds only the extension scripts.
+REGRESS     = $(patsubst test/sql/%.sql,%,$(wildcard test/sql/*.sql))
+REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 CUDA_HOME  ?= /usr/local/cuda
 NVCC       ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))
@@ -32,7 +33,12 @@ else
 WITH_CUDA  ?= 1
 endif
 
-GLUE_SRCS   = $(wildcard src/*.cpp)
+# Glue: src/*.cpp and one folder per feature (src/<feature>/*.cpp); src/core/
+# is the engines' folder and is listed apart (globbing src/*/*.cpp alone would
+# build the engines twice and link gpu_none.cpp's CPU stubs beside CUDA's).
+GLUE_DIRS   = $(filter-out src/core/,$(sort $(dir $(wildcard src/*/*.cpp))))
+GLUE_SRCS   = $(wildcard src/*.cpp) $(foreach d,$(GLUE_DIRS),$(wildcard $(d)*.cpp))
+GLUE_HDRS   = $(wildcard src/*.h) $(foreach d,$(GLUE_DIRS),$(wildcard $(d)*.h))
 CORE_SRCS   = $(filter-out src/core/gpu_none.cpp,$(wildcard src/core/*.cpp))
 CUDA_SRCS   = $(wildcard cuda/*.cu)
 CORE_OBJS   = $(CORE_SRCS:.cpp=.o)
@@ -57,7 +63,7 @@ NVCC_ARCH   = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
 NVCCFLAGS   = -std=c++17 -O3 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -DAPPROX_WITH_CUDA \
               -I$(CUDA_HOME)/include/cccl -Isrc --expt-relaxed-constexpr -lineinfo
 
-EXTRA_CLEAN = build src/*.bc src/core/*.bc test/bench/*.o test/unit/*.o
+EXTRA_CLEAN = build src/*.bc src/*/*.bc test/bench/*.o test/unit/*.o
 
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
@@ -72,7 +78,7 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) approx_gpu.control
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
-$(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(wildcard src/*.h src/core/*.hpp)
+$(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(GLUE_HDRS) $(wildcard src/core/*.hpp)
 
 # Objects differ with and without CUDA: build/with_cuda holds the value and is
 # rewritten (newer mtime) when it changes, so every object is rebuilt.

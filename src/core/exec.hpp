@@ -57,7 +57,7 @@ struct ExecContext;
 namespace service {
 struct Request;  // service.hpp
 // Sends one request to the GPU service and waits for its answer (the glue's
-// backend side, src/gpu_service_client.cpp).
+// backend side, src/service/service_client.cpp).
 using Transport = Status (*)(const ExecContext& ctx, Request& req);
 }  // namespace service
 

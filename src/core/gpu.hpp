@@ -52,7 +52,7 @@ void stage_free(StagedColumns* s);
 double stage_wait_ms(const StagedColumns* s);
 
 
-// ---- the GPU service (src/gpu_service.cpp) ---------------------------------------
+// ---- the GPU service (src/service/) ---------------------------------------
 
 // The calling thread's engines use device `device` (default 0) and its own
 // stream; the service binds one executor thread per device.

@@ -1,0 +1,157 @@
+// The approx_* aggregates over rows (issue 13 item 2): run over rows they give
+// the exact answer (count as float8, sum and avg like sum(float8) and
+// avg(float8), the _ci forms with lower = upper = estimate). The planner node
+// (aqp_planner.cpp, aqp_scan.cpp) answers the same Aggrefs from a synopsis.
+//
+// The transition functions carry a planner support function,
+// approx_gpu_aqp_support: the planner calls it while costing aggregates
+// (get_agg_clause_costs -> add_function_cost -> SupportRequestCost, see
+// PostgreSQL's optimizer/prep/prepagg.c and optimizer/util/plancat.c), which
+// loads this library -- and so installs the create_upper_paths_hook from
+// _PG_init -- during planning of a session's first query, before
+// create_ordinary_grouping_paths consults the hook. shared_preload_libraries
+// = 'approx_gpu' is the alternative.
+#include "aqp/aqp.h"
+
+#include <cmath>
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "common/int.h"
+#include "utils/float.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
+}
+
+double aqp_confidence = 0.95;
+double aqp_max_relative_error = 0;
+
+// ---- transition and final functions ------------------------------------------------
+
+APPROX_FUNCTION(approx_gpu_aqp_count_trans) {
+    int64 result;
+    if (unlikely(pg_add_s64_overflow(PG_GETARG_INT64(0), 1, &result)))
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("approx_count: bigint out of range")));
+    PG_RETURN_INT64(result);
+}
+
+// sum(float8)'s transition (float8pl): the first non-NULL value is the state
+// (strict, no initial value), so no rows give NULL, like sum(float8).
+APPROX_FUNCTION(approx_gpu_aqp_sum_trans) { PG_RETURN_FLOAT8(float8_pl(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1))); }
+
+// avg(float8)'s transition (float8_accum: N, Sx, Sxx updated in place inside
+// an aggregate); the combine and final functions are float8_combine and
+// float8_avg themselves.
+// The avg state (N, Sx, Sxx), checked before float8_accum (whose own check is
+// an elog, XX000) or the final function reads it.
+static const double* avg_state(ArrayType* a, const char* fn) {
+    if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != 3 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: state must be float8[3]", fn)));
+    return reinterpret_cast<const double*>(ARR_DATA_PTR(a));
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_avg_trans) {
+    avg_state(PG_GETARG_ARRAYTYPE_P(0), "approx_avg");
+    return float8_accum(fcinfo);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_count_final) { PG_RETURN_FLOAT8(static_cast<double>(PG_GETARG_INT64(0))); }
+
+// An approx_estimate (estimate, lower, upper) of an exact answer.
+static Datum exact_estimate(FunctionCallInfo fcinfo, double v, const char* fn) {
+    TupleDesc desc;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s: result type must be approx_estimate", fn)));
+    desc = BlessTupleDesc(desc);
+    Datum values[3] = {Float8GetDatum(v), Float8GetDatum(v), Float8GetDatum(v)};
+    bool nulls[3] = {false, false, false};
+    return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_count_ci_final) {
+    return exact_estimate(fcinfo, static_cast<double>(PG_GETARG_INT64(0)), "approx_count_ci");
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_sum_ci_final) { return exact_estimate(fcinfo, PG_GETARG_FLOAT8(0), "approx_sum_ci"); }
+
+// float8_avg's arithmetic on the {N, Sx, Sxx} state: NULL for no rows.
+APPROX_FUNCTION(approx_gpu_aqp_avg_ci_final) {
+    const double* t = avg_state(PG_GETARG_ARRAYTYPE_P(0), "approx_avg_ci");
+    if (t[0] == 0.0) PG_RETURN_NULL();
+    return exact_estimate(fcinfo, t[1] / t[0], "approx_avg_ci");
+}
+
+// The planner support function of the transition functions: answers no
+// request (NULL = "no information"); being called is its purpose (see the top).
+APPROX_FUNCTION(approx_gpu_aqp_support) { PG_RETURN_POINTER(nullptr); }
+
+// ---- the aggregates' OIDs -------------------------------------------------------
+
+struct AggName {
+    const char* name;
+    int nargs;  // 0: (*); 1: (float8)
+    AqpAgg agg;
+};
+static const AggName kAggs[] = {
+    {"approx_count", 0, {AQP_COUNT, false}},  {"approx_sum", 1, {AQP_SUM, false}},
+    {"approx_avg", 1, {AQP_AVG, false}},      {"approx_count_ci", 0, {AQP_COUNT, true}},
+    {"approx_sum_ci", 1, {AQP_SUM, true}},    {"approx_avg_ci", 1, {AQP_AVG, true}},
+};
+constexpr int kNumAggs = sizeof kAggs / sizeof kAggs[0];
+static Oid agg_oids[kNumAggs];
+static bool agg_oids_valid = false;
+
+// Any change to pg_proc (CREATE / DROP EXTENSION among them) forgets the OIDs.
+static void forget_agg_oids(Datum, int, uint32) { agg_oids_valid = false; }
+
+static void resolve_agg_oids() {
+    // The extension is not relocatable: its schema is approx_gpu
+    // (approx_gpu.control); get_extension_schema is not exported before 16.
+    Oid ext = get_extension_oid("approx_gpu", true);
+    Oid nsp = OidIsValid(ext) ? get_namespace_oid("approx_gpu", true) : InvalidOid;
+    for (int i = 0; i < kNumAggs; ++i) {
+        agg_oids[i] = InvalidOid;
+        if (!OidIsValid(nsp)) continue;
+        Oid argtypes[1] = {FLOAT8OID};
+        oidvector* args = buildoidvector(argtypes, kAggs[i].nargs);
+        agg_oids[i] = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(kAggs[i].name),
+                                      PointerGetDatum(args), ObjectIdGetDatum(nsp));
+    }
+    agg_oids_valid = true;
+}
+
+bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out) {
+    if (!agg_oids_valid) resolve_agg_oids();
+    for (int i = 0; i < kNumAggs; ++i)
+        if (OidIsValid(agg_oids[i]) && agg_oids[i] == fnoid) {
+            *out = kAggs[i].agg;
+            return true;
+        }
+    return false;
+}
+
+// ---- settings ---------------------------------------------------------------------
+
+static bool check_confidence(double* newval, void** extra, GucSource source) {
+    if (*newval > 0 && *newval < 1) return true;
+    GUC_check_errdetail("approx_gpu.confidence must be strictly between 0 and 1.");
+    return false;
+}
+
+void aqp_define_settings(void) {
+    DefineCustomRealVariable("approx_gpu.confidence",
+                             "Confidence level of the intervals of approx_count_ci, approx_sum_ci and approx_avg_ci.",
+                             "Strictly between 0 and 1.", &aqp_confidence, 0.95, 0, 1, PGC_USERSET, 0,
+                             check_confidence, nullptr, nullptr);
+    DefineCustomRealVariable("approx_gpu.max_relative_error",
+                             "Largest relative interval half-width a synopsis answer may have (0 = off).",
+                             "When a group's half-width at approx_gpu.confidence exceeds this fraction of its "
+                             "estimate, or its box holds no sample row, the query runs over the rows instead.",
+                             &aqp_max_relative_error, 0, 0, 1e6, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    CacheRegisterSyscacheCallback(PROCOID, forget_agg_oids, 0);
+}

@@ -1,0 +1,335 @@
+// One participant's scan of one relation, and the parallel workers' entry
+// point (see relation_scan.h).
+#include "readers/relation_scan.h"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/parallel.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "pgstat.h"
+#include "utils/date.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+#include <cmath>
+
+#include "core/hash_mix.hpp"
+
+namespace relscan {
+
+ColumnsView chunk_view(const ReaderShared* sh, int i) {
+    ColumnsView v;
+    char* base = at<char>(sh, sh->off_data) + sh->chunk_bytes * i;
+    for (int c = 0; c < sh->ncols; ++c) {
+        v.values[c] = base + static_cast<Size>(c) * kChunkRows * 8;
+        v.nulls[c] = sh->nullable[c] ? reinterpret_cast<bool*>(base + static_cast<Size>(sh->ncols) * kChunkRows * 8 +
+                                                                static_cast<Size>(c) * kChunkRows)
+                                     : nullptr;
+    }
+    return v;
+}
+
+namespace {
+
+// Stores the needed attributes (values[c], isnull[c], in column order) as
+// row `row` of `dst`; false (and the row counted in *skipped) when a
+// non-nullable column is NULL.
+bool store_row(const ReaderShared* sh, const Datum* values, const bool* isnull, const ColumnsView& dst, int64 row,
+               int64* skipped, int64* null_counts) {
+    const int ncols = sh->ncols;
+    for (int c = 0; c < ncols; ++c)
+        if (isnull[c] && !sh->nullable[c]) {
+            ++*skipped;
+            return false;
+        }
+    for (int c = 0; c < ncols; ++c) {
+        char* p = dst.values[c] + row * 8;
+        if (dst.nulls[c]) {
+            dst.nulls[c][row] = isnull[c];
+            if (isnull[c]) {
+                ++null_counts[c];
+                memset(p, 0, 8);
+                continue;
+            }
+        }
+        const Oid t = sh->types[c];
+        if (sh->kinds[c] == static_cast<uint8>(ColumnKind::Integer)) {
+            int64 v = integer_datum(values[c], t);
+            memcpy(p, &v, 8);
+        } else {
+            double v = float_datum(values[c], t);
+            if (std::isnan(v) || (!sh->allow_infinity && std::isinf(v)))
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("%s: column \"%s\" of relation %s contains %s", sh->fn,
+                                       NameStr(sh->colnames[c]), sh->relname,
+                                       std::isnan(v) ? "NaN" : "an infinite value")));
+            memcpy(p, &v, 8);
+        }
+    }
+    return true;
+}
+
+
+// Sampling: 0 when a value of type t is finite, 1 for NaN, 2 for an infinity.
+int non_finite(Datum d, Oid t) {
+    switch (t) {
+        case FLOAT8OID: {
+            double v = DatumGetFloat8(d);
+            return std::isnan(v) ? 1 : std::isinf(v) ? 2 : 0;
+        }
+        case FLOAT4OID: {
+            float v = DatumGetFloat4(d);
+            return std::isnan(v) ? 1 : std::isinf(v) ? 2 : 0;
+        }
+        case NUMERICOID: {
+            Numeric n = DatumGetNumeric(d);  // detoasted in RelScan::tmp
+            return numeric_is_nan(n) ? 1 : numeric_is_inf(n) ? 2 : 0;
+        }
+        case DATEOID: return DATE_NOT_FINITE(DatumGetDateADT(d)) ? 2 : 0;
+        case TIMESTAMPOID:
+        case TIMESTAMPTZOID: return TIMESTAMP_NOT_FINITE(DatumGetTimestamp(d)) ? 2 : 0;
+        default: return 0;  // integers
+    }
+}
+
+// (priority, tid) pairs ordered as the sample wants them: smallest first.
+inline bool before(uint64 pa, uint64 ta, uint64 pb, uint64 tb) { return pa < pb || (pa == pb && ta < tb); }
+
+// A visible row for the sample: its columns checked, then kept when its
+// priority is among the sample_m smallest this participant has seen (a
+// max-heap on (priority, tid): the root is the first to go).
+void sample_row(const ReaderShared* sh, SampleSlot* slot, const ItemPointerData* tid, const Datum* values,
+                const bool* isnull) {
+    for (int c = 0; c < sh->ncols; ++c) {
+        if (isnull[c]) continue;
+        int bad = non_finite(values[c], sh->types[c]);
+        if (bad)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column \"%s\" of table %s contains %s", sh->fn, NameStr(sh->colnames[c]),
+                                   sh->relname, bad == 1 ? "NaN" : "an infinite value"),
+                            errhint("A synopsis needs finite values; NULL is fine.")));
+    }
+    ++slot->rows;
+    const uint64 t = pack_tid(tid);
+    const uint64 p = approx::mix64(sh->sample_seed ^ approx::mix64(t + 0x9e3779b97f4a7c15ULL));
+    uint64* pri = sample_priorities(slot);
+    uint64* tids = sample_tids(sh, slot);
+    const int64 m = sh->sample_m;
+    int64 i;
+    if (slot->size < m) {  // sift up
+        i = slot->size++;
+        while (i > 0) {
+            int64 parent = (i - 1) / 2;
+            if (!before(pri[parent], tids[parent], p, t)) break;
+            pri[i] = pri[parent];
+            tids[i] = tids[parent];
+            i = parent;
+        }
+    } else {
+        if (!before(p, t, pri[0], tids[0])) return;
+        i = 0;  // replace the root, sift down
+        for (;;) {
+            int64 child = 2 * i + 1;
+            if (child >= m) break;
+            if (child + 1 < m && before(pri[child], tids[child], pri[child + 1], tids[child + 1])) ++child;
+            if (!before(p, t, pri[child], tids[child])) break;
+            pri[i] = pri[child];
+            tids[i] = tids[child];
+            i = child;
+        }
+    }
+    pri[i] = p;
+    tids[i] = t;
+}
+
+int acquire_chunk(ReaderShared* sh) {
+    for (;;) {
+        int got = -1;
+        SpinLockAcquire(&sh->mutex);
+        for (int i = 0; i < sh->nchunks; ++i)
+            if (header(sh, i)->state == kFree) {
+                header(sh, i)->state = kFilling;
+                got = i;
+                break;
+            }
+        SpinLockRelease(&sh->mutex);
+        if (got >= 0) {
+            ConditionVariableCancelSleep();
+            ChunkHeader* h = header(sh, got);
+            h->rows = 0;
+            h->skipped = 0;
+            memset(h->null_counts, 0, sizeof h->null_counts);
+            return got;
+        }
+        SpinLockAcquire(&sh->mutex);
+        ++sh->chunk_waits;
+        SpinLockRelease(&sh->mutex);
+        ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
+    }
+}
+
+void publish_chunk(ReaderShared* sh, int i) {
+    SpinLockAcquire(&sh->mutex);
+    header(sh, i)->state = kFull;
+    SpinLockRelease(&sh->mutex);
+    ConditionVariableBroadcast(&sh->cv_full);
+}
+
+}  // namespace
+
+void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel, ParallelTableScanDesc pscan,
+                   Snapshot snapshot, int participant) {
+    memset(rs, 0, sizeof *rs);
+    rs->sh = sh;
+    if (sh->sample_m > 0) {
+        rs->sample = sample_slot(sh, participant);
+        rs->tmp = AllocSetContextCreate(CurrentMemoryContext, "approx_gpu sample rows", ALLOCSET_SMALL_SIZES);
+    }
+    rs->index = index;
+    rs->rel = rel;
+    rs->snapshot = snapshot;
+    rs->direct = sh->direct && rel->rd_tableam == GetHeapamTableAmRoutine();
+    if (rs->direct) {
+        rs->pbscan = reinterpret_cast<ParallelBlockTableScanDesc>(pscan);
+        rs->nblocks = rs->pbscan ? rs->pbscan->phs_nblocks : RelationGetNumberOfBlocks(rel);
+        if (rs->nblocks > static_cast<BlockNumber>(NBuffers / 4)) rs->strategy = GetAccessStrategy(BAS_BULKREAD);
+        if (rs->pbscan) table_block_parallelscan_startblock_init(rel, &rs->pbwork, rs->pbscan);
+        pgstat_count_heap_scan(rel);
+    } else {
+        rs->scan = pscan ? table_beginscan_parallel(rel, pscan) : table_beginscan(rel, snapshot, 0, nullptr);
+        rs->slot = table_slot_create(rel, nullptr);
+    }
+}
+
+void relscan_end(RelScan* rs) {
+    if (rs->tmp) MemoryContextDelete(rs->tmp);
+    if (rs->direct) {
+        if (rs->strategy) FreeAccessStrategy(rs->strategy);
+    } else {
+        ExecDropSingleTupleTableSlot(rs->slot);
+        table_endscan(rs->scan);
+    }
+}
+
+// Appends the rows of the next page (or the next kPageRows tuples) to dst at
+// *rows; false when the relation is done.
+bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipped, int64* null_counts) {
+    const ReaderShared* sh = rs->sh;
+    const AttrNumber* atts = attnums(sh, rs->index);
+    const int ncols = sh->ncols;
+    Datum values[kMaxCols];
+    bool isnull[kMaxCols];
+    if (!rs->direct) {
+        const AttrNumber maxatt = max_attnum(sh, rs->index);
+        for (int i = 0; i < kPageRows; ++i) {
+            if (!table_scan_getnextslot(rs->scan, ForwardScanDirection, rs->slot)) return false;
+            slot_getsomeattrs(rs->slot, maxatt);
+            for (int c = 0; c < ncols; ++c) {
+                values[c] = rs->slot->tts_values[atts[c] - 1];
+                isnull[c] = rs->slot->tts_isnull[atts[c] - 1];
+            }
+            if (rs->sample) {
+                MemoryContext old = MemoryContextSwitchTo(rs->tmp);
+                sample_row(sh, rs->sample, &rs->slot->tts_tid, values, isnull);
+                MemoryContextSwitchTo(old);
+                MemoryContextReset(rs->tmp);
+            } else if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) {
+                ++*rows;
+            }
+        }
+        return true;
+    }
+    BlockNumber block;
+    if (rs->pbscan) {
+        block = table_block_parallelscan_nextpage(rs->rel, &rs->pbwork, rs->pbscan);
+        if (block == InvalidBlockNumber) return false;
+    } else {
+        if (rs->next_block >= rs->nblocks) return false;
+        block = rs->next_block++;
+    }
+    CHECK_FOR_INTERRUPTS();
+    Relation rel = rs->rel;
+    TupleDesc desc = RelationGetDescr(rel);
+    Buffer buf = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, rs->strategy);
+    heap_page_prune_opt(rel, buf);
+    LockBuffer(buf, BUFFER_LOCK_SHARE);
+    Page page = BufferGetPage(buf);
+    TestForOldSnapshot(rs->snapshot, rel, page);
+    const bool all_visible = PageIsAllVisible(page) && !rs->snapshot->takenDuringRecovery;
+    const OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+    HeapTupleData tuple;
+    tuple.t_tableOid = RelationGetRelid(rel);
+    MemoryContext old = rs->tmp ? MemoryContextSwitchTo(rs->tmp) : nullptr;
+    for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off)) {
+        ItemId item = PageGetItemId(page, off);
+        if (!ItemIdIsNormal(item)) continue;
+        tuple.t_data = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
+        tuple.t_len = ItemIdGetLength(item);
+        ItemPointerSet(&tuple.t_self, block, off);
+        if (!all_visible && !HeapTupleSatisfiesVisibility(&tuple, rs->snapshot, buf)) continue;
+        for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
+        if (rs->sample)
+            sample_row(sh, rs->sample, &tuple.t_self, values, isnull);
+        else if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts))
+            ++*rows;
+    }
+    if (old) {
+        MemoryContextSwitchTo(old);
+        MemoryContextReset(rs->tmp);
+    }
+    LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+    ReleaseBuffer(buf);
+    return true;
+}
+
+}  // namespace relscan
+
+using namespace relscan;
+
+void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
+    ReaderShared* sh = static_cast<ReaderShared*>(shm_toc_lookup(toc, kKeyShared, false));
+    // The leader's active snapshot, restored by ParallelWorkerMain: the
+    // snapshot the parallel scans were set up with.
+    Snapshot snapshot = GetActiveSnapshot();
+    int chunk = -1;
+    ColumnsView view;
+    memset(&view, 0, sizeof view);
+    for (int r = 0; r < sh->nrels; ++r) {
+        Relation rel = table_open(relids(sh)[r], AccessShareLock);
+        RelScan rs;
+        relscan_begin(&rs, sh, r, rel,
+                      static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)), snapshot,
+                      ParallelWorkerNumber + 1);
+        while (rs.sample) {  // sampling: no chunks
+            int64 none = 0;
+            if (!relscan_step(&rs, view, &none, &none, nullptr)) break;
+        }
+        for (; !rs.sample;) {
+            if (chunk < 0) {
+                chunk = acquire_chunk(sh);
+                view = chunk_view(sh, chunk);
+            }
+            ChunkHeader* h = header(sh, chunk);
+            int64 rows = h->rows;
+            bool more = relscan_step(&rs, view, &rows, &h->skipped, h->null_counts);
+            h->rows = static_cast<int32>(rows);
+            if (h->rows > kChunkRows - kPageRows) {
+                publish_chunk(sh, chunk);
+                chunk = -1;
+            }
+            if (!more) break;
+        }
+        relscan_end(&rs);
+        table_close(rel, AccessShareLock);
+    }
+    if (chunk >= 0) publish_chunk(sh, chunk);
+    SpinLockAcquire(&sh->mutex);
+    ++sh->workers_done;
+    SpinLockRelease(&sh->mutex);
+    ConditionVariableBroadcast(&sh->cv_full);
+}

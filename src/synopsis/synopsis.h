@@ -1,0 +1,155 @@
+// Internal API of the kde_synopsis glue, shared by its files:
+//   synopsis_type.cpp      the stored (binary) and JSON text forms, type I/O,
+//                          kde_synopsis_info, building a value from a sample
+//   synopsis_agg.cpp       kde_synopsis_agg / kde_merge_agg (a reservoir state), kde_merge
+//   synopsis_estimate.cpp  box estimates approx_count / _sum / _avg (+ _ci, _many), kde_density
+//   synopsis_catalog.cpp   named synopses (approx_gpu.synopses): create / refresh / drop, the
+//                          JSON-predicate estimates
+// Numerics live in the engine (src/core/synopsis.hpp).
+#pragma once
+
+#include "runtime/runtime.h"
+
+#include "core/synopsis.hpp"
+#include "synopsis/synopsis_table.h"
+
+namespace syn = approx::synopsis;
+
+namespace synopsis_glue {
+
+using syn::kMaxDim;
+
+constexpr int kNameMax = NAMEDATALEN - 1;
+constexpr int32 kDefaultSampleSize = 10000;
+extern const char* const kBandwidthNames[4];
+extern const char* const kSmoothingNames[3];
+extern const char* const kModeNames[3];
+extern const char* const kEncodingNames[5];
+// The version byte values are written with (format 3: NULLs as NaN, per-column
+// encodings, null counts and dictionaries, strata); 1 and 2 are still read.
+constexpr int kValueVersion = 3;
+
+// A synopsis value read into aligned memory (palloc'd, trivially destructible).
+struct SynValue {
+    syn::Synopsis s;
+    double* sample;
+    bool has_names;
+    char names[kMaxDim][NAMEDATALEN];
+    // Format 3: how each column's SQL values became numbers (ValueEncoding;
+    // Number for values of older formats and of the aggregates), and for a
+    // Dictionary column its dict_size strings, sorted by strcmp (code = index).
+    uint8 encoding[kMaxDim];
+    int32 dict_size[kMaxDim];
+    char** dict[kMaxDim];
+    syn::Stratum* strata;  // s.n_strata entries (s.strata points here)
+};
+
+// ---- values (synopsis_type.cpp) ------------------------------------------------------------
+SynValue* new_value(MemoryContext mcxt);
+[[noreturn]] void raise_value(int code, const char* what, const char* problem);
+// Engine validation plus the glue's own (names); ERROR `code` naming `what`.
+void validate_value(const SynValue* v, int code, const char* what);
+// Upper bound of the stored size (names at their longest).
+Size stored_bytes(int d, int64 m, bool names);
+Size value_bytes(const SynValue* v);
+// The stored (and binary send) form: version byte, explicit little-endian.
+bytea* value_to_bytes(const SynValue* v);
+// Decodes and validates a stored / binary form (a trust boundary).
+SynValue* value_from_bytes(const char* data, size_t len, int code, const char* what);
+// A synopsis argument for the query functions: parsed and validated once per
+// backend for the same bytes (synopsis_parsed.cpp), so callers must not
+// modify it.
+const SynValue* synopsis_arg_shared(FunctionCallInfo fcinfo, int argno);
+char* value_to_text(const SynValue* v);
+SynValue* value_from_text(const char* text);
+// A stored kde_synopsis (argument, table row or freshly built value).
+SynValue* stored_value(const bytea* b);
+SynValue* synopsis_arg(FunctionCallInfo fcinfo, int argno);
+// kde_synopsis_info's JSON.
+Datum info_jsonb(const SynValue* v);
+
+// ERROR 54000 when a sample of sample_size rows of d columns would not fit a value.
+void check_size(int64 sample_size, int d, bool names, const char* fn);
+// Finishes a sample into a synopsis value (bandwidths on the engine; the
+// only GPU work of the aggregates). sample is palloc'd, m x d.
+Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 skipped, double* sample, int method,
+                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn,
+                      const uint8* encoding = nullptr);
+// a + b for the counts of merged synopses and states (N, skipped): ERROR
+// 22003 naming the function instead of a wrapped, unreadable value.
+int64 add_count(int64 a, int64 b, const char* fn, const char* what);
+int bandwidth_arg(FunctionCallInfo fcinfo, int argno, const char* fn);
+int smoothing_arg(FunctionCallInfo fcinfo, int argno, const char* fn);
+int32 sample_size_arg(FunctionCallInfo fcinfo, int argno, const char* fn);
+uint64 sampling_seed(void);
+
+// ---- reservoir state (synopsis_agg.cpp) ----------------------------------------------------------
+struct SynAgg {
+    int32 d;            // 0 until the first row
+    int32 method;       // Bandwidth
+    int32 smoothing;    // Smoothing
+    bool params_set;
+    int64 skipped;
+    syn::Reservoir res;  // capacity = sample_size, seen = N, size = m
+    double* rows;        // res.size x d (room for rows_cap rows)
+    int64 rows_cap;
+    bool has_names;
+    char names[kMaxDim][NAMEDATALEN];
+    uint8 encoding[kMaxDim];  // ValueEncoding of each column (merges of table synopses keep them)
+};
+
+SynAgg* new_state(MemoryContext mcxt);
+void ensure_rows(SynAgg* st, MemoryContext mcxt, int64 rows);
+void set_params(SynAgg* st, int64 sample_size, int method, int smoothing, const char* fn);
+void set_dim(SynAgg* st, int d, int64 sample_size, const char* fn);
+void add_sample(SynAgg* st, MemoryContext mcxt, const double* row);
+// Merges a uniform sample (m rows of n, capacity k) into the state.
+void merge_into(SynAgg* st, MemoryContext mcxt, const double* rows, int64 m, int64 n, int64 k, const char* fn);
+void merge_names(SynAgg* st, bool has_names, const char (*names)[NAMEDATALEN], bool first, const char* fn);
+// Adds synopsis v into the state (kde_merge_agg, kde_merge).
+void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn);
+Datum state_final(SynAgg* st, const char* fn);
+
+// ---- boxes (synopsis_estimate.cpp) ----------------------------------------------------------------
+// Runs the engine over q boxes into out (q estimates), or into a palloc'd
+// buffer when out is null; returns it.
+syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const double* hi, syn::Aggregate agg,
+                            int column, const char* fn, syn::BoxEstimate* out = nullptr);
+Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e);
+
+// ---- the catalog table (synopsis_catalog.cpp) -----------------------------------------------------
+Oid synopses_relid(void);
+Oid synopses_owner(void);
+// Runs one fixed statement on approx_gpu.synopses as the table's owner with
+// search_path = pg_catalog, pg_temp (what a SECURITY DEFINER function with a
+// fixed search_path does; the caller itself cannot write the table).
+// Returns SPI_processed; the first row's columns (if any) go to values/nulls;
+// each (optional) sees every row, in the caller's memory context.
+int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const char* arg_nulls, Datum* values,
+                     bool* nulls, int ncols, bool read_only = false,
+                     void (*each)(void*, HeapTuple, TupleDesc) = nullptr, void* each_ctx = nullptr);
+// True when approx_gpu.synopses has the 0.3.0 columns of table synopses.
+bool table_synopses_available(void);
+
+// ---- table synopses (synopsis_build.cpp) ------------------------------------------------------------
+// What a build from a table gives the catalog row.
+struct TableBuild {
+    Datum value;  // the kde_synopsis (a bytea)
+    Oid atttype[kMaxDim];
+    Oid collation[kMaxDim];
+    int64 rows_built;       // N
+    int64 changes_built;    // n_tup_ins + n_tup_upd + n_tup_del as the statistics reported them
+    int64 pending_inserts;  // max(0, N - (n_tup_ins - n_tup_del)): rows the statistics had not counted yet
+    Oid relfilenode;
+};
+// Builds a synopsis of columns attnums[0..d) of relid as the current user
+// (SELECT privilege on them and no row-level security for it, else ERROR
+// 42501), stratified by the synopsis columns stratify[0..n_stratify) (0-based
+// indexes) when n_stratify > 0.
+TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
+                                 int32 sample_size, int method, int smoothing, const char* fn);
+
+}  // namespace synopsis_glue
+
+// The synopsis feature's settings (approx_gpu.synopsis_max_staleness); from _PG_init.
+void synopsis_init(void);

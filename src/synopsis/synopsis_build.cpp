@@ -1,0 +1,327 @@
+// Building a synopsis from a table (issue 13): the caller's privileges and
+// row-level security are checked as the real query would check them, the
+// relation is read through its table access method with the active snapshot,
+// every row counts (NULL = NaN), text-like columns become dictionary codes
+// after sampling, and a stratified build makes two passes (rows per stratum,
+// then per-stratum reservoirs of a congressional allocation).
+#include "synopsis/synopsis_build.h"
+
+#include "readers/relation_reader.h"
+
+extern "C" {
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "lib/stringinfo.h"
+#include "pgstat.h"
+#include "utils/acl.h"
+#include "utils/date.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+#include <cmath>
+
+namespace synopsis_glue {
+
+namespace {
+
+bool encoding_of(Oid type, ValueEncoding* out) {
+    switch (type) {
+        case INT2OID: case INT4OID: case INT8OID: case FLOAT4OID: case FLOAT8OID: case NUMERICOID:
+            *out = ValueEncoding::Number;
+            return true;
+        case DATEOID: *out = ValueEncoding::Date; return true;
+        case TIMESTAMPOID: *out = ValueEncoding::Timestamp; return true;
+        case TIMESTAMPTZOID: *out = ValueEncoding::TimestampTz; return true;
+        case BOOLOID: case TEXTOID: case VARCHAROID: case BPCHAROID:
+            *out = ValueEncoding::Dictionary;
+            return true;
+        default:
+            if (type_is_enum(type)) {
+                *out = ValueEncoding::Dictionary;
+                return true;
+            }
+            return false;
+    }
+}
+
+[[noreturn]] void not_finite(const char* fn, const ColumnPlan& c, const char* rel, bool nan) {
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("%s: column \"%s\" of table %s contains %s", fn, c.name, rel, nan ? "NaN" : "an infinite value"),
+                    errhint("A synopsis needs finite values; NULL is fine.")));
+    pg_unreachable();
+}
+
+// The number a non-dictionary value becomes (checked finite).
+double number_of(Datum d, const ColumnPlan& c, const char* fn, const char* rel) {
+    double x = 0;
+    switch (c.type) {
+        case INT2OID: return DatumGetInt16(d);
+        case INT4OID: return DatumGetInt32(d);
+        case INT8OID: return static_cast<double>(DatumGetInt64(d));
+        case FLOAT4OID: x = DatumGetFloat4(d); break;
+        case FLOAT8OID: x = DatumGetFloat8(d); break;
+        case NUMERICOID: {
+            Numeric n = DatumGetNumeric(d);
+            if (numeric_is_nan(n)) not_finite(fn, c, rel, true);
+            if (numeric_is_inf(n)) not_finite(fn, c, rel, false);
+            x = DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+            break;
+        }
+        case DATEOID: {
+            DateADT v = DatumGetDateADT(d);
+            if (DATE_NOT_FINITE(v)) not_finite(fn, c, rel, false);
+            return static_cast<double>(v);
+        }
+        default: {  // timestamp, timestamptz
+            Timestamp v = DatumGetTimestamp(d);
+            if (TIMESTAMP_NOT_FINITE(v)) not_finite(fn, c, rel, false);
+            return static_cast<double>(v);
+        }
+    }
+    if (!std::isfinite(x)) not_finite(fn, c, rel, std::isnan(x));
+    return x;
+}
+
+int cmp_cstring(const void* a, const void* b) {
+    return strcmp(*static_cast<char* const*>(a), *static_cast<char* const*>(b));
+}
+
+}  // namespace
+
+TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
+                                 int32 sample_size, int method, int smoothing, const char* fn) {
+    Relation rel = table_open(relid, AccessShareLock);
+    const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+                                                     RelationGetRelationName(rel));
+    char relkind = rel->rd_rel->relkind;
+    if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s: %s is a %s; table synopses are built on tables and materialized views", fn, relname,
+                               relkind == RELKIND_PARTITIONED_TABLE ? "partitioned table"
+                               : relkind == RELKIND_VIEW            ? "view"
+                               : relkind == RELKIND_FOREIGN_TABLE   ? "foreign table"
+                                                                    : "relation of another kind"),
+                        relkind == RELKIND_PARTITIONED_TABLE ? errhint("Build synopses of its partitions.") : 0));
+    if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s: %s is a temporary table; a table synopsis is stored for every session", fn, relname)));
+    if (relkind == RELKIND_MATVIEW && !RelationIsPopulated(rel))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: materialized view %s has not been populated", fn, relname)));
+
+    // Privileges as for SELECT of these columns, then row-level security.
+    Oid user = GetUserId();
+    if (pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK)
+        for (int j = 0; j < d; ++j)
+            if (pg_attribute_aclcheck(relid, attnums[j], user, ACL_SELECT) != ACLCHECK_OK)
+                aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind), RelationGetRelationName(rel));
+    if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("%s: row-level security applies to table %s; a synopsis of it would count rows differently "
+                               "for each role", fn, relname)));
+
+    ColumnPlan* cols = static_cast<ColumnPlan*>(palloc0(sizeof(ColumnPlan) * d));
+    TupleDesc desc = RelationGetDescr(rel);
+    AttrNumber max_att = 0;
+    bool any_dict = false;
+    for (int j = 0; j < d; ++j) {
+        if (attnums[j] < 1 || attnums[j] > desc->natts || TupleDescAttr(desc, attnums[j] - 1)->attisdropped)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                            errmsg("%s: column %d of table %s no longer exists", fn, attnums[j], relname)));
+        Form_pg_attribute att = TupleDescAttr(desc, attnums[j] - 1);
+        ColumnPlan& c = cols[j];
+        c.attnum = attnums[j];
+        c.type = att->atttypid;
+        c.name = pstrdup(NameStr(att->attname));
+        if (!encoding_of(c.type, &c.encoding))
+            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                            errmsg("%s: column \"%s\" has type %s; a synopsis column must be int2, int4, int8, float4, "
+                                   "float8, numeric, date, timestamp, timestamptz, bool, text, varchar, char or an enum",
+                                   fn, c.name, format_type_be(c.type))));
+        getTypeOutputInfo(c.type, &c.out_fn, &c.out_varlena);
+        any_dict |= c.encoding == ValueEncoding::Dictionary;
+        max_att = std::max(max_att, c.attnum);
+    }
+    check_size(sample_size, d, true, fn);
+
+    // Stratified: rows per stratum key first, then each stratum's share.
+    Strata strata;
+    memset(&strata, 0, sizeof strata);
+    strata.capacity = sample_size;
+    if (n_stratify > 0) count_strata(&strata, rel, cols, d, max_att, n_stratify, stratify, sample_size, fn);
+    const int64 capacity = strata.capacity;
+
+    // The sample: numbers now, dictionary values as strings until the end.
+    double* sample = static_cast<double*>(
+        MemoryContextAllocHuge(CurrentMemoryContext, std::max<Size>(1, static_cast<Size>(capacity) * d * sizeof(double))));
+    char*** strs = static_cast<char***>(palloc0(sizeof(char**) * d));
+    for (int j = 0; j < d; ++j)
+        if (cols[j].encoding == ValueEncoding::Dictionary)
+            strs[j] = static_cast<char**>(MemoryContextAllocExtended(
+                CurrentMemoryContext, std::max<Size>(1, static_cast<Size>(capacity) * sizeof(char*)),
+                MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+    int64 n_rows = 0;
+    int64 m = 0;
+    double row[kMaxDim];
+    // The values of a sampled row at `at` (dictionary values as strings).
+    auto store = [&](TupleTableSlot* slot, int64 at) {
+        for (int j = 0; j < d; ++j) {
+            const ColumnPlan& c = cols[j];
+            if (slot->tts_isnull[c.attnum - 1])
+                row[j] = NAN;
+            else if (c.encoding != ValueEncoding::Dictionary)
+                row[j] = number_of(slot->tts_values[c.attnum - 1], c, fn, relname);
+            else
+                row[j] = 0;  // coded after sampling
+        }
+        memcpy(sample + at * d, row, sizeof(double) * d);
+        if (any_dict)
+            for (int j = 0; j < d; ++j) {
+                if (!strs[j]) continue;
+                const ColumnPlan& c = cols[j];
+                if (strs[j][at]) pfree(strs[j][at]);  // a replaced sample row
+                strs[j][at] = slot->tts_isnull[c.attnum - 1] ? nullptr : text_of(slot->tts_values[c.attnum - 1], c);
+            }
+    };
+    RelationSample drawn;
+    memset(&drawn, 0, sizeof drawn);
+    if (strata.table == nullptr) {
+        // The relation reader draws the sample (parallel workers, every
+        // number checked finite), then its rows are fetched by TID.
+        AttrNumber check_att[kMaxDim];
+        Oid check_type[kMaxDim];
+        const char* check_name[kMaxDim];
+        int ncheck = 0;
+        for (int j = 0; j < d; ++j)
+            if (cols[j].encoding != ValueEncoding::Dictionary && cols[j].type != INT2OID && cols[j].type != INT4OID &&
+                cols[j].type != INT8OID) {
+                check_att[ncheck] = cols[j].attnum;
+                check_type[ncheck] = cols[j].type;
+                check_name[ncheck++] = cols[j].name;
+            }
+        drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size, random_seed_for_call());
+        n_rows = drawn.rows;
+        m = drawn.m;
+        TupleTableSlot* slot = table_slot_create(rel, nullptr);
+        Snapshot snapshot = GetActiveSnapshot();
+        for (int64 i = 0; i < m; ++i) {
+            if ((i & 1023) == 0) CHECK_FOR_INTERRUPTS();
+            if (!table_tuple_fetch_row_version(rel, &drawn.tids[i], snapshot, slot))
+                elog(ERROR, "%s: a sampled row of %s is not visible to the snapshot that read it", fn, relname);
+            slot_getsomeattrs(slot, max_att);
+            store(slot, i);
+        }
+        ExecDropSingleTupleTableSlot(slot);
+    } else {
+        Scan scan = begin_scan(rel);
+        while (table_scan_getnextslot(scan.scan, ForwardScanDirection, scan.slot)) {
+            CHECK_FOR_INTERRUPTS();
+            slot_getsomeattrs(scan.slot, max_att);
+            ++n_rows;
+            StratumEntry* e = row_stratum(&strata, scan.slot, cols, n_stratify, stratify, fn);
+            int64 slot = syn::reservoir_slot(e->res);
+            if (slot < 0) {
+                // Not sampled, but every number must be finite.
+                for (int j = 0; j < d; ++j)
+                    if (cols[j].encoding != ValueEncoding::Dictionary && !scan.slot->tts_isnull[cols[j].attnum - 1])
+                        (void)number_of(scan.slot->tts_values[cols[j].attnum - 1], cols[j], fn, relname);
+                continue;
+            }
+            store(scan.slot, e->begin + slot);
+        }
+        end_scan(scan);
+        m = capacity;
+    }
+    TableBuild* b = static_cast<TableBuild*>(palloc0(sizeof(TableBuild)));
+    b->relfilenode = rel->rd_rel->relfilenode;
+    for (int j = 0; j < d; ++j) {
+        b->atttype[j] = cols[j].type;
+        b->collation[j] = TupleDescAttr(desc, cols[j].attnum - 1)->attcollation;
+    }
+    table_close(rel, NoLock);  // the lock is kept until the end of the transaction
+    if (n_rows == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: table %s has no rows; a synopsis needs at least one", fn, relname)));
+
+    syn::Stratum* st_out = strata.table ? strata_of(&strata) : nullptr;
+
+    // Dictionaries from the sampled values (sorted by strcmp), then codes.
+    SynValue* v = new_value(CurrentMemoryContext);
+    for (int j = 0; j < d; ++j) {
+        v->encoding[j] = static_cast<uint8>(cols[j].encoding);
+        strlcpy(v->names[j], cols[j].name, NAMEDATALEN);
+        if (!strs[j]) continue;
+        char** sorted = static_cast<char**>(palloc(sizeof(char*) * std::max<int64>(1, m)));
+        int64 n = 0;
+        for (int64 i = 0; i < m; ++i)
+            if (strs[j][i]) sorted[n++] = strs[j][i];
+        qsort(sorted, n, sizeof(char*), cmp_cstring);
+        int64 k = 0;
+        for (int64 i = 0; i < n; ++i)
+            if (k == 0 || strcmp(sorted[k - 1], sorted[i]) != 0) sorted[k++] = sorted[i];
+        v->dict[j] = sorted;
+        v->dict_size[j] = static_cast<int32>(k);
+        for (int64 i = 0; i < m; ++i) {
+            if (!strs[j][i]) {
+                sample[i * d + j] = NAN;
+                continue;
+            }
+            char** hit = static_cast<char**>(bsearch(&strs[j][i], sorted, k, sizeof(char*), cmp_cstring));
+            sample[i * d + j] = static_cast<double>(hit - sorted);
+        }
+        v->s.cols[j].categorical = true;
+    }
+    for (int j = 0; j < d; ++j)
+        for (int64 i = 0; i < m; ++i)
+            if (std::isnan(sample[i * d + j])) ++v->s.cols[j].null_count;
+    v->has_names = true;
+    v->s.d = d;
+    v->s.n_rows = n_rows;
+    v->s.m = m;
+    v->s.sample_size = sample_size;
+    v->s.skipped = 0;
+    v->s.sample = sample;
+    v->sample = sample;
+    v->s.n_strata = strata.table ? static_cast<int>(strata.n_groups) : 0;
+    v->s.strata = st_out;
+    v->strata = st_out;
+    approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
+        ctx.stats->add("sample_rows", static_cast<double>(m));
+        return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
+    });
+    check_engine_result(st, fn);
+    if (strata.table == nullptr) {  // how the sample was read (last_run)
+        approx::RunStats& rs = last_run_stats();
+        rs.ms_read = drawn.ms_read;
+        rs.add("read_workers", drawn.read_workers);
+        rs.add("rows_read_by_workers", static_cast<double>(drawn.worker_rows));
+        if (drawn.ms_read > 0) rs.add("rows_read_per_s", n_rows / (drawn.ms_read / 1000.0));
+        last_run_set_read(drawn.read_path);
+    }
+    validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));
+
+    // Freshness: the table's counters as the statistics report them now,
+    // with this backend's own unflushed counts (table_change_counters). Rows
+    // the build read that no counter has seen yet (another session's load
+    // not flushed) arrive later as inserts: pending_inserts, which the
+    // staleness check forgives.
+    int64 changes, live;
+    table_change_counters(relid, &changes, &live);
+    b->value = PointerGetDatum(value_to_bytes(v));
+    b->rows_built = n_rows;
+    b->changes_built = changes;
+    b->pending_inserts = std::max<int64>(0, n_rows - live);
+    return b;
+}
+
+}  // namespace synopsis_glue

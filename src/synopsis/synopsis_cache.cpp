@@ -1,0 +1,320 @@
+// The per-backend cache of table synopses (src/synopsis/synopsis_table.h): the
+// catalog rows of one relation read once (as the catalog table's owner),
+// each value decoded once into CacheMemoryContext, every column checked
+// against the relation's current attributes; an entry is dropped by a
+// relcache invalidation of its relation (create / refresh / drop of one of
+// its synopses send one; DDL on the table does too) or of approx_gpu.synopses
+// itself, and freed once no running query pins it.
+#include "synopsis/synopsis.h"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "pgstat.h"
+#include "utils/date.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+}
+
+#include <cfloat>
+#include <cmath>
+
+namespace {
+
+using namespace synopsis_glue;
+
+struct Entry;
+
+// A cached synopsis; TableSynopsis first, so that a TableSynopsis* handed
+// out is also the Item*.
+struct CachedItem {
+    TableSynopsis ts;
+    Entry* entry;
+};
+
+struct Entry {
+    Oid relid;
+    MemoryContext cxt;  // everything of the entry (items, names, samples, dictionaries)
+    int n;
+    const TableSynopsis** list;  // n, most recently built first
+    bool valid;                  // false: invalidated, freed when no pin is left
+    int pins;
+    Entry* next;
+};
+
+Entry* entries = nullptr;
+Oid catalog_relid = InvalidOid;  // approx_gpu.synopses when last read
+bool registered = false;
+
+void relcache_callback(Datum, Oid relid) {
+    for (Entry* e = entries; e; e = e->next)
+        if (relid == InvalidOid || relid == e->relid || relid == catalog_relid) e->valid = false;
+}
+
+void xact_callback(XactEvent event, void*) {
+    // Pins never outlive a transaction (an error skips the executor's unpin).
+    if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_COMMIT ||
+        event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PREPARE)
+        for (Entry* e = entries; e; e = e->next) e->pins = 0;
+}
+
+void ensure_registered(void) {
+    if (registered) return;
+    CacheRegisterRelcacheCallback(relcache_callback, (Datum)0);
+    RegisterXactCallback(xact_callback, nullptr);
+    registered = true;
+}
+
+// Frees invalidated entries that no query pins.
+void sweep(void) {
+    Entry** link = &entries;
+    while (*link) {
+        Entry* e = *link;
+        if (!e->valid && e->pins == 0) {
+            *link = e->next;
+            MemoryContextDelete(e->cxt);  // e lives there too
+        } else {
+            link = &e->next;
+        }
+    }
+}
+
+// Why column c of the synopsis cannot be used any more (nullptr: it can).
+const char* column_problem(const TableSynopsis& ts, int c, const SynValue* v) {
+    const char* name = v->has_names ? v->names[c] : psprintf("%d", c + 1);
+    HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(ts.relid), Int16GetDatum(ts.attnum[c]));
+    if (!HeapTupleIsValid(tup)) return psprintf("column \"%s\" was dropped since the synopsis was built", name);
+    Form_pg_attribute att = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tup));
+    const char* problem = nullptr;
+    if (att->attisdropped)
+        problem = psprintf("column \"%s\" was dropped since the synopsis was built", name);
+    else if (att->atttypid != ts.atttype[c])
+        problem = psprintf("column \"%s\" changed type since the synopsis was built", NameStr(att->attname));
+    else if (att->attcollation != ts.collation[c])
+        problem = psprintf("column \"%s\" changed collation since the synopsis was built", NameStr(att->attname));
+    ReleaseSysCache(tup);
+    return problem;
+}
+
+Oid array_oid(Datum d, int i, Oid elem) {
+    ArrayType* a = DatumGetArrayTypeP(d);
+    Datum* elems;
+    bool* nulls;
+    int n;
+    if (elem == INT2OID)
+        deconstruct_array(a, INT2OID, 2, true, TYPALIGN_SHORT, &elems, &nulls, &n);
+    else
+        deconstruct_array(a, OIDOID, sizeof(Oid), true, TYPALIGN_INT, &elems, &nulls, &n);
+    if (i >= n || nulls[i]) return InvalidOid;
+    return elem == INT2OID ? static_cast<Oid>(DatumGetInt16(elems[i])) : DatumGetObjectId(elems[i]);
+}
+
+int array_len(Datum d) {
+    ArrayType* a = DatumGetArrayTypeP(d);
+    return ARR_NDIM(a) == 0 ? 0 : ARR_DIMS(a)[0];
+}
+
+struct Fill {
+    Entry* e;
+    int cap;
+};
+
+// One catalog row -> one Item (in the entry's context: the current one).
+void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
+    Fill* f = static_cast<Fill*>(ctx);
+    Entry* e = f->e;
+    bool isnull[13];
+    Datum v[13];
+    for (int c = 0; c < 13; ++c) v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
+    Oid owner = DatumGetObjectId(v[1]);
+    if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(owner))) return;  // an orphan: never used
+    if (isnull[4] || isnull[5] || isnull[6] || isnull[8] || isnull[9] || isnull[10] || isnull[11]) return;
+    CachedItem* it = static_cast<CachedItem*>(palloc0(sizeof(CachedItem)));
+    it->entry = e;
+    TableSynopsis& ts = it->ts;
+    ts.name = TextDatumGetCString(v[0]);
+    ts.owner = owner;
+    ts.relid = e->relid;
+    SynValue* sv = stored_value(DatumGetByteaPP(v[2]));
+    ts.d = array_len(v[4]);
+    for (int c = 0; c < ts.d && c < kMaxDim; ++c) {
+        ts.attnum[c] = static_cast<AttrNumber>(array_oid(v[4], c, INT2OID));
+        ts.atttype[c] = array_oid(v[5], c, OIDOID);
+        ts.collation[c] = array_oid(v[6], c, OIDOID);
+    }
+    ts.n_stratify = isnull[7] ? 0 : array_len(v[7]);
+    for (int s = 0; s < ts.n_stratify; ++s) {
+        AttrNumber a = static_cast<AttrNumber>(array_oid(v[7], s, INT2OID));
+        ts.stratify[s] = 0;
+        for (int c = 0; c < ts.d; ++c)
+            if (ts.attnum[c] == a) ts.stratify[s] = c;
+    }
+    for (int c = 0; c < sv->s.d; ++c) {
+        ts.encoding[c] = static_cast<ValueEncoding>(sv->encoding[c]);
+        ts.dict_size[c] = sv->dict_size[c];
+        ts.dict[c] = sv->dict[c];
+    }
+    ts.model = sv->s;
+    ts.rows_built = DatumGetInt64(v[8]);
+    ts.changes_built = DatumGetInt64(v[9]);
+    ts.pending_inserts = DatumGetInt64(v[10]);
+    ts.relfilenode = DatumGetObjectId(v[11]);
+    ts.built = DatumGetTimestampTz(v[12]);
+    ts.unusable = nullptr;
+    if (ts.d != sv->s.d || ts.d > kMaxDim)
+        ts.unusable = "the catalog row does not match its synopsis value";
+    for (int c = 0; c < ts.d && ts.unusable == nullptr; ++c) ts.unusable = column_problem(ts, c, sv);
+    if (e->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 4;
+        e->list = static_cast<const TableSynopsis**>(e->list ? repalloc(e->list, sizeof(TableSynopsis*) * f->cap)
+                                                             : palloc(sizeof(TableSynopsis*) * f->cap));
+    }
+    e->list[e->n++] = &it->ts;
+}
+
+Entry* lookup(Oid relid) {
+    ensure_registered();
+    sweep();
+    for (Entry* e = entries; e; e = e->next)
+        if (e->valid && e->relid == relid) return e;
+    // Nothing to read where the extension (or its 0.3.0 table) is absent.
+    Oid nsp = get_namespace_oid("approx_gpu", true);
+    if (!OidIsValid(nsp)) return nullptr;
+    Oid cat = get_relname_relid("synopses", nsp);
+    if (!OidIsValid(cat) || get_attnum(cat, "relation") == InvalidAttrNumber) return nullptr;
+    catalog_relid = cat;
+
+    // Filled in a context of the running query, kept only when complete (an
+    // ERROR meanwhile frees it with the query's memory).
+    MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "approx_gpu table synopses", ALLOCSET_SMALL_SIZES);
+    MemoryContext old = MemoryContextSwitchTo(cxt);
+    Entry* e = static_cast<Entry*>(palloc0(sizeof(Entry)));  // in its own context (freed with it)
+    e->relid = relid;
+    e->cxt = cxt;
+    Fill f = {e, 0};
+    Oid types[1] = {OIDOID};
+    Datum args[1] = {ObjectIdGetDatum(relid)};
+    as_table_owner("SELECT name, owner::pg_catalog.oid, synopsis, relation::pg_catalog.oid, attnums, "
+                       "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, pending_inserts, "
+                       "relfilenode, created FROM approx_gpu.synopses "
+                       "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
+                       1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
+    MemoryContextSwitchTo(old);
+    MemoryContextSetParent(cxt, CacheMemoryContext);
+    e->valid = true;
+    e->next = entries;
+    entries = e;
+    return e;
+}
+
+}  // namespace
+
+int table_synopses(Oid relid, const TableSynopsis* const** out) {
+    Entry* e = lookup(relid);
+    *out = e ? e->list : nullptr;
+    return e ? e->n : 0;
+}
+
+const TableSynopsis* table_synopsis_pin(Oid relid, Oid owner, const char* name, TimestampTz built) {
+    Entry* e = lookup(relid);
+    if (e == nullptr) return nullptr;
+    for (int i = 0; i < e->n; ++i) {
+        const TableSynopsis* ts = e->list[i];
+        if (ts->owner == owner && ts->built == built && strcmp(ts->name, name) == 0) {
+            ++e->pins;
+            return ts;
+        }
+    }
+    return nullptr;
+}
+
+void table_synopsis_unpin(const TableSynopsis* ts) {
+    Entry* e = reinterpret_cast<const CachedItem*>(ts)->entry;
+    if (e->pins > 0) --e->pins;
+    // An invalidated entry goes at the next sweep (never while *out of a
+    // table_synopses call may still be read).
+}
+
+void table_change_counters(Oid relid, int64* changes, int64* live) {
+    PgStat_StatTabEntry* tab = pgstat_fetch_stat_tabentry(relid);
+    int64 c = tab ? tab->tuples_inserted + tab->tuples_updated + tab->tuples_deleted : 0;
+    int64 l = tab ? tab->n_live_tuples : 0;
+    if (PgStat_TableStatus* own = find_tabstat_entry(relid)) {
+        const PgStat_TableCounts& t = own->t_counts;
+        c += t.t_tuples_inserted + t.t_tuples_updated + t.t_tuples_deleted;
+        l = (t.t_truncdropped ? 0 : l) + t.t_delta_live_tuples;
+        for (PgStat_TableXactStatus* x = own->trans; x != nullptr; x = x->upper) {
+            c += x->tuples_inserted + x->tuples_updated + x->tuples_deleted;
+            l = (x->truncdropped ? 0 : l) + x->tuples_inserted - x->tuples_deleted;
+        }
+    }
+    *changes = c;
+    *live = std::max<int64>(0, l);
+}
+
+const char* table_synopsis_staleness(const TableSynopsis* ts) {
+    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(ts->relid));
+    if (!HeapTupleIsValid(tup)) return "table no longer exists";
+    Oid filenode = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relfilenode;
+    ReleaseSysCache(tup);
+    if (filenode != ts->relfilenode) return "table was truncated or rewritten since the synopsis was built";
+    int64 now, live;
+    table_change_counters(ts->relid, &now, &live);
+    int64 changes = now - ts->changes_built;
+    if (changes < 0) return "table statistics were reset since the synopsis was built";
+    // Rows the build read before the statistics counted them arrive as
+    // inserts afterwards: forgive up to pending_inserts of the changes.
+    int64 changed = changes - std::min(changes, ts->pending_inserts);
+    if (static_cast<double>(changed) > synopsis_max_staleness * static_cast<double>(ts->rows_built))
+        return psprintf("synopsis stale: %.0f%% of the rows changed since it was built",
+                        100.0 * static_cast<double>(changed) / static_cast<double>(std::max<int64>(1, ts->rows_built)));
+    return nullptr;
+}
+
+int table_synopsis_code(const TableSynopsis* ts, int col, const char* value) {
+    int lo = 0, hi = ts->dict_size[col] - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(ts->dict[col][mid], value);
+        if (c == 0) return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool* isnull) {
+    *isnull = std::isnan(value);
+    if (*isnull) return (Datum)0;
+    Oid type = ts->atttype[col];
+    switch (ts->encoding[col]) {
+        case ValueEncoding::Dictionary: {
+            int code = static_cast<int>(value);
+            if (code < 0 || code >= ts->dict_size[col]) elog(ERROR, "table_synopsis_datum: code %d out of range", code);
+            Oid input, ioparam;
+            getTypeInputInfo(type, &input, &ioparam);
+            return OidInputFunctionCall(input, const_cast<char*>(ts->dict[col][code]), ioparam, -1);
+        }
+        case ValueEncoding::Date: return DateADTGetDatum(static_cast<DateADT>(value));
+        case ValueEncoding::Timestamp:
+        case ValueEncoding::TimestampTz: return Int64GetDatum(static_cast<int64>(value));
+        case ValueEncoding::Number: break;
+    }
+    switch (type) {
+        case INT2OID: return Int16GetDatum(static_cast<int16>(value));
+        case INT4OID: return Int32GetDatum(static_cast<int32>(value));
+        case INT8OID: return Int64GetDatum(static_cast<int64>(value));
+        case FLOAT4OID: return Float4GetDatum(static_cast<float4>(value));
+        case NUMERICOID: return DirectFunctionCall1(float8_numeric, Float8GetDatum(value));
+        default: return Float8GetDatum(value);
+    }
+}

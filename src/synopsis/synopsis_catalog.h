@@ -1,0 +1,50 @@
+// The catalog of named synopses (approx_gpu.synopses), shared by
+// synopsis_catalog.cpp (query-text synopses, the JSON-predicate estimates,
+// refresh and drop) and synopsis_table_sql.cpp (table synopses).
+#pragma once
+
+#include "synopsis/synopsis.h"
+
+namespace synopsis_glue {
+
+// A stored named synopsis.
+struct NamedRow {
+    Oid owner;
+    text* query;
+    char* search_path;  // nullptr: unknown (a row stored by 0.1.0)
+    bytea* synopsis;    // when asked for
+    Oid relation;       // a table synopsis' table (InvalidOid: a query-text synopsis)
+    int d;              // table synopsis: its columns (attribute numbers) and stratify columns (attnums)
+    AttrNumber attnums[kMaxDim];
+    int n_stratify;
+    AttrNumber stratify[kMaxDim];
+    char* ctid;         // the row version read (refresh updates exactly it)
+};
+
+// The kde_synopsis type's OID.
+Oid synopsis_type_oid(void);
+
+// ERROR unless name is a valid synopsis name.
+void check_name(text* name, const char* fn);
+
+// ERROR unless the catalog table is the extension's current one.
+void require_current_table(const char* fn);
+
+// A role's first synopsis grants it access to the catalog table; its last revokes.
+void owner_grant(Oid owner, bool grant);
+
+ArrayType* int2_array_of(const AttrNumber* v, int n);
+ArrayType* oid_array_of(const Oid* v, int n);
+
+// The synopsis `name` as the caller sees it (see synopsis_catalog.cpp).
+NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis, bool drop);
+
+// ERROR 42710 for a name the caller already owns; refuse_taken_name checks
+// before a (long) build.
+[[noreturn]] void name_taken(text* name, const char* fn);
+void refuse_taken_name(text* name, Oid owner, const char* fn);
+
+// Rebuilds a table synopsis from its table as its owner; its info as jsonb.
+Datum refresh_bound(const NamedRow& row, text* name, const char* fn);
+
+}  // namespace synopsis_glue

@@ -1,0 +1,95 @@
+// Table synopses (issue 13): a synopsis bound to a relation and its columns
+// (by OID and attribute number), stored in approx_gpu.synopses, decoded once
+// per backend and shared by the planner node. This header is the seam between
+// the catalog side (synopsis_catalog.cpp / synopsis_cache.cpp: build, refresh,
+// drop, freshness, the per-backend cache) and the planner side
+// (aqp/aqp_planner.cpp, aqp/aqp_scan.cpp).
+#pragma once
+
+#include "runtime/runtime.h"
+
+extern "C" {
+#include "utils/timestamp.h"
+}
+
+#include "core/synopsis.hpp"
+
+// How a column's SQL values become the doubles of the sample (NULL = NaN).
+enum class ValueEncoding : uint8 {
+    Number = 0,       // int2, int4, int8, float4, float8, numeric: the value as float8
+    Date = 1,         // date: days since 2000-01-01 (DateADT as float8)
+    Timestamp = 2,    // timestamp: microseconds since 2000-01-01 00:00 (Timestamp as float8)
+    TimestampTz = 3,  // timestamptz: microseconds since 2000-01-01 00:00 UTC
+    Dictionary = 4,   // bool, text, varchar, bpchar, enum: code = index into the column's dictionary
+};
+
+// One table synopsis as the planner sees it (read-only; lives in the cache).
+struct TableSynopsis {
+    const char* name;     // the synopsis name
+    Oid owner;
+    Oid relid;
+    int d;                // columns
+    AttrNumber attnum[approx::synopsis::kMaxDim];
+    Oid atttype[approx::synopsis::kMaxDim];     // the column's type at build (a retyped column: unusable)
+    Oid collation[approx::synopsis::kMaxDim];   // the column's collation at build (InvalidOid: none)
+    ValueEncoding encoding[approx::synopsis::kMaxDim];
+    // Dictionary columns: dict_size values, the type's output strings,
+    // sorted by strcmp (code k = dict[k]); values never seen in the sample
+    // are not in it.
+    int dict_size[approx::synopsis::kMaxDim];
+    const char* const* dict[approx::synopsis::kMaxDim];
+    // Stratify columns (0-based synopsis column indexes; n_stratify = 0: a
+    // uniform sample). Stratum g's key is the stratify columns' values of
+    // its first sample row.
+    int n_stratify;
+    int stratify[approx::synopsis::kMaxDim];
+    approx::synopsis::Synopsis model;  // sample, strata, columns (pointers into the cache entry)
+    // Freshness recorded at build (issue 13 item 5).
+    int64 rows_built;       // N
+    int64 changes_built;    // n_tup_ins + n_tup_upd + n_tup_del when built (after flushing the build's own)
+    int64 pending_inserts;  // rows the build saw that the statistics had not reported yet (late counters)
+    Oid relfilenode;        // of the relation when built
+    TimestampTz built;      // when built (the most recent wins; also the plan's identity check)
+    // A column dropped, retyped or re-collated since the build: never used.
+    const char* unusable;   // nullptr: usable; else the reason
+};
+
+// The synopses bound to relid, most recently built first, from the
+// per-backend cache (one catalog read per relation until create / refresh /
+// drop of one of its synopses, or DDL on it, invalidates the entry through a
+// relcache invalidation of relid). *out stays valid until the next call of
+// any function here; pin what must outlive that.
+int table_synopses(Oid relid, const TableSynopsis* const** out);
+
+// Pins the synopsis (relid, owner, name) built at `built` for a running
+// query: it stays in memory (even if invalidated meanwhile) until
+// table_synopsis_unpin, or the end of the transaction on an error. nullptr
+// when it no longer exists or was rebuilt (another `built`).
+const TableSynopsis* table_synopsis_pin(Oid relid, Oid owner, const char* name, TimestampTz built);
+void table_synopsis_unpin(const TableSynopsis* ts);
+
+// nullptr when the synopsis is fresh; otherwise why not, in words for
+// last_run() ("synopsis stale: 31% of the rows changed since it was built",
+// "table was truncated or rewritten since the synopsis was built",
+// "table statistics were reset since the synopsis was built").
+const char* table_synopsis_staleness(const TableSynopsis* ts);
+
+// A table's change counters as this backend sees them: the cumulative
+// statistics' n_tup_ins + n_tup_upd + n_tup_del plus this backend's own counts
+// not yet flushed (its committed statements and its open transaction), and the
+// live rows the same way (a pending TRUNCATE counts from zero). Without the
+// own counts a build right after this session's bulk load would read as stale
+// once the load's counts arrive.
+void table_change_counters(Oid relid, int64* changes, int64* live);
+
+// The code of a value's output string in column col's dictionary, -1 when
+// absent (no sample row holds it).
+int table_synopsis_code(const TableSynopsis* ts, int col, const char* value);
+
+// A sample value of column col (a group key) as a Datum of the column's
+// type, allocated in the current memory context; *isnull for NaN.
+Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool* isnull);
+
+// approx_gpu.synopsis_max_staleness (synopsis.cpp): the fraction of a table's
+// rows that may change before its synopses stop answering.
+extern double synopsis_max_staleness;

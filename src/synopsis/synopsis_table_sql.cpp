@@ -1,0 +1,240 @@
+// Table synopses (issue 13): create_synopsis over a relation's columns,
+// refresh of a bound synopsis as its owner, and synopsis_status. The build
+// itself is in synopsis_build.cpp, the per-backend cache in synopsis_cache.cpp.
+#include "synopsis/synopsis_catalog.h"
+#include "synopsis/synopsis_table.h"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+#include <algorithm>
+#include <cstring>
+
+using namespace synopsis_glue;
+
+namespace {
+
+bool is_integer_type(Oid t) { return t == INT2OID || t == INT4OID || t == INT8OID; }
+
+bool is_dictionary_type(Oid t) {
+    return t == BOOLOID || t == TEXTOID || t == VARCHAROID || t == BPCHAROID || type_is_enum(t);
+}
+
+// The names of a name[] argument (no NULL elements, one dimension).
+int name_array_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, char (*out)[NAMEDATALEN]) {
+    ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
+    if (ARR_NDIM(a) > 1)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s: %s must be a one-dimensional array", fn, arg)));
+    Datum* elems;
+    bool* nulls;
+    int n;
+    deconstruct_array(a, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &n);
+    if (n > kMaxDim)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: %s names %d columns; at most %d are supported", fn, arg, n, kMaxDim)));
+    for (int i = 0; i < n; ++i) {
+        if (nulls[i])
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: %s must not contain NULL", fn, arg)));
+        strlcpy(out[i], NameStr(*DatumGetName(elems[i])), NAMEDATALEN);
+        for (int k = 0; k < i; ++k)
+            if (strcmp(out[k], out[i]) == 0)
+                ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
+                                errmsg("%s: column \"%s\" appears twice in %s", fn, out[i], arg)));
+    }
+    return n;
+}
+
+// Stratify attnums -> 0-based synopsis column indexes.
+int stratify_indexes(const NamedRow& row, int* out) {
+    for (int s = 0; s < row.n_stratify; ++s)
+        for (int j = 0; j < row.d; ++j)
+            if (row.attnums[j] == row.stratify[s]) out[s] = j;
+    return row.n_stratify;
+}
+
+}  // namespace
+
+namespace synopsis_glue {
+
+// Rebuilds a table synopsis from its table as its owner (a
+// security-restricted operation: nothing the scan runs -- type output
+// functions -- acts with the caller's privileges), same columns and settings.
+Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
+    SynValue* old = stored_value(row.synopsis);
+    int stratify[kMaxDim];
+    int ns = stratify_indexes(row, stratify);
+    Oid save_userid;
+    int save_sec;
+    GetUserIdAndSecContext(&save_userid, &save_sec);
+    SetUserIdAndSecContext(row.owner, save_sec | SECURITY_RESTRICTED_OPERATION);
+    int nest = NewGUCNestLevel();
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                            false);
+    TableBuild* b = build_table_synopsis(row.relation, row.d, row.attnums, ns, stratify,
+                                         static_cast<int32>(std::min<int64>(old->s.sample_size, INT32_MAX)),
+                                         static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
+    AtEOXact_GUC(true, nest);
+    SetUserIdAndSecContext(save_userid, save_sec);
+    Oid types[10] = {synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID, OIDOID, TEXTOID, TEXTOID};
+    Datum args[10] = {b->value,
+                      PointerGetDatum(oid_array_of(b->atttype, row.d)),
+                      PointerGetDatum(oid_array_of(b->collation, row.d)),
+                      Int64GetDatum(b->rows_built),
+                      Int64GetDatum(b->changes_built),
+                      Int64GetDatum(b->pending_inserts),
+                      ObjectIdGetDatum(b->relfilenode),
+                      ObjectIdGetDatum(row.owner),
+                      PointerGetDatum(name),
+                      CStringGetTextDatum(row.ctid)};
+    int64 updated = as_table_owner(
+        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), "
+        "atttypes = $2::pg_catalog.regtype[], collations = $3, rows_built = $4, changes_built = $5, "
+        "pending_inserts = $6, relfilenode = $7 "
+        "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
+        "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid",
+        10, types, args, nullptr, nullptr, nullptr, 0);
+    if (updated != 1)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: synopsis \"%s\" was dropped or replaced while it was rebuilt", fn, text_to_cstring(name))));
+    CacheInvalidateRelcacheByRelid(row.relation);
+    return info_jsonb(stored_value(DatumGetByteaPP(b->value)));
+}
+
+}  // namespace synopsis_glue
+
+APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
+    const char* fn = "create_synopsis";
+    static const char* const kArgs[] = {"name", "relation", "columns", "sample_size", "bandwidth", "smoothing"};
+    for (int a = 0; a < 6; ++a)
+        if (PG_ARGISNULL(a))
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: %s must not be NULL", fn, kArgs[a])));
+    text* name = PG_GETARG_TEXT_PP(0);
+    check_name(name, fn);
+    Oid relid = PG_GETARG_OID(1);
+    int32 k = sample_size_arg(fcinfo, 3, fn);
+    int method = bandwidth_arg(fcinfo, 4, fn);
+    int smoothing = smoothing_arg(fcinfo, 5, fn);
+    require_current_table(fn);
+    if (!table_synopses_available())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the extension's objects in this database are older than its library", fn),
+                        errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
+    char* relname = get_rel_name(relid);
+    if (relname == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("%s: relation with OID %u does not exist", fn, relid)));
+
+    char names[kMaxDim][NAMEDATALEN];
+    int d = name_array_arg(fcinfo, 2, fn, "columns", names);
+    if (d < 1)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: columns must name at least one column", fn)));
+    AttrNumber attnums[kMaxDim];
+    for (int j = 0; j < d; ++j) {
+        attnums[j] = get_attnum(relid, names[j]);
+        if (attnums[j] == InvalidAttrNumber || attnums[j] < 0)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                            errmsg("%s: column \"%s\" of relation \"%s\" does not exist", fn, names[j], relname)));
+    }
+    int stratify[kMaxDim];
+    int ns = 0;
+    if (!PG_ARGISNULL(6)) {
+        char snames[kMaxDim][NAMEDATALEN];
+        ns = name_array_arg(fcinfo, 6, fn, "stratify", snames);
+        for (int s = 0; s < ns; ++s) {
+            int j = 0;
+            while (j < d && strcmp(names[j], snames[s]) != 0) ++j;
+            if (j == d)
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("%s: stratify column \"%s\" is not one of the synopsis columns", fn, snames[s])));
+            Oid t = get_atttype(relid, attnums[j]);
+            if (!is_integer_type(t) && !is_dictionary_type(t))
+                ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                                errmsg("%s: stratify column \"%s\" must be an integer, bool, text, varchar, char or enum column, "
+                                       "not %s", fn, snames[s], format_type_be(t))));
+            stratify[s] = j;
+        }
+    }
+    Oid owner = GetUserId();
+    refuse_taken_name(name, owner, fn);
+    TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, fn);
+    AttrNumber satt[kMaxDim];
+    for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
+    Oid types[12] = {TEXTOID, OIDOID, synopsis_type_oid(), OIDOID, INT2ARRAYOID, OIDARRAYOID,
+                     OIDARRAYOID, INT2ARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID};
+    Datum args[12] = {PointerGetDatum(name),
+                      ObjectIdGetDatum(owner),
+                      b->value,
+                      ObjectIdGetDatum(relid),
+                      PointerGetDatum(int2_array_of(attnums, d)),
+                      PointerGetDatum(oid_array_of(b->atttype, d)),
+                      PointerGetDatum(oid_array_of(b->collation, d)),
+                      ns > 0 ? PointerGetDatum(int2_array_of(satt, ns)) : (Datum)0,
+                      Int64GetDatum(b->rows_built),
+                      Int64GetDatum(b->changes_built),
+                      Int64GetDatum(b->pending_inserts),
+                      ObjectIdGetDatum(b->relfilenode)};
+    char arg_nulls[13] = "            ";
+    if (ns == 0) arg_nulls[7] = 'n';
+    if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, synopsis, created, relation, attnums, atttypes, "
+                       "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode) "
+                       "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
+                       "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12) ON CONFLICT (owner, name) DO NOTHING",
+                       12, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
+        name_taken(name, fn);
+    owner_grant(owner, true);
+    CacheInvalidateRelcacheByRelid(relid);
+    return info_jsonb(stored_value(DatumGetByteaPP(b->value)));
+}
+
+APPROX_FUNCTION(approx_gpu_synopsis_status) {
+    const char* fn = "synopsis_status";
+    text* name = PG_GETARG_TEXT_PP(0);
+    NamedRow row = resolve_named(name, fn, false, false, false);
+    JsonbBuilder j;
+    j.begin_object();
+    j.add_string("name", text_to_cstring(name));
+    j.add_string("owner", GetUserNameFromId(row.owner, false));
+    if (!OidIsValid(row.relation)) {
+        j.add_string("status", "query");
+        j.add_string("reason", "a query-text synopsis is not bound to a table; refresh it to follow its data");
+        j.end_object();
+        return JsonbPGetDatum(j.finish());
+    }
+    j.add_string("relation", DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(row.relation))));
+    const TableSynopsis* const* all = nullptr;
+    int n = table_synopses(row.relation, &all);
+    const TableSynopsis* ts = nullptr;
+    for (int i = 0; i < n; ++i)
+        if (all[i]->owner == row.owner && strcmp(all[i]->name, text_to_cstring(name)) == 0) ts = all[i];
+    if (ts == nullptr) elog(ERROR, "%s: synopsis \"%s\" is not in the cache of its table", fn, text_to_cstring(name));
+    j.begin_array("columns");
+    for (int c = 0; c < ts->d; ++c) {
+        char* att = get_attname(ts->relid, ts->attnum[c], true);
+        if (att)
+            j.add_string(nullptr, att);
+        else
+            j.add_null(nullptr);
+    }
+    j.end_array();
+    j.add_int("strata", ts->model.n_strata);
+    j.add_int("rows_built", ts->rows_built);
+    j.add_int("changes_built", ts->changes_built);
+    j.add_int("pending_inserts", ts->pending_inserts);
+    const char* reason = ts->unusable ? ts->unusable : table_synopsis_staleness(ts);
+    j.add_string("status", ts->unusable ? "unusable" : reason ? "stale" : "fresh");
+    if (reason)
+        j.add_string("reason", reason);
+    else
+        j.add_null("reason");
+    j.end_object();
+    return JsonbPGetDatum(j.finish());
+}
