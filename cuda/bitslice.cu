@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "../src/core/bitslice.hpp"
-#include "../src/core/bitslice_detail.hpp"
+#include "../src/core/bitslice_internal.hpp"
 #include "common.cuh"
 
 namespace approx::bitslice {

@@ -13,7 +13,7 @@
 
 #include "common.cuh"
 #include "../src/core/hashjoin_build.hpp"
-#include "../src/core/hashjoin_detail.hpp"
+#include "../src/core/hashjoin_internal.hpp"
 
 namespace approx::hashjoin {
 

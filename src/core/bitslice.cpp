@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "bitslice_detail.hpp"
+#include "bitslice_internal.hpp"
 
 namespace approx::bitslice {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hashjoin_cpu.hpp"
-#include "hashjoin_detail.hpp"
+#include "hashjoin_internal.hpp"
 #include "service.hpp"
 
 namespace approx::hashjoin {

@@ -67,7 +67,7 @@ struct TableInfo {
     int64_t table_bytes = 0;
 };
 
-class TableStorage;  // CPU or GPU storage (hashjoin_detail.hpp)
+class TableStorage;  // CPU or GPU storage (hashjoin_internal.hpp)
 
 // A built table: lives on the device that built it (CPU memory or GPU memory).
 class Table {

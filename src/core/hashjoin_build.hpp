@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hashjoin_detail.hpp"
+#include "hashjoin_internal.hpp"
 
 namespace approx::hashjoin {
 

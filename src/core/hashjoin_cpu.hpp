@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "hashjoin_build.hpp"
-#include "hashjoin_detail.hpp"
+#include "hashjoin_internal.hpp"
 
 namespace approx::hashjoin::cpu {
 

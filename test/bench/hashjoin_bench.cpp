@@ -22,7 +22,7 @@
 
 #include "core/gpu.hpp"
 #include "core/hashjoin.hpp"
-#include "core/hashjoin_detail.hpp"
+#include "core/hashjoin_internal.hpp"
 
 namespace hj = approx::hashjoin;
 using approx::DeviceMode;

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "core/hashjoin_cpu.hpp"
-#include "core/hashjoin_detail.hpp"
+#include "core/hashjoin_internal.hpp"
 
 namespace approx::hashjoin::test {
 

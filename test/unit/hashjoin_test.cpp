@@ -13,7 +13,7 @@
 
 #include "core/gpu.hpp"
 #include "core/hashjoin.hpp"
-#include "core/hashjoin_detail.hpp"
+#include "core/hashjoin_internal.hpp"
 #include "hashjoin_seam.hpp"
 
 namespace hj = approx::hashjoin;
