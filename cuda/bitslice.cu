@@ -26,18 +26,18 @@ using gpu::PinnedBuffer;
 constexpr unsigned kThreads = 256;
 constexpr int64_t kNone = LLONG_MAX;
 
-__global__ void k_fill(uint64_t* w, int64_t nw, uint64_t value, uint64_t tail) {
+__global__ void fill_kernel(uint64_t* w, int64_t nw, uint64_t value, uint64_t tail) {
     GRID_STRIDE(i, nw) w[i] = (i == nw - 1) ? (value & tail) : value;
 }
 
-__global__ void k_mask_tails(uint64_t* w, int64_t ld, int64_t cols, int64_t last, uint64_t tail) {
+__global__ void mask_tails_kernel(uint64_t* w, int64_t ld, int64_t cols, int64_t last, uint64_t tail) {
     GRID_STRIDE(c, cols) w[c * ld + last] &= tail;
 }
 
 enum class Op { And, Or, Xor };
 
 template <Op op>
-__global__ void k_binop(uint64_t* z, const uint64_t* y, int64_t nw) {
+__global__ void binop_kernel(uint64_t* z, const uint64_t* y, int64_t nw) {
     GRID_STRIDE(i, nw) {
         if (op == Op::And) z[i] &= y[i];
         if (op == Op::Or) z[i] |= y[i];
@@ -45,11 +45,11 @@ __global__ void k_binop(uint64_t* z, const uint64_t* y, int64_t nw) {
     }
 }
 
-__global__ void k_not(uint64_t* z, int64_t nw, uint64_t tail) {
+__global__ void not_kernel(uint64_t* z, int64_t nw, uint64_t tail) {
     GRID_STRIDE(i, nw) z[i] = (i == nw - 1) ? (~z[i] & tail) : ~z[i];
 }
 
-__global__ void k_put(uint64_t* w, int64_t i, int bit) {
+__global__ void put_kernel(uint64_t* w, int64_t i, int bit) {
     uint64_t m = 1ULL << (i & 63);
     if (bit)
         w[i >> 6] |= m;
@@ -58,25 +58,26 @@ __global__ void k_put(uint64_t* w, int64_t i, int bit) {
 }
 
 // STEP's second half: clear the 1 that FND found (found = kNone: none).
-__global__ void k_clear_found(uint64_t* w, const int64_t* found) {
+__global__ void clear_found_kernel(uint64_t* w, const int64_t* found) {
     int64_t f = *found;
     if (f != kNone) w[f >> 6] &= ~(1ULL << (f & 63));
 }
 
 // FRST: keep only the 1 that FND found.
-__global__ void k_keep_found(uint64_t* w, int64_t nw, const int64_t* found) {
+__global__ void keep_found_kernel(uint64_t* w, int64_t nw, const int64_t* found) {
     int64_t f = *found;
     GRID_STRIDE(i, nw) w[i] = (f != kNone && i == (f >> 6)) ? (1ULL << (f & 63)) : 0ULL;
 }
 
-__global__ void k_trim(uint64_t* out, int64_t out_nw, uint64_t tail, const uint64_t* w, int64_t w_nw, int64_t i) {
+__global__ void trim_kernel(uint64_t* out, int64_t out_nw, uint64_t tail, const uint64_t* w, int64_t w_nw, int64_t i) {
     GRID_STRIDE(o, out_nw) {
         uint64_t v = detail::bits_at(w, w_nw, i + 64 * o);
         out[o] = (o == out_nw - 1) ? (v & tail) : v;
     }
 }
 
-__global__ void k_rep(uint64_t* w, int64_t o0, int64_t count, int64_t i, int64_t j, const uint64_t* v, int64_t v_nw) {
+__global__ void rep_kernel(uint64_t* w, int64_t o0, int64_t count, int64_t i, int64_t j, const uint64_t* v,
+                           int64_t v_nw) {
     GRID_STRIDE(t, count) {
         int64_t o = o0 + t;
         w[o] = detail::rep_word(w[o], o, i, j, v, v_nw);
@@ -84,7 +85,7 @@ __global__ void k_rep(uint64_t* w, int64_t o0, int64_t count, int64_t i, int64_t
 }
 
 // ROW(i, T): word o of the row gathers bit i of columns 64 o .. 64 o + 63.
-__global__ void k_row(uint64_t* out, int64_t out_nw, const uint64_t* t, int64_t ld, int64_t cols, int64_t i) {
+__global__ void row_kernel(uint64_t* out, int64_t out_nw, const uint64_t* t, int64_t ld, int64_t cols, int64_t i) {
     const int64_t wi = i >> 6;
     const int sh = static_cast<int>(i & 63);
     GRID_STRIDE(o, out_nw) {
@@ -97,7 +98,7 @@ __global__ void k_row(uint64_t* out, int64_t out_nw, const uint64_t* t, int64_t 
 }
 
 // set ROW(i, T) = w: one thread per column (each column's word is its own).
-__global__ void k_set_row(uint64_t* t, int64_t ld, int64_t cols, int64_t i, const uint64_t* w) {
+__global__ void set_row_kernel(uint64_t* t, int64_t ld, int64_t cols, int64_t i, const uint64_t* w) {
     const int64_t wi = i >> 6;
     const uint64_t m = 1ULL << (i & 63);
     GRID_STRIDE(c, cols) {
@@ -110,7 +111,8 @@ __global__ void k_set_row(uint64_t* t, int64_t ld, int64_t cols, int64_t i, cons
 }
 
 // or_cols_where: thread per (column, word); columns whose bit in w is 0 stay.
-__global__ void k_or_where(uint64_t* t, int64_t ld, int64_t cols, int64_t nw, const uint64_t* w, const uint64_t* x) {
+__global__ void or_where_kernel(uint64_t* t, int64_t ld, int64_t cols, int64_t nw, const uint64_t* w,
+                                const uint64_t* x) {
     GRID_STRIDE(idx, cols * nw) {
         int64_t c = idx / nw, r = idx - c * nw;
         if ((w[c >> 6] >> (c & 63)) & 1) t[c * ld + r] |= x[r];
@@ -165,7 +167,7 @@ public:
         if (nw == 0) return Status::Ok();
         APPROX_CUDA(cudaMemcpyAsync(x.w, host, nw * 8, cudaMemcpyHostToDevice, s_));
         if (x.n % 64) {
-            k_mask_tails<<<1, 1, 0, s_>>>(x.w, nw, 1, nw - 1, tail_mask(x.n));
+            mask_tails_kernel<<<1, 1, 0, s_>>>(x.w, nw, 1, nw - 1, tail_mask(x.n));
             APPROX_CUDA_LAUNCHED();
         }
         return Status::Ok();
@@ -180,8 +182,8 @@ public:
         if (t.ld * t.cols == 0) return Status::Ok();
         APPROX_CUDA(cudaMemcpyAsync(t.w, host, t.ld * t.cols * 8, cudaMemcpyHostToDevice, s_));
         if (t.rows % 64) {
-            k_mask_tails<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, t.ld - 1,
-                                                                          tail_mask(t.rows));
+            mask_tails_kernel<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, t.ld - 1,
+                                                                               tail_mask(t.rows));
             APPROX_CUDA_LAUNCHED();
         }
         return Status::Ok();
@@ -214,7 +216,7 @@ public:
     Status xor_(Slice z, Slice y) override { return binop<Op::Xor>(z, y, "XOR"); }
     Status not_(Slice z) override {
         if (z.words() == 0) return Status::Ok();
-        k_not<<<grid_for(z.words(), kThreads), kThreads, 0, s_>>>(z.w, z.words(), tail_mask(z.n));
+        not_kernel<<<grid_for(z.words(), kThreads), kThreads, 0, s_>>>(z.w, z.words(), tail_mask(z.n));
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -227,7 +229,7 @@ public:
     }
     Status put(Slice x, int64_t i, bool bit) override {
         APPROX_TRY(detail::check_bit(x, i, "Y(i)"));
-        k_put<<<1, 1, 0, s_>>>(x.w, i, bit ? 1 : 0);
+        put_kernel<<<1, 1, 0, s_>>>(x.w, i, bit ? 1 : 0);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -238,7 +240,7 @@ public:
     Status step(Slice x, int64_t& i) override {
         APPROX_TRY(first_one(x));
         if (x.words() > 0) {
-            k_clear_found<<<1, 1, 0, s_>>>(x.w, scalars_.get());
+            clear_found_kernel<<<1, 1, 0, s_>>>(x.w, scalars_.get());
             APPROX_CUDA_LAUNCHED();
         }
         return read_index(i);
@@ -276,21 +278,21 @@ public:
     Status frst(Slice x) override {
         if (x.words() == 0) return Status::Ok();
         APPROX_TRY(first_one(x));
-        k_keep_found<<<grid_for(x.words(), kThreads), kThreads, 0, s_>>>(x.w, x.words(), scalars_.get());
+        keep_found_kernel<<<grid_for(x.words(), kThreads), kThreads, 0, s_>>>(x.w, x.words(), scalars_.get());
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
     Status trim(int64_t i, int64_t j, Slice w, Slice out) override {
         APPROX_TRY(detail::check_trim(i, j, w, out));
-        k_trim<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), tail_mask(out.n), w.w,
-                                                                      w.words(), i);
+        trim_kernel<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), tail_mask(out.n), w.w,
+                                                                          w.words(), i);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
     Status rep(int64_t i, int64_t j, Slice v, Slice w) override {
         APPROX_TRY(detail::check_rep(i, j, v, w));
         int64_t o0 = i >> 6, count = (j >> 6) - o0 + 1;
-        k_rep<<<grid_for(count, kThreads), kThreads, 0, s_>>>(w.w, o0, count, i, j, v.w, v.words());
+        rep_kernel<<<grid_for(count, kThreads), kThreads, 0, s_>>>(w.w, o0, count, i, j, v.w, v.words());
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -304,13 +306,13 @@ public:
     }
     Status row(const Table& t, int64_t i, Slice out) override {
         APPROX_TRY(detail::check_row(t, i, out, "ROW"));
-        k_row<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), t.w, t.ld, t.cols, i);
+        row_kernel<<<grid_for(out.words(), kThreads), kThreads, 0, s_>>>(out.w, out.words(), t.w, t.ld, t.cols, i);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
     Status set_row(const Table& t, int64_t i, Slice w) override {
         APPROX_TRY(detail::check_row(t, i, w, "set ROW"));
-        k_set_row<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, i, w.w);
+        set_row_kernel<<<grid_for(t.cols, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, i, w.w);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -318,7 +320,7 @@ public:
         APPROX_TRY(detail::check_where(t, w, x));
         int64_t nw = x.words();
         if (nw == 0 || t.cols == 0) return Status::Ok();
-        k_or_where<<<grid_for(t.cols * nw, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, nw, w.w, x.w);
+        or_where_kernel<<<grid_for(t.cols * nw, kThreads), kThreads, 0, s_>>>(t.w, t.ld, t.cols, nw, w.w, x.w);
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -334,7 +336,7 @@ private:
     }
     Status fill(Slice x, uint64_t value) {
         if (x.words() == 0) return Status::Ok();
-        k_fill<<<grid_for(x.words(), kThreads), kThreads, 0, s_>>>(x.w, x.words(), value, tail_mask(x.n));
+        fill_kernel<<<grid_for(x.words(), kThreads), kThreads, 0, s_>>>(x.w, x.words(), value, tail_mask(x.n));
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }
@@ -342,7 +344,7 @@ private:
     Status binop(Slice z, Slice y, const char* name) {
         APPROX_TRY(detail::check_same(z, y, name));
         if (z.words() == 0) return Status::Ok();
-        k_binop<op><<<grid_for(z.words(), kThreads), kThreads, 0, s_>>>(z.w, y.w, z.words());
+        binop_kernel<op><<<grid_for(z.words(), kThreads), kThreads, 0, s_>>>(z.w, y.w, z.words());
         APPROX_CUDA_LAUNCHED();
         return Status::Ok();
     }

@@ -4,10 +4,11 @@
 // the k-tile (256), so every tile is whole. Rows are Np / 32 32-bit words
 // apart (the same bytes as the 64-bit words of the API; bit j of a row is bit
 // j % 32 of word j / 32). Blocked Floyd-Warshall, per k-tile K:
-//   k_diag      one block of 256 threads closes D = R[K, K] (Warshall, thread
-//               per row, row k handed over in shared memory, one barrier per k)
-//   k_product   (phase 2) R[K, J] |= D . R[K, J] and R[I, K] |= R[I, K] . D,
-//               (phase 3) R[I, J] |= R[I, K] . R[K, J], I, J outside K.
+//   diag_kernel    one block of 256 threads closes D = R[K, K] (Warshall,
+//                  thread per row, row k handed over in shared memory, one
+//                  barrier per k)
+//   panels_kernel  (phase 2) R[K, J] |= D . R[K, J] and R[I, K] |= R[I, K] . D,
+//   rest_kernel    (phase 3) R[I, J] |= R[I, K] . R[K, J], I, J outside K.
 // One warp computes a (32 * RI) x 256-bit tile C |= A . B: A's rows
 // (transposed) and B's 256 rows in shared memory, C in registers (RI rows x 8
 // words per lane); for every k it reads B's row once (a broadcast) and ORs it
@@ -57,7 +58,7 @@ double now_ms() {
 // after step k - 1) and every row with bit k set ORs it in. Two publication
 // buffers: the one written in step k was last read in step k - 2, and every
 // thread has passed step k - 1's barrier since.
-__global__ void __launch_bounds__(kTile) k_diag(uint32_t* R, int64_t L, int kt) {
+__global__ void __launch_bounds__(kTile) diag_kernel(uint32_t* R, int64_t L, int kt) {
     __shared__ uint4 pub[2][2];
     const int t = threadIdx.x;
     const int64_t k0 = static_cast<int64_t>(kt) * kTile;
@@ -193,7 +194,7 @@ __device__ __forceinline__ int64_t skip_tile(int64_t t, int kt) { return t + (t 
 // tile I != K, the columns of K). G = 256 / (32 RI) row groups per tile. B (the
 // row panel, D included) comes from `slab`, a copy of rows K taken after phase 1.
 template <int RI>
-__global__ void __launch_bounds__(32) k_panels(uint32_t* R, int64_t L, const uint32_t* slab, int kt, int64_t nt) {
+__global__ void __launch_bounds__(32) panels_kernel(uint32_t* R, int64_t L, const uint32_t* slab, int kt, int64_t nt) {
     __shared__ TileShared<RI> sm;
     constexpr int G = kTile / (32 * RI);
     const int64_t k0 = static_cast<int64_t>(kt) * kTile;
@@ -215,7 +216,7 @@ __global__ void __launch_bounds__(32) k_panels(uint32_t* R, int64_t L, const uin
 
 // Phase 3: every tile (I, J) with I, J != K, G warps (blocks) per tile.
 template <int RI>
-__global__ void __launch_bounds__(32) k_rest(uint32_t* R, int64_t L, int kt, int64_t nt) {
+__global__ void __launch_bounds__(32) rest_kernel(uint32_t* R, int64_t L, int kt, int64_t nt) {
     __shared__ TileShared<RI> sm;
     constexpr int G = kTile / (32 * RI);
     const int64_t k0 = static_cast<int64_t>(kt) * kTile;
@@ -229,7 +230,7 @@ __global__ void __launch_bounds__(32) k_rest(uint32_t* R, int64_t L, int kt, int
 template <int RI>
 Status launch_panels(uint32_t* R, int64_t L, const uint32_t* slab, int kt, int64_t nt, cudaStream_t s) {
     constexpr int G = kTile / (32 * RI);
-    k_panels<RI><<<static_cast<unsigned>(2 * (nt - 1) * G), 32, 0, s>>>(R, L, slab, kt, nt);
+    panels_kernel<RI><<<static_cast<unsigned>(2 * (nt - 1) * G), 32, 0, s>>>(R, L, slab, kt, nt);
     APPROX_CUDA_LAUNCHED();
     return Status::Ok();
 }
@@ -237,7 +238,7 @@ Status launch_panels(uint32_t* R, int64_t L, const uint32_t* slab, int kt, int64
 template <int RI>
 Status launch_rest(uint32_t* R, int64_t L, int kt, int64_t nt, cudaStream_t s) {
     constexpr int G = kTile / (32 * RI);
-    k_rest<RI><<<static_cast<unsigned>((nt - 1) * (nt - 1) * G), 32, 0, s>>>(R, L, kt, nt);
+    rest_kernel<RI><<<static_cast<unsigned>((nt - 1) * (nt - 1) * G), 32, 0, s>>>(R, L, kt, nt);
     APPROX_CUDA_LAUNCHED();
     return Status::Ok();
 }
@@ -273,7 +274,7 @@ Status close_device(uint64_t* R64, int64_t Np, cudaStream_t s, const ExecContext
             APPROX_CUDA(cudaEventRecord(m, s));
         }
         const int k = static_cast<int>(kt);
-        k_diag<<<1, kTile, 0, s>>>(R, L, k);
+        diag_kernel<<<1, kTile, 0, s>>>(R, L, k);
         APPROX_CUDA_LAUNCHED();
         if (nt == 1) break;
         APPROX_CUDA(cudaMemcpyAsync(slab.get(), R + kt * kTile * L, kTile * L * sizeof(uint32_t),
@@ -292,7 +293,7 @@ Status close_device(uint64_t* R64, int64_t Np, cudaStream_t s, const ExecContext
 
 // ---- graph preparation on the device -------------------------------------------------
 
-__global__ void k_set_edges(unsigned long long* R, int64_t ld, const int32_t* u, const int32_t* v, int64_t n) {
+__global__ void set_edges_kernel(unsigned long long* R, int64_t ld, const int32_t* u, const int32_t* v, int64_t n) {
     GRID_STRIDE(e, n) {
         int64_t a = u[e], b = v[e];
         atomicOr(R + a * ld + (b >> 6), 1ULL << (b & 63));
@@ -419,8 +420,8 @@ Status count_device(const ExecContext& ctx, cudaStream_t s, const uint64_t* R, i
 
 // Thread per (component of this level, word): the OR of its successors' rows
 // and their bits, and its own bit when it is cyclic.
-__global__ void k_propagate(uint64_t* R, int64_t ld, int64_t W, const int32_t* comps, int64_t count,
-                            const int64_t* off, const int32_t* succ, const uint8_t* cyclic) {
+__global__ void propagate_kernel(uint64_t* R, int64_t ld, int64_t W, const int32_t* comps, int64_t count,
+                                 const int64_t* off, const int32_t* succ, const uint8_t* cyclic) {
     GRID_STRIDE(idx, count * W) {
         int64_t x = idx / W, w = idx - x * W;
         int64_t a = comps[x];
@@ -465,8 +466,8 @@ Status propagate_device(const ExecContext& ctx, cudaStream_t s, const Dag& dag, 
             if (l > 0) APPROX_CUDA(cudaStreamSynchronize(s));
         }
         int64_t c0 = dag.level_start[l], count = dag.level_start[l + 1] - c0;
-        k_propagate<<<grid_for(count * W, kThreads), kThreads, 0, s>>>(R, ld, W, by_level.get() + c0, count, off.get(),
-                                                             succ.get(), cyclic.get());
+        propagate_kernel<<<grid_for(count * W, kThreads), kThreads, 0, s>>>(R, ld, W, by_level.get() + c0, count,
+                                                                            off.get(), succ.get(), cyclic.get());
         APPROX_CUDA_LAUNCHED();
     }
     APPROX_CUDA(cudaStreamSynchronize(s));
@@ -537,7 +538,7 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
         r->ld = ld;
         APPROX_CUDA(cudaMemsetAsync(r->R.get(), 0, r->R.bytes(), s));
         const int64_t n = static_cast<int64_t>(n_edges);
-        k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(
+        set_edges_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(
             reinterpret_cast<unsigned long long*>(r->R.get()), ld, g.uv.get(), g.uv.get() + n, n);
         APPROX_CUDA_LAUNCHED();
         g.uv.reset();
@@ -583,7 +584,7 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
             APPROX_TRY(upload(ctx, s, ev, dv));
             const int64_t n = static_cast<int64_t>(eu.size());
             if (n > 0) {
-                k_set_edges<<<grid_for(n, kThreads), kThreads, 0, s>>>(
+                set_edges_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(
                     reinterpret_cast<unsigned long long*>(r->R.get()), ld, du.get(), dv.get(), n);
                 APPROX_CUDA_LAUNCHED();
             }
@@ -611,8 +612,8 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
 
 // One BFS level: every vertex of the queue marks its unvisited successors and
 // appends them to the next queue (each vertex enters it at most once).
-__global__ void k_expand(const int32_t* queue, int64_t n, const int64_t* off, const int32_t* adj,
-                         unsigned long long* visited, int32_t* next, unsigned long long* next_count) {
+__global__ void expand_kernel(const int32_t* queue, int64_t n, const int64_t* off, const int32_t* adj,
+                              unsigned long long* visited, int32_t* next, unsigned long long* next_count) {
     GRID_STRIDE(i, n) {
         int32_t x = queue[i];
         for (int64_t e = off[x]; e < off[x + 1]; ++e) {
@@ -682,8 +683,8 @@ Status gpu_reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int
     for (int64_t level = 0; in > 0; ++level) {
         if (ctx.cancelled()) return cancelled_status();
         APPROX_CUDA(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), s));
-        k_expand<<<grid_for(in, kThreads), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next,
-                                                             count.get());
+        expand_kernel<<<grid_for(in, kThreads), kThreads, 0, s>>>(cur, in, off.get(), adj.get(), visited.get(), next,
+                                                                  count.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long got = 0;
         APPROX_CUDA(cudaMemcpyAsync(&got, count.get(), sizeof got, cudaMemcpyDeviceToHost, s));

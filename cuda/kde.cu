@@ -111,7 +111,7 @@ constexpr int kRun = 32;
 
 // ---- plug-in -------------------------------------------------------------------
 
-__global__ void scale_to_float(const double* __restrict__ z, long long n, double scale, float* __restrict__ u) {
+__global__ void scale_to_float_kernel(const double* __restrict__ z, long long n, double scale, float* __restrict__ u) {
     long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
     if (i < n) u[i] = static_cast<float>(z[i] * scale);
 }
@@ -595,7 +595,7 @@ private:
         constexpr int T = kBlock * RPT;
         const long long n = n_;
         // u = z / g: t = u_i - u_j in units of g
-        scale_to_float<<<gpu::blocks_for(n, kBlock), kBlock, 0, stream_>>>(z_.get(), n, 1.0 / g, u_.get());
+        scale_to_float_kernel<<<gpu::blocks_for(n, kBlock), kBlock, 0, stream_>>>(z_.get(), n, 1.0 / g, u_.get());
         APPROX_CUDA_LAUNCHED();
         const float khi = static_cast<float>(kLog2e / 2);
         const float klo = static_cast<float>(kLog2e / 2 - static_cast<double>(khi));

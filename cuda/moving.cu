@@ -163,8 +163,8 @@ using gpu::warp_append;
 // of the ids (so the sort by id only needs the bits that differ).
 using WarpReduceU64 = cub::WarpReduce<unsigned long long>;
 
-__global__ void k_stage(const int64_t* ids, const double* xs, const double* ys, int64_t n, GridMap g, uint32_t* iota,
-                        unsigned long long* counters) {
+__global__ void stage_kernel(const int64_t* ids, const double* xs, const double* ys, int64_t n, GridMap g,
+                             uint32_t* iota, unsigned long long* counters) {
     __shared__ typename WarpReduceU64::TempStorage reduce[kThreads / 32];
     int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
     int64_t n_round = (n + 31) & ~int64_t(31);
@@ -188,7 +188,7 @@ __global__ void k_stage(const int64_t* ids, const double* xs, const double* ys, 
 }
 
 // Sort keys: the id's offset from the smallest id (as unsigned, sign flipped).
-__global__ void k_id_keys(const int64_t* ids, int64_t n, uint64_t base, uint64_t* keys) {
+__global__ void id_keys_kernel(const int64_t* ids, int64_t n, uint64_t base, uint64_t* keys) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
         keys[i] = (static_cast<uint64_t>(ids[i]) ^ kSignBit) - base;
@@ -196,10 +196,10 @@ __global__ void k_id_keys(const int64_t* ids, int64_t n, uint64_t base, uint64_t
 
 // One thread per sorted entry; the last entry of each id is the distinct one.
 // Also writes the ids back in sorted order (sid) for the insert phase.
-__global__ void k_classify(const uint64_t* skey, uint64_t base, int64_t* sid, const uint32_t* sidx, int64_t n,
-                           const double* xs, const double* ys, GridMap g, DevHash h, bool is_delete, uint64_t* ent_hs,
-                           uint64_t* dkey, uint32_t* dval, uint64_t* ikey, uint32_t* inp,
-                           unsigned long long* counters) {
+__global__ void classify_kernel(const uint64_t* skey, uint64_t base, int64_t* sid, const uint32_t* sidx, int64_t n,
+                                const double* xs, const double* ys, GridMap g, DevHash h, bool is_delete,
+                                uint64_t* ent_hs, uint64_t* dkey, uint32_t* dval, uint64_t* ikey, uint32_t* inp,
+                                unsigned long long* counters) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
     int64_t n_round = (n + 31) & ~int64_t(31);
     for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n_round; j += stride) {
@@ -249,7 +249,7 @@ __global__ void k_classify(const uint64_t* skey, uint64_t base, int64_t* sid, co
 }
 
 // Marks each cell's run [beg, end) in keys sorted by cell (cell = key >> 32).
-__global__ void k_segments(const uint64_t* keys, int64_t n, int32_t* beg, int32_t* end) {
+__global__ void segments_kernel(const uint64_t* keys, int64_t n, int32_t* beg, int32_t* end) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += stride) {
         uint32_t c = static_cast<uint32_t>(keys[t] >> 32);
@@ -260,9 +260,9 @@ __global__ void k_segments(const uint64_t* keys, int64_t n, int32_t* beg, int32_
 
 // Per cell: the count after the batch, buckets to take / give back, and
 // whether the cell's directory slice is too small.
-__global__ void k_plan_cells(int64_t cells, const int32_t* count, const int32_t* db, const int32_t* de,
-                             const int32_t* ib, const int32_t* ie, const int32_t* dir_cap, int32_t* new_count,
-                             int32_t* alloc, int32_t* freeb, unsigned long long* counters) {
+__global__ void plan_cells_kernel(int64_t cells, const int32_t* count, const int32_t* db, const int32_t* de,
+                                  const int32_t* ib, const int32_t* ie, const int32_t* dir_cap, int32_t* new_count,
+                                  int32_t* alloc, int32_t* freeb, unsigned long long* counters) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cells; c += stride) {
         int32_t n = count[c];
@@ -280,8 +280,8 @@ __global__ void k_plan_cells(int64_t cells, const int32_t* count, const int32_t*
 }
 
 // Bucket t of the batch's allocations goes to the cell whose range holds t.
-__global__ void k_alloc(int64_t total, const int32_t* alloc_off, int64_t cells, Store s, const int32_t* stack,
-                        int64_t stack_base) {
+__global__ void alloc_kernel(int64_t total, const int32_t* alloc_off, int64_t cells, Store s, const int32_t* stack,
+                             int64_t stack_base) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
         int64_t c = upper_bound_dev(alloc_off, cells + 1, static_cast<int32_t>(t)) - 1;
@@ -295,8 +295,8 @@ __global__ void k_alloc(int64_t total, const int32_t* alloc_off, int64_t cells, 
 // the i-th delete of a cell looks at tail position p = n - d + i: if a survivor
 // sits there, it moves into the r-th hole, r = its rank among the survivors of
 // the tail. Sources (>= n - d) and holes (< n - d) never overlap.
-__global__ void k_delete(const uint64_t* dkey, const uint32_t* dval, int64_t n_del, const int32_t* db,
-                         const int32_t* de, Store s, DevHash h, bool removal, const uint64_t* ent_hs) {
+__global__ void delete_kernel(const uint64_t* dkey, const uint32_t* dval, int64_t n_del, const int32_t* db,
+                              const int32_t* de, Store s, DevHash h, bool removal, const uint64_t* ent_hs) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n_del; j += stride) {
         uint32_t c = static_cast<uint32_t>(dkey[j] >> 32);
@@ -316,9 +316,9 @@ __global__ void k_delete(const uint64_t* dkey, const uint32_t* dval, int64_t n_d
 }
 
 // All inserts: appended after the cell's survivors, in entry order.
-__global__ void k_insert(const uint64_t* ikey, int64_t n_ins, const int32_t* ib, const int32_t* db, const int32_t* de,
-                         Store s, DevHash h, const int64_t* sid, const uint32_t* sidx, const double* xs,
-                         const double* ys, const uint64_t* ent_hs) {
+__global__ void insert_kernel(const uint64_t* ikey, int64_t n_ins, const int32_t* ib, const int32_t* db,
+                              const int32_t* de, Store s, DevHash h, const int64_t* sid, const uint32_t* sidx,
+                              const double* xs, const double* ys, const uint64_t* ent_hs) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n_ins; t += stride) {
         uint32_t c = static_cast<uint32_t>(ikey[t] >> 32);
@@ -339,8 +339,8 @@ __global__ void k_insert(const uint64_t* ikey, int64_t n_ins, const int32_t* ib,
 }
 
 // Surplus buckets (beyond the new count) go back on the stack.
-__global__ void k_free(int64_t total, const int32_t* free_off, int64_t cells, const int32_t* new_count, Store s,
-                       int32_t* stack, int64_t stack_base) {
+__global__ void free_kernel(int64_t total, const int32_t* free_off, int64_t cells, const int32_t* new_count, Store s,
+                            int32_t* stack, int64_t stack_base) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
         int64_t c = upper_bound_dev(free_off, cells + 1, static_cast<int32_t>(t)) - 1;
@@ -350,8 +350,8 @@ __global__ void k_free(int64_t total, const int32_t* free_off, int64_t cells, co
     }
 }
 
-__global__ void k_inplace(const uint32_t* inp, int64_t n_inp, const uint64_t* ent_hs, DevHash h, Store s,
-                          const uint32_t* sidx, const double* xs, const double* ys) {
+__global__ void inplace_kernel(const uint32_t* inp, int64_t n_inp, const uint64_t* ent_hs, DevHash h, Store s,
+                               const uint32_t* sidx, const double* xs, const double* ys) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n_inp; t += stride) {
         uint32_t j = inp[t];
@@ -365,7 +365,7 @@ __global__ void k_inplace(const uint32_t* inp, int64_t n_inp, const uint64_t* en
 
 // ---- growth kernels ----------------------------------------------------------------------
 
-__global__ void k_rehash(const HSlot* old, uint64_t cap, DevHash nh) {
+__global__ void rehash_kernel(const HSlot* old, uint64_t cap, DevHash nh) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < static_cast<int64_t>(cap); s += stride) {
         HSlot e = old[s];
@@ -375,8 +375,8 @@ __global__ void k_rehash(const HSlot* old, uint64_t cap, DevHash nh) {
 
 // New directory slice sizes: the buckets a cell needs during and after the
 // batch, with room to grow.
-__global__ void k_dir_caps(int64_t cells, const int32_t* count, const int32_t* new_count, int64_t* cap64,
-                           int32_t* cap32) {
+__global__ void dir_caps_kernel(int64_t cells, const int32_t* count, const int32_t* new_count, int64_t* cap64,
+                                int32_t* cap32) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cells; c += stride) {
         int32_t a = (count[c] + B - 1) / B, b = (new_count[c] + B - 1) / B;
@@ -389,8 +389,8 @@ __global__ void k_dir_caps(int64_t cells, const int32_t* count, const int32_t* n
 }
 
 // One warp per cell copies its current buckets to the new directory.
-__global__ void k_dir_copy(int64_t cells, const int32_t* count, const int64_t* old_off, const int32_t* old_dir,
-                           const int64_t* new_off, int32_t* new_dir) {
+__global__ void dir_copy_kernel(int64_t cells, const int32_t* count, const int64_t* old_off, const int32_t* old_dir,
+                                const int64_t* new_off, int32_t* new_dir) {
     int lane = threadIdx.x & 31;
     int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
     int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
@@ -407,8 +407,8 @@ struct QRange {
 };
 
 // Per query: NaN check, clipped cell range, ring size; counts start at 0.
-__global__ void k_query_setup(const Rect* rects, int64_t q0, int64_t qn, GridMap g, QRange* qr, int64_t* ncand,
-                              unsigned long long* cnt, unsigned long long* counters) {
+__global__ void query_setup_kernel(const Rect* rects, int64_t q0, int64_t qn, GridMap g, QRange* qr, int64_t* ncand,
+                                   unsigned long long* cnt, unsigned long long* counters) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < qn; i += stride) {
         Rect q = rects[q0 + i];
@@ -433,8 +433,8 @@ __global__ void k_query_setup(const Rect* rects, int64_t q0, int64_t qn, GridMap
 }
 
 // Interior cells of each query from the summed-area table (no object checks).
-__global__ void k_interior(const QRange* qr, int64_t q0, int64_t qn, const int64_t* sat, int64_t w1,
-                           unsigned long long* cnt) {
+__global__ void interior_kernel(const QRange* qr, int64_t q0, int64_t qn, const int64_t* sat, int64_t w1,
+                                unsigned long long* cnt) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < qn; i += stride) {
         QRange r = qr[i];
@@ -446,9 +446,9 @@ __global__ void k_interior(const QRange* qr, int64_t q0, int64_t qn, const int64
 }
 
 // Candidate t (a ring cell of a query): its cell, query and bucket count.
-__global__ void k_ring_candidates(int64_t tc, const int64_t* cand_off, int64_t qn, int64_t q0, const QRange* qr,
-                                  GridMap g, const int32_t* count, uint32_t* cand_c, uint32_t* cand_q,
-                                  int64_t* nb) {
+__global__ void ring_candidates_kernel(int64_t tc, const int64_t* cand_off, int64_t qn, int64_t q0, const QRange* qr,
+                                       GridMap g, const int32_t* count, uint32_t* cand_c, uint32_t* cand_q,
+                                       int64_t* nb) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < tc; t += stride) {
         int64_t i = upper_bound_dev(cand_off, qn + 1, t) - 1;
@@ -464,8 +464,8 @@ __global__ void k_ring_candidates(int64_t tc, const int64_t* cand_off, int64_t q
 }
 
 // Every cell of one query's range (ids mode); cand_q holds "fully covered".
-__global__ void k_range_candidates(int64_t tc, QRange r, GridMap g, const int32_t* count, uint32_t* cand_c,
-                                   uint32_t* cand_full, int64_t* nb) {
+__global__ void range_candidates_kernel(int64_t tc, QRange r, GridMap g, const int32_t* count, uint32_t* cand_c,
+                                        uint32_t* cand_full, int64_t* nb) {
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     int64_t w = int64_t(r.c1) - r.c0 + 1;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < tc; t += stride) {
@@ -498,8 +498,8 @@ __device__ void for_each_bucket(const int64_t* wb_off, int64_t tc, int64_t wb, F
     }
 }
 
-__global__ void k_count_buckets(const int64_t* wb_off, int64_t tc, int64_t wb, const uint32_t* cand_c,
-                                const uint32_t* cand_q, const Rect* rects, Store s, unsigned long long* cnt) {
+__global__ void count_buckets_kernel(const int64_t* wb_off, int64_t tc, int64_t wb, const uint32_t* cand_c,
+                                     const uint32_t* cand_q, const Rect* rects, Store s, unsigned long long* cnt) {
     for_each_bucket(wb_off, tc, wb, [&](int64_t t, int64_t j, int lane) {
         uint32_t c = cand_c[t], q = cand_q[t];
         int64_t k = j * B + lane;
@@ -513,9 +513,9 @@ __global__ void k_count_buckets(const int64_t* wb_off, int64_t tc, int64_t wb, c
     });
 }
 
-__global__ void k_emit_buckets(const int64_t* wb_off, int64_t tc, int64_t wb, const uint32_t* cand_c,
-                               const uint32_t* cand_full, Rect q, Store s, int64_t* out, int64_t capacity,
-                               unsigned long long* cursor) {
+__global__ void emit_buckets_kernel(const int64_t* wb_off, int64_t tc, int64_t wb, const uint32_t* cand_c,
+                                    const uint32_t* cand_full, Rect q, Store s, int64_t* out, int64_t capacity,
+                                    unsigned long long* cursor) {
     for_each_bucket(wb_off, tc, wb, [&](int64_t t, int64_t j, int lane) {
         uint32_t c = cand_c[t];
         int64_t k = j * B + lane;
@@ -534,7 +534,7 @@ __global__ void k_emit_buckets(const int64_t* wb_off, int64_t tc, int64_t wb, co
 // thread per column walks the rows; neighbouring threads read neighbouring words).
 using WarpScanI64 = cub::WarpScan<int64_t>;
 
-__global__ void k_sat_rows(const int32_t* count, int32_t nx, int32_t ny, int64_t* sat) {
+__global__ void sat_rows_kernel(const int32_t* count, int32_t nx, int32_t ny, int64_t* sat) {
     __shared__ typename WarpScanI64::TempStorage scan[kThreads / 32];
     int lane = threadIdx.x & 31;
     int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
@@ -554,7 +554,7 @@ __global__ void k_sat_rows(const int32_t* count, int32_t nx, int32_t ny, int64_t
     }
 }
 
-__global__ void k_sat_cols(int32_t nx, int32_t ny, int64_t* sat) {
+__global__ void sat_cols_kernel(int32_t nx, int32_t ny, int64_t* sat) {
     const int64_t w1 = int64_t(nx) + 1;
     int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x + 1; c <= nx; c += stride) {
@@ -745,7 +745,7 @@ private:
         APPROX_CUDA(cudaMemsetAsync(slots.get(), 0, slots.bytes(), stream));
         if (hcap_ > 0) {
             DevHash nh{slots.get(), cap - 1};
-            k_rehash<<<grid_for(static_cast<int64_t>(hcap_)), kThreads, 0, stream>>>(hslot_.get(), hcap_, nh);
+            rehash_kernel<<<grid_for(static_cast<int64_t>(hcap_)), kThreads, 0, stream>>>(hslot_.get(), hcap_, nh);
             APPROX_CUDA_LAUNCHED();
         }
         APPROX_CUDA(cudaStreamSynchronize(stream));
@@ -796,8 +796,8 @@ private:
         APPROX_TRY(caps.alloc(ctx, C + 1));
         APPROX_TRY(off.alloc(ctx, C + 1));
         APPROX_TRY(cap32.alloc(ctx, C));
-        k_dir_caps<<<grid_for(cells_), kThreads, 0, stream>>>(cells_, count_.get(), new_count_.get(), caps.get(),
-                                                               cap32.get());
+        dir_caps_kernel<<<grid_for(cells_), kThreads, 0, stream>>>(cells_, count_.get(), new_count_.get(), caps.get(),
+                                                                   cap32.get());
         APPROX_CUDA_LAUNCHED();
         APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
             return cub::DeviceScan::ExclusiveSum(p, bytes, caps.get(), off.get(), static_cast<int>(C + 1), stream);
@@ -807,8 +807,8 @@ private:
         APPROX_TRY(charge(static_cast<int64_t>(caps.bytes() + total * 4) - static_cast<int64_t>(dir_.bytes()),
                           "the cells' bucket lists"));
         APPROX_TRY(dir.alloc(ctx, static_cast<size_t>(total)));
-        k_dir_copy<<<grid_for(cells_ * 32), kThreads, 0, stream>>>(cells_, count_.get(), dir_off_.get(), dir_.get(),
-                                                                    off.get(), dir.get());
+        dir_copy_kernel<<<grid_for(cells_ * 32), kThreads, 0, stream>>>(cells_, count_.get(), dir_off_.get(),
+                                                                        dir_.get(), off.get(), dir.get());
         APPROX_CUDA_LAUNCHED();
         APPROX_CUDA(cudaStreamSynchronize(stream));
         dir_ = std::move(dir);
@@ -876,7 +876,8 @@ private:
         init[kCntBad] = ~0ull;
         init[kCntMin] = ~0ull;
         APPROX_CUDA(cudaMemcpyAsync(counters_.get(), init, sizeof init, cudaMemcpyHostToDevice, stream));
-        k_stage<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), dx, dy, nn, g_, sidx0_.get(), counters_.get());
+        stage_kernel<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), dx, dy, nn, g_, sidx0_.get(),
+                                                            counters_.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long early[4];  // kCntBad, kCntFlag, kCntMin, kCntMax
         static_assert(kCntFlag == kCntBad + 1 && kCntMin == kCntBad + 2 && kCntMax == kCntBad + 3, "layout");
@@ -885,16 +886,16 @@ private:
         if (ctx.cancelled()) return cancelled_status();
         const unsigned long long range[2] = {early[2], early[3]};
         const uint64_t base = range[0];
-        k_id_keys<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), nn, base, ukey_.get());
+        id_keys_kernel<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), nn, base, ukey_.get());
         APPROX_CUDA_LAUNCHED();
         const int id_bits = bits_for(range[1] - range[0]);
         APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
             return cub::DeviceRadixSort::SortPairs(p, bytes, ukey_.get(), ukey2_.get(), sidx0_.get(), sidx_.get(),
                                                    static_cast<int>(nn), 0, id_bits, stream);
         }));
-        k_classify<<<grid_for(nn), kThreads, 0, stream>>>(ukey2_.get(), base, skey_.get(), sidx_.get(), nn, dx, dy, g_,
-                                                           hash(), is_delete, ent_hs_.get(), dkey_.get(), dval_.get(),
-                                                           ikey_.get(), inp_.get(), counters_.get());
+        classify_kernel<<<grid_for(nn), kThreads, 0, stream>>>(ukey2_.get(), base, skey_.get(), sidx_.get(), nn, dx, dy,
+                                                               g_, hash(), is_delete, ent_hs_.get(), dkey_.get(),
+                                                               dval_.get(), ikey_.get(), inp_.get(), counters_.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long cnt[kCntN];
         APPROX_TRY(fetch(cnt, counters_.get(), kCntN, stream, ctx));
@@ -935,16 +936,16 @@ private:
             ie = ib + C;
             APPROX_CUDA(cudaMemsetAsync(seg_.get(), 0, 4 * C * sizeof(int32_t), stream));
             if (n_del > 0) {
-                k_segments<<<grid_for(n_del), kThreads, 0, stream>>>(dkey2_.get(), n_del, db, de);
+                segments_kernel<<<grid_for(n_del), kThreads, 0, stream>>>(dkey2_.get(), n_del, db, de);
                 APPROX_CUDA_LAUNCHED();
             }
             if (n_ins > 0) {
-                k_segments<<<grid_for(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, ie);
+                segments_kernel<<<grid_for(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, ie);
                 APPROX_CUDA_LAUNCHED();
             }
-            k_plan_cells<<<grid_for(cells_), kThreads, 0, stream>>>(cells_, count_.get(), db, de, ib, ie,
-                                                                     dir_cap_.get(), new_count_.get(), alloc_.get(),
-                                                                     freeb_.get(), counters_.get());
+            plan_cells_kernel<<<grid_for(cells_), kThreads, 0, stream>>>(cells_, count_.get(), db, de, ib, ie,
+                                                                         dir_cap_.get(), new_count_.get(), alloc_.get(),
+                                                                         freeb_.get(), counters_.get());
             APPROX_CUDA_LAUNCHED();
             APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                 return cub::DeviceScan::ExclusiveSum(p, bytes, alloc_.get(), alloc_off_.get(), static_cast<int>(C + 1),
@@ -976,31 +977,33 @@ private:
         const int64_t stack_base = free_top_ - total_alloc;
         if (structural) {
             if (total_alloc > 0) {
-                k_alloc<<<grid_for(total_alloc), kThreads, 0, stream>>>(total_alloc, alloc_off_.get(), cells_, s,
-                                                                        stack_.get(), stack_base);
+                alloc_kernel<<<grid_for(total_alloc), kThreads, 0, stream>>>(total_alloc, alloc_off_.get(), cells_, s,
+                                                                             stack_.get(), stack_base);
                 APPROX_CUDA_LAUNCHED();
             }
             if (n_del > 0) {
-                k_delete<<<grid_for(n_del), kThreads, 0, stream>>>(dkey2_.get(), dval2_.get(), n_del, db, de, s, h,
-                                                                    is_delete, ent_hs_.get());
+                delete_kernel<<<grid_for(n_del), kThreads, 0, stream>>>(dkey2_.get(), dval2_.get(), n_del, db, de, s, h,
+                                                                        is_delete, ent_hs_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             if (n_ins > 0) {
-                k_insert<<<grid_for(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, db, de, s, h, skey_.get(),
-                                                                    sidx_.get(), dx, dy, ent_hs_.get());
+                insert_kernel<<<grid_for(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, db, de, s, h,
+                                                                        skey_.get(), sidx_.get(), dx, dy,
+                                                                        ent_hs_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             if (total_free > 0) {
-                k_free<<<grid_for(total_free), kThreads, 0, stream>>>(total_free, free_off_.get(), cells_,
-                                                                      new_count_.get(), s, stack_.get(), stack_base);
+                free_kernel<<<grid_for(total_free), kThreads, 0, stream>>>(total_free, free_off_.get(), cells_,
+                                                                           new_count_.get(), s, stack_.get(),
+                                                                           stack_base);
                 APPROX_CUDA_LAUNCHED();
             }
             std::swap(count_, new_count_);
             s = store();
         }
         if (n_inp > 0) {
-            k_inplace<<<grid_for(n_inp), kThreads, 0, stream>>>(inp_.get(), n_inp, ent_hs_.get(), h, s, sidx_.get(), dx,
-                                                                 dy);
+            inplace_kernel<<<grid_for(n_inp), kThreads, 0, stream>>>(inp_.get(), n_inp, ent_hs_.get(), h, s,
+                                                                     sidx_.get(), dx, dy);
             APPROX_CUDA_LAUNCHED();
         }
         // Bookkeeping first: the kernels are queued and will run; an error
@@ -1031,9 +1034,9 @@ private:
         size_t w1 = static_cast<size_t>(g_.nx) + 1, h1 = static_cast<size_t>(g_.ny) + 1;
         APPROX_TRY(ensure(sat_, ctx, w1 * h1));
         APPROX_CUDA(cudaMemsetAsync(sat_.get(), 0, w1 * h1 * sizeof(int64_t), stream));
-        k_sat_rows<<<grid_for(int64_t(g_.ny) * 32), kThreads, 0, stream>>>(count_.get(), g_.nx, g_.ny, sat_.get());
+        sat_rows_kernel<<<grid_for(int64_t(g_.ny) * 32), kThreads, 0, stream>>>(count_.get(), g_.nx, g_.ny, sat_.get());
         APPROX_CUDA_LAUNCHED();
-        k_sat_cols<<<grid_for(g_.nx), kThreads, 0, stream>>>(g_.nx, g_.ny, sat_.get());
+        sat_cols_kernel<<<grid_for(g_.nx), kThreads, 0, stream>>>(g_.nx, g_.ny, sat_.get());
         APPROX_CUDA_LAUNCHED();
         sat_dirty_ = false;
         return Status::Ok();
@@ -1064,8 +1067,8 @@ private:
             for (int i = 0; i < kCntN; ++i) init[i] = 0;
             init[kCntBad] = ~0ull;
             APPROX_CUDA(cudaMemcpyAsync(counters_.get(), init, sizeof init, cudaMemcpyHostToDevice, stream));
-            k_query_setup<<<grid_for(qn), kThreads, 0, stream>>>(rects_.get(), q0, qn, g_, qr_.get(), ncand_.get(),
-                                                                  qcnt_.get(), counters_.get());
+            query_setup_kernel<<<grid_for(qn), kThreads, 0, stream>>>(rects_.get(), q0, qn, g_, qr_.get(), ncand_.get(),
+                                                                      qcnt_.get(), counters_.get());
             APPROX_CUDA_LAUNCHED();
             APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                 return cub::DeviceScan::ExclusiveSum(p, bytes, ncand_.get(), cand_off_.get(), static_cast<int>(qn + 1),
@@ -1083,8 +1086,8 @@ private:
             }
             if (cnt[kCntFlag] != 0) {
                 APPROX_TRY(ensure_sat(ctx, stream));
-                k_interior<<<grid_for(qn), kThreads, 0, stream>>>(qr_.get(), q0, qn, sat_.get(),
-                                                                   int64_t(g_.nx) + 1, qcnt_.get());
+                interior_kernel<<<grid_for(qn), kThreads, 0, stream>>>(qr_.get(), q0, qn, sat_.get(),
+                                                                       int64_t(g_.nx) + 1, qcnt_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             if (tc > 0) {
@@ -1092,9 +1095,9 @@ private:
                 APPROX_TRY(ensure(cand_q_, ctx, static_cast<size_t>(tc)));
                 APPROX_TRY(ensure(nb_buf_, ctx, static_cast<size_t>(tc) + 1));
                 APPROX_TRY(ensure(wb_off_, ctx, static_cast<size_t>(tc) + 1));
-                k_ring_candidates<<<grid_for(tc), kThreads, 0, stream>>>(tc, cand_off_.get(), qn, q0, qr_.get(), g_,
-                                                                          count_.get(), cand_c_.get(), cand_q_.get(),
-                                                                          nb_buf_.get());
+                ring_candidates_kernel<<<grid_for(tc), kThreads, 0, stream>>>(tc, cand_off_.get(), qn, q0, qr_.get(),
+                                                                              g_, count_.get(), cand_c_.get(),
+                                                                              cand_q_.get(), nb_buf_.get());
                 APPROX_CUDA_LAUNCHED();
                 APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                     return cub::DeviceScan::ExclusiveSum(p, bytes, nb_buf_.get(), wb_off_.get(),
@@ -1104,8 +1107,9 @@ private:
                 APPROX_TRY(fetch(&wb, wb_off_.get() + tc, 1, stream, ctx));
                 if (wb > 0) {
                     int64_t warps = (wb + kItemsPerWarp - 1) / kItemsPerWarp;
-                    k_count_buckets<<<grid_for(warps * 32), kThreads, 0, stream>>>(
-                        wb_off_.get(), tc, wb, cand_c_.get(), cand_q_.get(), rects_.get(), s, qcnt_.get());
+                    count_buckets_kernel<<<grid_for(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb,
+                                                                                        cand_c_.get(), cand_q_.get(),
+                                                                                        rects_.get(), s, qcnt_.get());
                     APPROX_CUDA_LAUNCHED();
                 }
                 bs.candidate_cells += tc;
@@ -1137,8 +1141,8 @@ private:
             APPROX_TRY(ensure(nb_buf_, ctx, static_cast<size_t>(tc) + 1));
             APPROX_TRY(ensure(wb_off_, ctx, static_cast<size_t>(tc) + 1));
             APPROX_TRY(ensure(out_, ctx, found));
-            k_range_candidates<<<grid_for(tc), kThreads, 0, stream>>>(tc, QRange{c0, c1, r0, r1}, g_, count_.get(),
-                                                                       cand_c_.get(), cand_q_.get(), nb_buf_.get());
+            range_candidates_kernel<<<grid_for(tc), kThreads, 0, stream>>>(tc, QRange{c0, c1, r0, r1}, g_, count_.get(),
+                                                                           cand_c_.get(), cand_q_.get(), nb_buf_.get());
             APPROX_CUDA_LAUNCHED();
             APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                 return cub::DeviceScan::ExclusiveSum(p, bytes, nb_buf_.get(), wb_off_.get(), static_cast<int>(tc + 1),
@@ -1149,8 +1153,9 @@ private:
             APPROX_CUDA(cudaMemsetAsync(counters_.get(), 0, sizeof(unsigned long long), stream));
             if (wb > 0) {
                 int64_t warps = (wb + kItemsPerWarp - 1) / kItemsPerWarp;
-                k_emit_buckets<<<grid_for(warps * 32), kThreads, 0, stream>>>(
-                    wb_off_.get(), tc, wb, cand_c_.get(), cand_q_.get(), q, store(), out_.get(), n, counters_.get());
+                emit_buckets_kernel<<<grid_for(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb, cand_c_.get(),
+                                                                                   cand_q_.get(), q, store(),
+                                                                                   out_.get(), n, counters_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             unsigned long long emitted = 0;
