@@ -193,6 +193,12 @@ inline unsigned grid_for(N n, int64_t per_block = 256, int64_t max_blocks = kDef
 #define GRID_STRIDE(i, n) \
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
+// The same loop with one warp per item: for (int64_t w = this thread's warp;
+// w < n; w += the grid's warps). blockDim.x must be a multiple of 32.
+#define WARP_GRID_STRIDE(w, n)                                                       \
+    for (int64_t w = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) >> 5; w < (n); \
+         w += (int64_t(gridDim.x) * blockDim.x) >> 5)
+
 // ---- device building blocks -----------------------------------------------------------
 
 // Warp-aggregated append: one atomicAdd on *counter per warp for the lanes whose

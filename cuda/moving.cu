@@ -76,9 +76,11 @@ constexpr int64_t kQueryChunk = int64_t(1) << 22;
 enum { kCntDel = 0, kCntIns, kCntInp, kCntNew, kCntDistinct, kCntBad, kCntFlag, kCntMin, kCntMax, kCntN };
 constexpr uint64_t kSignBit = uint64_t(1) << 63;  // id ^ kSignBit orders like the signed id
 
-// Grid of the grid-stride kernels here: up to 2^20 blocks (the stride loops cover the rest).
+// Grid of the grid-stride kernels here over n threads: gpu::grid_for with
+// kThreads per block and up to 2^20 blocks, more than the shared default (the
+// stride loops cover the rest).
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;
-unsigned grid_for(int64_t n) { return gpu::grid_for(n, kThreads, kMaxBlocks); }
+unsigned moving_grid(int64_t n) { return gpu::grid_for(n, kThreads, kMaxBlocks); }
 
 __host__ __device__ inline uint64_t pack(uint32_t cell, uint32_t k) { return (uint64_t(cell) << 32) | k; }
 
@@ -166,9 +168,8 @@ using WarpReduceU64 = cub::WarpReduce<unsigned long long>;
 __global__ void stage_kernel(const int64_t* ids, const double* xs, const double* ys, int64_t n, GridMap g,
                              uint32_t* iota, unsigned long long* counters) {
     __shared__ typename WarpReduceU64::TempStorage reduce[kThreads / 32];
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
-    int64_t n_round = (n + 31) & ~int64_t(31);
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n_round; i += stride) {
+    int64_t n_round = (n + 31) & ~int64_t(31);  // whole warps (the grid's stride is a multiple of 32)
+    GRID_STRIDE(i, n_round) {
         unsigned long long lo = ~0ull, hi = 0;
         if (i < n) {
             iota[i] = static_cast<uint32_t>(i);
@@ -189,9 +190,7 @@ __global__ void stage_kernel(const int64_t* ids, const double* xs, const double*
 
 // Sort keys: the id's offset from the smallest id (as unsigned, sign flipped).
 __global__ void id_keys_kernel(const int64_t* ids, int64_t n, uint64_t base, uint64_t* keys) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-        keys[i] = (static_cast<uint64_t>(ids[i]) ^ kSignBit) - base;
+    GRID_STRIDE(i, n) keys[i] = (static_cast<uint64_t>(ids[i]) ^ kSignBit) - base;
 }
 
 // One thread per sorted entry; the last entry of each id is the distinct one.
@@ -200,9 +199,8 @@ __global__ void classify_kernel(const uint64_t* skey, uint64_t base, int64_t* si
                                 const double* xs, const double* ys, GridMap g, DevHash h, bool is_delete,
                                 uint64_t* ent_hs, uint64_t* dkey, uint32_t* dval, uint64_t* ikey, uint32_t* inp,
                                 unsigned long long* counters) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;  // a multiple of 32: warps stay whole
-    int64_t n_round = (n + 31) & ~int64_t(31);
-    for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n_round; j += stride) {
+    int64_t n_round = (n + 31) & ~int64_t(31);  // whole warps (the grid's stride is a multiple of 32)
+    GRID_STRIDE(j, n_round) {
         bool active = j < n && (j + 1 == n || skey[j] != skey[j + 1]);
         bool del = false, ins = false, inplace = false, fresh = false;
         uint64_t dk = 0, ik = 0;
@@ -250,8 +248,7 @@ __global__ void classify_kernel(const uint64_t* skey, uint64_t base, int64_t* si
 
 // Marks each cell's run [beg, end) in keys sorted by cell (cell = key >> 32).
 __global__ void segments_kernel(const uint64_t* keys, int64_t n, int32_t* beg, int32_t* end) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += stride) {
+    GRID_STRIDE(t, n) {
         uint32_t c = static_cast<uint32_t>(keys[t] >> 32);
         if (t == 0 || static_cast<uint32_t>(keys[t - 1] >> 32) != c) beg[c] = static_cast<int32_t>(t);
         if (t + 1 == n || static_cast<uint32_t>(keys[t + 1] >> 32) != c) end[c] = static_cast<int32_t>(t + 1);
@@ -263,8 +260,7 @@ __global__ void segments_kernel(const uint64_t* keys, int64_t n, int32_t* beg, i
 __global__ void plan_cells_kernel(int64_t cells, const int32_t* count, const int32_t* db, const int32_t* de,
                                   const int32_t* ib, const int32_t* ie, const int32_t* dir_cap, int32_t* new_count,
                                   int32_t* alloc, int32_t* freeb, unsigned long long* counters) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cells; c += stride) {
+    GRID_STRIDE(c, cells) {
         int32_t n = count[c];
         int32_t n2 = n - (de[c] - db[c]) + (ie[c] - ib[c]);
         int32_t before = (n + B - 1) / B, after = (n2 + B - 1) / B;
@@ -282,8 +278,7 @@ __global__ void plan_cells_kernel(int64_t cells, const int32_t* count, const int
 // Bucket t of the batch's allocations goes to the cell whose range holds t.
 __global__ void alloc_kernel(int64_t total, const int32_t* alloc_off, int64_t cells, Store s, const int32_t* stack,
                              int64_t stack_base) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
+    GRID_STRIDE(t, total) {
         int64_t c = upper_bound_dev(alloc_off, cells + 1, static_cast<int32_t>(t)) - 1;
         int64_t i = t - alloc_off[c];
         int64_t before = (s.count[c] + B - 1) / B;
@@ -297,8 +292,7 @@ __global__ void alloc_kernel(int64_t total, const int32_t* alloc_off, int64_t ce
 // the tail. Sources (>= n - d) and holes (< n - d) never overlap.
 __global__ void delete_kernel(const uint64_t* dkey, const uint32_t* dval, int64_t n_del, const int32_t* db,
                               const int32_t* de, Store s, DevHash h, bool removal, const uint64_t* ent_hs) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n_del; j += stride) {
+    GRID_STRIDE(j, n_del) {
         uint32_t c = static_cast<uint32_t>(dkey[j] >> 32);
         int64_t b = db[c], e = de[c];
         int64_t n = s.count[c];
@@ -319,8 +313,7 @@ __global__ void delete_kernel(const uint64_t* dkey, const uint32_t* dval, int64_
 __global__ void insert_kernel(const uint64_t* ikey, int64_t n_ins, const int32_t* ib, const int32_t* db,
                               const int32_t* de, Store s, DevHash h, const int64_t* sid, const uint32_t* sidx,
                               const double* xs, const double* ys, const uint64_t* ent_hs) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n_ins; t += stride) {
+    GRID_STRIDE(t, n_ins) {
         uint32_t c = static_cast<uint32_t>(ikey[t] >> 32);
         uint32_t j = static_cast<uint32_t>(ikey[t] & 0xffffffffu);
         int64_t n1 = s.count[c] - (de[c] - db[c]);
@@ -341,8 +334,7 @@ __global__ void insert_kernel(const uint64_t* ikey, int64_t n_ins, const int32_t
 // Surplus buckets (beyond the new count) go back on the stack.
 __global__ void free_kernel(int64_t total, const int32_t* free_off, int64_t cells, const int32_t* new_count, Store s,
                             int32_t* stack, int64_t stack_base) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
+    GRID_STRIDE(t, total) {
         int64_t c = upper_bound_dev(free_off, cells + 1, static_cast<int32_t>(t)) - 1;
         int64_t i = t - free_off[c];
         int64_t after = (new_count[c] + B - 1) / B;
@@ -352,8 +344,7 @@ __global__ void free_kernel(int64_t total, const int32_t* free_off, int64_t cell
 
 __global__ void inplace_kernel(const uint32_t* inp, int64_t n_inp, const uint64_t* ent_hs, DevHash h, Store s,
                                const uint32_t* sidx, const double* xs, const double* ys) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n_inp; t += stride) {
+    GRID_STRIDE(t, n_inp) {
         uint32_t j = inp[t];
         uint64_t loc = h.loc(static_cast<int64_t>(ent_hs[j]));
         size_t dst = slot_of(s, static_cast<uint32_t>(loc >> 32), static_cast<int64_t>(loc & 0xffffffffu));
@@ -366,8 +357,7 @@ __global__ void inplace_kernel(const uint32_t* inp, int64_t n_inp, const uint64_
 // ---- growth kernels ----------------------------------------------------------------------
 
 __global__ void rehash_kernel(const HSlot* old, uint64_t cap, DevHash nh) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < static_cast<int64_t>(cap); s += stride) {
+    GRID_STRIDE(s, static_cast<int64_t>(cap)) {
         HSlot e = old[s];
         if ((e.word >> 62) == 1) hash_insert_new(nh, e.key, e.word & kLocMask);
     }
@@ -377,8 +367,7 @@ __global__ void rehash_kernel(const HSlot* old, uint64_t cap, DevHash nh) {
 // batch, with room to grow.
 __global__ void dir_caps_kernel(int64_t cells, const int32_t* count, const int32_t* new_count, int64_t* cap64,
                                 int32_t* cap32) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cells; c += stride) {
+    GRID_STRIDE(c, cells) {
         int32_t a = (count[c] + B - 1) / B, b = (new_count[c] + B - 1) / B;
         int32_t need = a > b ? a : b;
         int32_t cap = need + need / 2 + 2;
@@ -392,9 +381,7 @@ __global__ void dir_caps_kernel(int64_t cells, const int32_t* count, const int32
 __global__ void dir_copy_kernel(int64_t cells, const int32_t* count, const int64_t* old_off, const int32_t* old_dir,
                                 const int64_t* new_off, int32_t* new_dir) {
     int lane = threadIdx.x & 31;
-    int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-    int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
-    for (int64_t c = warp; c < cells; c += warps) {
+    WARP_GRID_STRIDE(c, cells) {
         int32_t before = (count[c] + B - 1) / B;
         for (int32_t i = lane; i < before; i += 32) new_dir[new_off[c] + i] = old_dir[old_off[c] + i];
     }
@@ -409,8 +396,7 @@ struct QRange {
 // Per query: NaN check, clipped cell range, ring size; counts start at 0.
 __global__ void query_setup_kernel(const Rect* rects, int64_t q0, int64_t qn, GridMap g, QRange* qr, int64_t* ncand,
                                    unsigned long long* cnt, unsigned long long* counters) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < qn; i += stride) {
+    GRID_STRIDE(i, qn) {
         Rect q = rects[q0 + i];
         cnt[q0 + i] = 0;
         if (i == 0) ncand[qn] = 0;
@@ -435,8 +421,7 @@ __global__ void query_setup_kernel(const Rect* rects, int64_t q0, int64_t qn, Gr
 // Interior cells of each query from the summed-area table (no object checks).
 __global__ void interior_kernel(const QRange* qr, int64_t q0, int64_t qn, const int64_t* sat, int64_t w1,
                                 unsigned long long* cnt) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < qn; i += stride) {
+    GRID_STRIDE(i, qn) {
         QRange r = qr[i];
         if (r.c1 < r.c0 || r.c1 - r.c0 < 2 || r.r1 - r.r0 < 2) continue;
         int64_t a = r.c0 + 1, b = r.c1, e = r.r0 + 1, f = r.r1;
@@ -449,8 +434,7 @@ __global__ void interior_kernel(const QRange* qr, int64_t q0, int64_t qn, const 
 __global__ void ring_candidates_kernel(int64_t tc, const int64_t* cand_off, int64_t qn, int64_t q0, const QRange* qr,
                                        GridMap g, const int32_t* count, uint32_t* cand_c, uint32_t* cand_q,
                                        int64_t* nb) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < tc; t += stride) {
+    GRID_STRIDE(t, tc) {
         int64_t i = upper_bound_dev(cand_off, qn + 1, t) - 1;
         QRange r = qr[i];
         int32_t cx, cy;
@@ -466,9 +450,8 @@ __global__ void ring_candidates_kernel(int64_t tc, const int64_t* cand_off, int6
 // Every cell of one query's range (ids mode); cand_q holds "fully covered".
 __global__ void range_candidates_kernel(int64_t tc, QRange r, GridMap g, const int32_t* count, uint32_t* cand_c,
                                         uint32_t* cand_full, int64_t* nb) {
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
     int64_t w = int64_t(r.c1) - r.c0 + 1;
-    for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < tc; t += stride) {
+    GRID_STRIDE(t, tc) {
         int32_t cx = static_cast<int32_t>(r.c0 + t % w), cy = static_cast<int32_t>(r.r0 + t / w);
         uint32_t c = static_cast<uint32_t>(cy) * static_cast<uint32_t>(g.nx) + static_cast<uint32_t>(cx);
         cand_c[t] = c;
@@ -484,9 +467,9 @@ __global__ void range_candidates_kernel(int64_t tc, QRange r, GridMap g, const i
 template <class F>
 __device__ void for_each_bucket(const int64_t* wb_off, int64_t tc, int64_t wb, F&& f) {
     const int lane = threadIdx.x & 31;
-    int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-    int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
-    for (int64_t w0 = warp * kItemsPerWarp; w0 < wb; w0 += warps * kItemsPerWarp) {
+    const int64_t groups = (wb + kItemsPerWarp - 1) / kItemsPerWarp;
+    WARP_GRID_STRIDE(group, groups) {
+        int64_t w0 = group * kItemsPerWarp;
         int64_t w1 = w0 + kItemsPerWarp < wb ? w0 + kItemsPerWarp : wb;
         int64_t t = 0;
         if (lane == 0) t = upper_bound_dev(wb_off, tc + 1, w0) - 1;
@@ -537,10 +520,8 @@ using WarpScanI64 = cub::WarpScan<int64_t>;
 __global__ void sat_rows_kernel(const int32_t* count, int32_t nx, int32_t ny, int64_t* sat) {
     __shared__ typename WarpScanI64::TempStorage scan[kThreads / 32];
     int lane = threadIdx.x & 31;
-    int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-    int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
     const int64_t w1 = int64_t(nx) + 1;
-    for (int64_t r = warp; r < ny; r += warps) {
+    WARP_GRID_STRIDE(r, ny) {
         int64_t carry = 0;
         for (int64_t base = 0; base < nx; base += 32) {
             int64_t c = base + lane;
@@ -556,8 +537,8 @@ __global__ void sat_rows_kernel(const int32_t* count, int32_t nx, int32_t ny, in
 
 __global__ void sat_cols_kernel(int32_t nx, int32_t ny, int64_t* sat) {
     const int64_t w1 = int64_t(nx) + 1;
-    int64_t stride = int64_t(gridDim.x) * blockDim.x;
-    for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x + 1; c <= nx; c += stride) {
+    GRID_STRIDE(i, nx) {
+        const int64_t c = i + 1;  // sat's column c sums count's columns < c
         int64_t run = 0;
         for (int64_t r = 1; r <= ny; ++r) {
             run += sat[r * w1 + c];
@@ -745,7 +726,7 @@ private:
         APPROX_CUDA(cudaMemsetAsync(slots.get(), 0, slots.bytes(), stream));
         if (hcap_ > 0) {
             DevHash nh{slots.get(), cap - 1};
-            rehash_kernel<<<grid_for(static_cast<int64_t>(hcap_)), kThreads, 0, stream>>>(hslot_.get(), hcap_, nh);
+            rehash_kernel<<<moving_grid(static_cast<int64_t>(hcap_)), kThreads, 0, stream>>>(hslot_.get(), hcap_, nh);
             APPROX_CUDA_LAUNCHED();
         }
         APPROX_CUDA(cudaStreamSynchronize(stream));
@@ -796,8 +777,8 @@ private:
         APPROX_TRY(caps.alloc(ctx, C + 1));
         APPROX_TRY(off.alloc(ctx, C + 1));
         APPROX_TRY(cap32.alloc(ctx, C));
-        dir_caps_kernel<<<grid_for(cells_), kThreads, 0, stream>>>(cells_, count_.get(), new_count_.get(), caps.get(),
-                                                                   cap32.get());
+        dir_caps_kernel<<<moving_grid(cells_), kThreads, 0, stream>>>(cells_, count_.get(), new_count_.get(),
+                                                                      caps.get(), cap32.get());
         APPROX_CUDA_LAUNCHED();
         APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
             return cub::DeviceScan::ExclusiveSum(p, bytes, caps.get(), off.get(), static_cast<int>(C + 1), stream);
@@ -807,8 +788,8 @@ private:
         APPROX_TRY(charge(static_cast<int64_t>(caps.bytes() + total * 4) - static_cast<int64_t>(dir_.bytes()),
                           "the cells' bucket lists"));
         APPROX_TRY(dir.alloc(ctx, static_cast<size_t>(total)));
-        dir_copy_kernel<<<grid_for(cells_ * 32), kThreads, 0, stream>>>(cells_, count_.get(), dir_off_.get(),
-                                                                        dir_.get(), off.get(), dir.get());
+        dir_copy_kernel<<<moving_grid(cells_ * 32), kThreads, 0, stream>>>(cells_, count_.get(), dir_off_.get(),
+                                                                           dir_.get(), off.get(), dir.get());
         APPROX_CUDA_LAUNCHED();
         APPROX_CUDA(cudaStreamSynchronize(stream));
         dir_ = std::move(dir);
@@ -876,8 +857,8 @@ private:
         init[kCntBad] = ~0ull;
         init[kCntMin] = ~0ull;
         APPROX_CUDA(cudaMemcpyAsync(counters_.get(), init, sizeof init, cudaMemcpyHostToDevice, stream));
-        stage_kernel<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), dx, dy, nn, g_, sidx0_.get(),
-                                                            counters_.get());
+        stage_kernel<<<moving_grid(nn), kThreads, 0, stream>>>(d_ids_.get(), dx, dy, nn, g_, sidx0_.get(),
+                                                               counters_.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long early[4];  // kCntBad, kCntFlag, kCntMin, kCntMax
         static_assert(kCntFlag == kCntBad + 1 && kCntMin == kCntBad + 2 && kCntMax == kCntBad + 3, "layout");
@@ -886,16 +867,17 @@ private:
         if (ctx.cancelled()) return cancelled_status();
         const unsigned long long range[2] = {early[2], early[3]};
         const uint64_t base = range[0];
-        id_keys_kernel<<<grid_for(nn), kThreads, 0, stream>>>(d_ids_.get(), nn, base, ukey_.get());
+        id_keys_kernel<<<moving_grid(nn), kThreads, 0, stream>>>(d_ids_.get(), nn, base, ukey_.get());
         APPROX_CUDA_LAUNCHED();
         const int id_bits = bits_for(range[1] - range[0]);
         APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
             return cub::DeviceRadixSort::SortPairs(p, bytes, ukey_.get(), ukey2_.get(), sidx0_.get(), sidx_.get(),
                                                    static_cast<int>(nn), 0, id_bits, stream);
         }));
-        classify_kernel<<<grid_for(nn), kThreads, 0, stream>>>(ukey2_.get(), base, skey_.get(), sidx_.get(), nn, dx, dy,
-                                                               g_, hash(), is_delete, ent_hs_.get(), dkey_.get(),
-                                                               dval_.get(), ikey_.get(), inp_.get(), counters_.get());
+        classify_kernel<<<moving_grid(nn), kThreads, 0, stream>>>(ukey2_.get(), base, skey_.get(), sidx_.get(), nn, dx,
+                                                                  dy, g_, hash(), is_delete, ent_hs_.get(), dkey_.get(),
+                                                                  dval_.get(), ikey_.get(), inp_.get(),
+                                                                  counters_.get());
         APPROX_CUDA_LAUNCHED();
         unsigned long long cnt[kCntN];
         APPROX_TRY(fetch(cnt, counters_.get(), kCntN, stream, ctx));
@@ -936,16 +918,17 @@ private:
             ie = ib + C;
             APPROX_CUDA(cudaMemsetAsync(seg_.get(), 0, 4 * C * sizeof(int32_t), stream));
             if (n_del > 0) {
-                segments_kernel<<<grid_for(n_del), kThreads, 0, stream>>>(dkey2_.get(), n_del, db, de);
+                segments_kernel<<<moving_grid(n_del), kThreads, 0, stream>>>(dkey2_.get(), n_del, db, de);
                 APPROX_CUDA_LAUNCHED();
             }
             if (n_ins > 0) {
-                segments_kernel<<<grid_for(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, ie);
+                segments_kernel<<<moving_grid(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, ie);
                 APPROX_CUDA_LAUNCHED();
             }
-            plan_cells_kernel<<<grid_for(cells_), kThreads, 0, stream>>>(cells_, count_.get(), db, de, ib, ie,
-                                                                         dir_cap_.get(), new_count_.get(), alloc_.get(),
-                                                                         freeb_.get(), counters_.get());
+            plan_cells_kernel<<<moving_grid(cells_), kThreads, 0, stream>>>(cells_, count_.get(), db, de, ib, ie,
+                                                                            dir_cap_.get(), new_count_.get(),
+                                                                            alloc_.get(), freeb_.get(),
+                                                                            counters_.get());
             APPROX_CUDA_LAUNCHED();
             APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                 return cub::DeviceScan::ExclusiveSum(p, bytes, alloc_.get(), alloc_off_.get(), static_cast<int>(C + 1),
@@ -977,33 +960,33 @@ private:
         const int64_t stack_base = free_top_ - total_alloc;
         if (structural) {
             if (total_alloc > 0) {
-                alloc_kernel<<<grid_for(total_alloc), kThreads, 0, stream>>>(total_alloc, alloc_off_.get(), cells_, s,
-                                                                             stack_.get(), stack_base);
+                alloc_kernel<<<moving_grid(total_alloc), kThreads, 0, stream>>>(total_alloc, alloc_off_.get(), cells_,
+                                                                                s, stack_.get(), stack_base);
                 APPROX_CUDA_LAUNCHED();
             }
             if (n_del > 0) {
-                delete_kernel<<<grid_for(n_del), kThreads, 0, stream>>>(dkey2_.get(), dval2_.get(), n_del, db, de, s, h,
-                                                                        is_delete, ent_hs_.get());
+                delete_kernel<<<moving_grid(n_del), kThreads, 0, stream>>>(dkey2_.get(), dval2_.get(), n_del, db, de, s,
+                                                                           h, is_delete, ent_hs_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             if (n_ins > 0) {
-                insert_kernel<<<grid_for(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, db, de, s, h,
-                                                                        skey_.get(), sidx_.get(), dx, dy,
-                                                                        ent_hs_.get());
+                insert_kernel<<<moving_grid(n_ins), kThreads, 0, stream>>>(ikey2_.get(), n_ins, ib, db, de, s, h,
+                                                                           skey_.get(), sidx_.get(), dx, dy,
+                                                                           ent_hs_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             if (total_free > 0) {
-                free_kernel<<<grid_for(total_free), kThreads, 0, stream>>>(total_free, free_off_.get(), cells_,
-                                                                           new_count_.get(), s, stack_.get(),
-                                                                           stack_base);
+                free_kernel<<<moving_grid(total_free), kThreads, 0, stream>>>(total_free, free_off_.get(), cells_,
+                                                                              new_count_.get(), s, stack_.get(),
+                                                                              stack_base);
                 APPROX_CUDA_LAUNCHED();
             }
             std::swap(count_, new_count_);
             s = store();
         }
         if (n_inp > 0) {
-            inplace_kernel<<<grid_for(n_inp), kThreads, 0, stream>>>(inp_.get(), n_inp, ent_hs_.get(), h, s,
-                                                                     sidx_.get(), dx, dy);
+            inplace_kernel<<<moving_grid(n_inp), kThreads, 0, stream>>>(inp_.get(), n_inp, ent_hs_.get(), h, s,
+                                                                        sidx_.get(), dx, dy);
             APPROX_CUDA_LAUNCHED();
         }
         // Bookkeeping first: the kernels are queued and will run; an error
@@ -1034,9 +1017,10 @@ private:
         size_t w1 = static_cast<size_t>(g_.nx) + 1, h1 = static_cast<size_t>(g_.ny) + 1;
         APPROX_TRY(ensure(sat_, ctx, w1 * h1));
         APPROX_CUDA(cudaMemsetAsync(sat_.get(), 0, w1 * h1 * sizeof(int64_t), stream));
-        sat_rows_kernel<<<grid_for(int64_t(g_.ny) * 32), kThreads, 0, stream>>>(count_.get(), g_.nx, g_.ny, sat_.get());
+        sat_rows_kernel<<<moving_grid(int64_t(g_.ny) * 32), kThreads, 0, stream>>>(count_.get(), g_.nx, g_.ny,
+                                                                                   sat_.get());
         APPROX_CUDA_LAUNCHED();
-        sat_cols_kernel<<<grid_for(g_.nx), kThreads, 0, stream>>>(g_.nx, g_.ny, sat_.get());
+        sat_cols_kernel<<<moving_grid(g_.nx), kThreads, 0, stream>>>(g_.nx, g_.ny, sat_.get());
         APPROX_CUDA_LAUNCHED();
         sat_dirty_ = false;
         return Status::Ok();
@@ -1067,8 +1051,8 @@ private:
             for (int i = 0; i < kCntN; ++i) init[i] = 0;
             init[kCntBad] = ~0ull;
             APPROX_CUDA(cudaMemcpyAsync(counters_.get(), init, sizeof init, cudaMemcpyHostToDevice, stream));
-            query_setup_kernel<<<grid_for(qn), kThreads, 0, stream>>>(rects_.get(), q0, qn, g_, qr_.get(), ncand_.get(),
-                                                                      qcnt_.get(), counters_.get());
+            query_setup_kernel<<<moving_grid(qn), kThreads, 0, stream>>>(rects_.get(), q0, qn, g_, qr_.get(),
+                                                                         ncand_.get(), qcnt_.get(), counters_.get());
             APPROX_CUDA_LAUNCHED();
             APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                 return cub::DeviceScan::ExclusiveSum(p, bytes, ncand_.get(), cand_off_.get(), static_cast<int>(qn + 1),
@@ -1086,8 +1070,8 @@ private:
             }
             if (cnt[kCntFlag] != 0) {
                 APPROX_TRY(ensure_sat(ctx, stream));
-                interior_kernel<<<grid_for(qn), kThreads, 0, stream>>>(qr_.get(), q0, qn, sat_.get(),
-                                                                       int64_t(g_.nx) + 1, qcnt_.get());
+                interior_kernel<<<moving_grid(qn), kThreads, 0, stream>>>(qr_.get(), q0, qn, sat_.get(),
+                                                                          int64_t(g_.nx) + 1, qcnt_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             if (tc > 0) {
@@ -1095,9 +1079,9 @@ private:
                 APPROX_TRY(ensure(cand_q_, ctx, static_cast<size_t>(tc)));
                 APPROX_TRY(ensure(nb_buf_, ctx, static_cast<size_t>(tc) + 1));
                 APPROX_TRY(ensure(wb_off_, ctx, static_cast<size_t>(tc) + 1));
-                ring_candidates_kernel<<<grid_for(tc), kThreads, 0, stream>>>(tc, cand_off_.get(), qn, q0, qr_.get(),
-                                                                              g_, count_.get(), cand_c_.get(),
-                                                                              cand_q_.get(), nb_buf_.get());
+                ring_candidates_kernel<<<moving_grid(tc), kThreads, 0, stream>>>(tc, cand_off_.get(), qn, q0, qr_.get(),
+                                                                                 g_, count_.get(), cand_c_.get(),
+                                                                                 cand_q_.get(), nb_buf_.get());
                 APPROX_CUDA_LAUNCHED();
                 APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                     return cub::DeviceScan::ExclusiveSum(p, bytes, nb_buf_.get(), wb_off_.get(),
@@ -1107,9 +1091,10 @@ private:
                 APPROX_TRY(fetch(&wb, wb_off_.get() + tc, 1, stream, ctx));
                 if (wb > 0) {
                     int64_t warps = (wb + kItemsPerWarp - 1) / kItemsPerWarp;
-                    count_buckets_kernel<<<grid_for(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb,
-                                                                                        cand_c_.get(), cand_q_.get(),
-                                                                                        rects_.get(), s, qcnt_.get());
+                    count_buckets_kernel<<<moving_grid(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb,
+                                                                                           cand_c_.get(), cand_q_.get(),
+                                                                                           rects_.get(), s,
+                                                                                           qcnt_.get());
                     APPROX_CUDA_LAUNCHED();
                 }
                 bs.candidate_cells += tc;
@@ -1141,8 +1126,9 @@ private:
             APPROX_TRY(ensure(nb_buf_, ctx, static_cast<size_t>(tc) + 1));
             APPROX_TRY(ensure(wb_off_, ctx, static_cast<size_t>(tc) + 1));
             APPROX_TRY(ensure(out_, ctx, found));
-            range_candidates_kernel<<<grid_for(tc), kThreads, 0, stream>>>(tc, QRange{c0, c1, r0, r1}, g_, count_.get(),
-                                                                           cand_c_.get(), cand_q_.get(), nb_buf_.get());
+            range_candidates_kernel<<<moving_grid(tc), kThreads, 0, stream>>>(tc, QRange{c0, c1, r0, r1}, g_,
+                                                                              count_.get(), cand_c_.get(),
+                                                                              cand_q_.get(), nb_buf_.get());
             APPROX_CUDA_LAUNCHED();
             APPROX_TRY(cub_.run(ctx, [&](void* p, size_t& bytes) {
                 return cub::DeviceScan::ExclusiveSum(p, bytes, nb_buf_.get(), wb_off_.get(), static_cast<int>(tc + 1),
@@ -1153,9 +1139,10 @@ private:
             APPROX_CUDA(cudaMemsetAsync(counters_.get(), 0, sizeof(unsigned long long), stream));
             if (wb > 0) {
                 int64_t warps = (wb + kItemsPerWarp - 1) / kItemsPerWarp;
-                emit_buckets_kernel<<<grid_for(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb, cand_c_.get(),
-                                                                                   cand_q_.get(), q, store(),
-                                                                                   out_.get(), n, counters_.get());
+                emit_buckets_kernel<<<moving_grid(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb,
+                                                                                      cand_c_.get(), cand_q_.get(), q,
+                                                                                      store(), out_.get(), n,
+                                                                                      counters_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             unsigned long long emitted = 0;
