@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../src/core/synopsis.hpp"
+#include "../src/core/synopsis_internal.hpp"
 #include "../src/core/synopsis_math.hpp"
 #include "common.cuh"
 

@@ -13,6 +13,7 @@
 #include "kde.hpp"
 #include "moments.hpp"
 #include "service.hpp"
+#include "synopsis_internal.hpp"
 #include "synopsis_math.hpp"
 
 namespace approx::synopsis {

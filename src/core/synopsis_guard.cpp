@@ -1,8 +1,8 @@
-// The synopsis guard (issue 12): per column, choose between exact membership
-// (the plain sample) and smoothing (raw scale, or on t = log(x + shift)) by
+// The synopsis guard: per column, choose between exact membership (the plain
+// sample) and smoothing (raw scale, or on t = log(x + shift)) by
 // cross-validated box errors on the sample itself, and calibrate the
 // intervals of smoothed columns on the same evidence. See choose_modes() in
-// synopsis.hpp.
+// synopsis_internal.hpp.
 //
 // Cross-validation. The sample's rows are split into kFolds random folds.
 // Boxes are drawn per fold with both edges at held-out values of that fold
@@ -22,6 +22,7 @@
 
 #include "kde.hpp"
 #include "synopsis.hpp"
+#include "synopsis_internal.hpp"
 #include "synopsis_math.hpp"
 
 namespace approx::synopsis {

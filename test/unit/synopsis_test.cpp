@@ -12,6 +12,7 @@
 #include "core/gpu.hpp"
 #include "core/kde.hpp"
 #include "core/synopsis.hpp"
+#include "core/synopsis_internal.hpp"
 #include "core/synopsis_math.hpp"
 
 using namespace approx;
