@@ -60,8 +60,11 @@ SHLIB_LINK  = $(CUDA_LIBS) -lstdc++ -lpthread
 
 NVCC_ARCH   = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
               -gencode arch=compute_90,code=compute_90
+# Includes by path from src/ ("core/kde.hpp") and, for test and benchmark
+# code, from the root ("cuda/common.cuh"); -I. comes after CCCL's folder, so
+# that our cuda/ never shadows its <cuda/...> headers.
 NVCCFLAGS   = -std=c++17 -O3 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -DAPPROX_WITH_CUDA \
-              -I$(CUDA_HOME)/include/cccl -Isrc --expt-relaxed-constexpr -lineinfo
+              -I$(CUDA_HOME)/include/cccl -Isrc -I. --expt-relaxed-constexpr -lineinfo
 
 EXTRA_CLEAN = build src/*.bc src/*/*.bc test/bench/*.o test/unit/*.o
 

@@ -10,8 +10,8 @@
 #include <climits>
 #include <vector>
 
-#include "../src/core/bitslice.hpp"
-#include "../src/core/bitslice_internal.hpp"
+#include "core/bitslice.hpp"
+#include "core/bitslice_internal.hpp"
 #include "common.cuh"
 
 namespace approx::bitslice {

@@ -29,8 +29,8 @@
 #include <memory>
 #include <vector>
 
-#include "../src/core/closure.hpp"
-#include "../src/core/closure_internal.hpp"
+#include "core/closure.hpp"
+#include "core/closure_internal.hpp"
 #include "common.cuh"
 
 namespace approx::closure::gpu {

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "../src/core/exec.hpp"
-#include "../src/core/gpu.hpp"
+#include "core/exec.hpp"
+#include "core/gpu.hpp"
 
 namespace approx::gpu {
 

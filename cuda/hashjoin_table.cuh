@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "common.cuh"
-#include "../src/core/hashjoin_build.hpp"
-#include "../src/core/hashjoin_internal.hpp"
+#include "core/hashjoin_build.hpp"
+#include "core/hashjoin_internal.hpp"
 
 namespace approx::hashjoin {
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "common.cuh"
-#include "../src/core/kde_internal.hpp"
+#include "core/kde_internal.hpp"
 
 namespace approx::kde::detail {
 

@@ -48,8 +48,8 @@
 #include <vector>
 
 #include "common.cuh"
-#include "../src/core/moving.hpp"
-#include "../src/core/hash_mix.hpp"
+#include "core/moving.hpp"
+#include "core/hash_mix.hpp"
 
 namespace approx::moving {
 

@@ -18,9 +18,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "../src/core/synopsis.hpp"
-#include "../src/core/synopsis_internal.hpp"
-#include "../src/core/synopsis_math.hpp"
+#include "core/synopsis.hpp"
+#include "core/synopsis_internal.hpp"
+#include "core/synopsis_math.hpp"
 #include "common.cuh"
 
 namespace approx::synopsis {

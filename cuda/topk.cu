@@ -14,9 +14,9 @@
 #include <cmath>
 #include <vector>
 
-#include "../src/core/topk.hpp"
-#include "../src/core/topk_internal.hpp"
-#include "../src/core/topk_radix.hpp"
+#include "core/topk.hpp"
+#include "core/topk_internal.hpp"
+#include "core/topk_radix.hpp"
 #include "common.cuh"
 #include "topk_device.cuh"
 

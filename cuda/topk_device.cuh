@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "../src/core/topk.hpp"
+#include "core/topk.hpp"
 #include "common.cuh"
 
 namespace approx::topk::detail {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "../../cuda/common.cuh"
-#include "../../cuda/topk_device.cuh"
+#include "cuda/common.cuh"
+#include "cuda/topk_device.cuh"
 #include "gpu_bench.hpp"
 
 namespace approx::topk {

@@ -1,7 +1,7 @@
 // The GPU half of hashjoin_seam.hpp: gpu_build_table() with a backend that
 // refuses bucket attempts (test-only; linked into build/unit_tests, never
 // into approx_gpu.so).
-#include "../../cuda/hashjoin_table.cuh"
+#include "cuda/hashjoin_table.cuh"
 #include "hashjoin_seam.hpp"
 
 namespace approx::hashjoin::test {
