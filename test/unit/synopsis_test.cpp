@@ -413,7 +413,7 @@ TEST(SynopsisBuild, Validate) {
     EXPECT_FALSE(validate(t).ok());
 }
 
-// ---- issue #11 row 11: column statistics stable far from 0 -------------------
+// ---- column statistics stable far from 0 -------------------------------------
 
 // Shifted long-double reference of the sample's mean and sd (n - 1).
 void ref_stats(const std::vector<double>& rows, int d, int j, long double& mean, long double& sd) {
