@@ -1,5 +1,5 @@
 
--- ---- approximate aggregates in plain SQL (issue 13) ----------------------------
+-- ---- approximate aggregates in plain SQL -----------------------------------------
 -- approx_count(*), approx_sum(x), approx_avg(x) and their _ci forms are real
 -- aggregates: over rows they give the exact answer (the _ci forms with lower =
 -- upper = estimate). When a query reads one table with a fresh synopsis that

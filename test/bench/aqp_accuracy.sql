@@ -1,4 +1,4 @@
--- Accuracy of plain-SQL approximate aggregates (issue 13) answered by the
+-- Accuracy of plain-SQL approximate aggregates answered by the
 -- planner from table synopses, against exact answers and against the same
 -- synopsis read without the planner. Shared by test/pgtap/aqp.sql (CI
 -- thresholds) and test/bench/aqp_sql.sh (the report against the targets).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Approximate aggregates in plain SQL (issue 13), end to end in PostgreSQL
+# Approximate aggregates in plain SQL, end to end in PostgreSQL
 # (PGHOST/PGPORT/PGUSER/PGDATABASE from the environment): a flights-like table
 # of ROWS rows (test/bench/flights_data.sql), a table synopsis of it and a
 # stratified one over its 1,000 origins, then client-measured times (psql's
@@ -14,7 +14,7 @@
 # runs of the approximate query (EXACT_REPS of the exact one); the table gives
 # the median over all timed runs, the speedup (exact / approx medians) and
 # where last_run() says the answer came from, once per device (cpu, and gpu
-# when the server has one). Targets (issue 13, 10^7 rows, GPU machine):
+# when the server has one). Targets (10^7 rows, GPU machine):
 # approx_count(*) WHERE <= 1 ms and >= 200x the exact count(*); GROUP BY of
 # 1,000 groups <= 5 ms on the GPU.
 #   3. accuracy on a 10^6-row flights table (ACC_ROWS): 200 boxes of

@@ -1,4 +1,4 @@
--- A flights-like table for the plain-SQL approximate aggregates (issue 13):
+-- A flights-like table for the plain-SQL approximate aggregates:
 -- a third real-shaped data set with NULLs, dates, a text column and a boolean,
 -- generated deterministically in SQL (no network, no R). Used by
 -- test/pgtap/aqp.sql (200,000 rows) and test/bench/aqp_sql.sh (ROWS rows).

@@ -1,6 +1,6 @@
 -- Shared by the end-to-end scripts test/bench/{hashjoin,topk,closure,moving}_sql.sh (psql \i,
 -- once per session; not a script of its own): times the forms of one operator (PostgreSQL's own
--- query, the inner-query / aggregate forms, the relation forms) and prints issue 14's table:
+-- query, the inner-query / aggregate forms, the relation forms) and prints this table:
 --
 --   form | median ms | ms read | ms transfer | ms compute | M rows/s read | read workers | read |
 --   device | vs PostgreSQL | answer

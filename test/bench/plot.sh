@@ -4,9 +4,12 @@
 # Turns the benchmark logs in RESULTS_DIR (default test/bench/results) into PNGs in
 # OUT_DIR (default docs/plots), drawn with gnuplot (pngcairo if the build has it, else
 # png). test/bench/plot_parse.py finds each table by its header text in any *.txt log
-# and takes the newest log holding it (run number in the name, h100_runN_..., then
-# modification time); each plot names its logs at the bottom. A capability with no log
-# is skipped with a message; the script still exits 0.
+# and takes the newest log holding it (the time of the last commit that touched the log,
+# else its modification time); each plot names its logs at the bottom. Speed plots use
+# one machine's logs (names starting PLOT_MACHINE_, default h100) and only benchmarks of
+# one build at full sizes: --quick runs, comparisons of several builds and partial runs
+# are left out (plot_parse.py's header says how it tells). A capability with no log is
+# skipped with a message; the script still exits 0.
 #
 #   kde.png        KDE bandwidths: time vs sample size n, plug-in (d = 1) and LSCV (d = 16);
 #                  GPU, CPU 1 thread, CPU all threads, PyTorch (kde_bench, kde_torch.py)
@@ -20,13 +23,16 @@
 #   closure.png    closure: time vs vertices on random digraphs, and end to end in SQL
 #                  vs WITH RECURSIVE (closure_bench, closure_torch.py, closure_sql.sh)
 #   accuracy.png   synopsis accuracy: median relative error and 95% coverage by data set
-#                  and selectivity band, KDE vs plain sample (RESULTS_DIR/*accuracy*.txt)
+#                  and selectivity band, KDE vs plain sample (RESULTS_DIR/*accuracy*.txt:
+#                  build/synopsis_accuracy_bench's output, or the format below)
 #
 # Dashed lines with open markers are extrapolated figures (marked '*' in the logs) in kde,
 # synopsis and closure; in topk, hashjoin and moving an extrapolated CPU figure is left out
 # (with a message), since dashes mean something else there.
 #
-# Accuracy table format (RESULTS_DIR/*accuracy*.txt; the newest one in this format wins):
+# Accuracy tables (RESULTS_DIR/*accuracy*.txt; the newest one in either format wins): the
+# table that build/synopsis_accuracy_bench prints ('data set  band  boxes |  COUNT kde/pl
+# ...'; its COUNT columns are plotted), or this one, written by hand or by another tool:
 # plain text, whitespace-separated columns, one row per (data set, selectivity band):
 #
 #   # note: free text shown under the plot (optional; any number of such lines)
@@ -43,8 +49,10 @@
 #   plain_cov  the same for the plain sample's intervals; '-' = not measured
 #
 # The header line (with or without a leading '#') is required. With one band per data set the
-# plot is grouped bars (error) and points (coverage) per data set; with several, error and
-# coverage vs band (bands ordered by their leading number), a line per data set.
+# plot is grouped bars (error) and points (coverage) per data set; with several bands and up
+# to 4 data sets, error and coverage vs band (bands ordered by their leading number), a line
+# per data set; with more data sets, per data set the ratio of the two estimators' errors
+# (a bar per band, in the log's order) and both estimators' coverage (a point per band).
 set -u
 RES=$(realpath -m "${1:-$(dirname "$0")/results}")
 OUT=$(realpath -m "${2:-$(dirname "$0")/../../docs/plots}")
@@ -144,7 +152,7 @@ if [ -n "${SRC_topk:-}" ]; then
   fi
   gp <<EOF && done_ topk
 $(common topk)
-$(foot "logs: $SRC_topk${SRC_topk_sql:+, $SRC_topk_sql (SQL)}; k = 100 (k = 10 and 1000 within 1.3x); (score DESC, id ASC), uniform float8 scores")
+$(foot "logs: $SRC_topk${SRC_topk_sql:+, $SRC_topk_sql (SQL)}; k = 100 (k = 10 and 1000 within 1.3x); uniform float8 scores")
 set title "top-k selection (k = 100): time vs input size ($MACHINE)" font ",13"
 set logscale xy
 @TIMETICS
@@ -367,6 +375,48 @@ set yrange [${ACC_COVMIN:-0.8}:1.0]
 set ytics 0.05
 set key bottom right font ",8"
 plot $PC, 0.95 w l dt 3 lc rgb "#333333" t "nominal 0.95", 0.90 w l dt 3 lw 1.5 lc rgb "#aa3333" t "target 0.90"
+unset multiplot
+EOF
+elif [ -n "${SRC_accuracy:-}" ] && [ "${ACC_MODE:-}" = sets ]; then
+  NS=$(grep -vc '^#' "$DAT/accuracy_sets.dat")
+  NB=$(wc -l <"$DAT/acc_log_bands.txt")
+  PR=""; PC=""; i=0
+  BCOL=("#fdae61" "#d7191c" "#2c7bb6" "#1a9641" "#7570b3" "#e7298a" "#a6761d" "#666666")
+  while IFS= read -r band; do
+    c=${BCOL[$((i % 8))]}
+    lab=${band/>=/≥ }
+    x="(column(0)+($i-($NB-1)/2.0)*0.8/$NB)"
+    PR+="${PR:+, }\"$DAT/accuracy_sets.dat\" u $((2 + 3 * i))$([ $i = 0 ] && echo ':xtic(1)') lc rgb \"$c\" t \"$lab\""
+    PC+="${PC:+, }\"$DAT/accuracy_sets.dat\" u $x:$((3 + 3 * i)) w p pt 7 ps 1.3 lc rgb \"$c\" t \"$lab\", \"\" u $x:$((4 + 3 * i)) w p pt 6 ps 1.3 lc rgb \"$c\" notitle"
+    i=$((i + 1))
+  done <"$DAT/acc_log_bands.txt"
+  gp <<EOF && done_ accuracy
+$(common accuracy)
+$(foot "source: $SRC_accuracy${ACC_NOTE:+ — $ACC_NOTE}; COUNT estimates")
+set multiplot layout 1,2 title "synopsis accuracy: default synopsis (smoothing auto) vs plain sample of the same rows, COUNT" font ",13" margins 0.08,0.98,0.2,0.86 spacing 0.08,0
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border lc rgb "#333333"
+set boxwidth 0.9
+unset format x
+set xtics scale 0 font ",9" nomirror rotate by 25 right
+set grid noxtics nomxtics ytics
+set xrange [-0.6:$NS-0.4]
+set title "median relative error, synopsis ÷ plain sample"
+set ylabel "error ratio (below 1: the synopsis is better)"
+set yrange [0.6:1.2]
+set ytics 0.1
+set key top left font ",8" maxrows 1 title "boxes' selectivity" samplen 1.5
+plot $PR, 1 w l dt 2 lc rgb "#333333" notitle
+unset label 99
+set style data points
+set title "95% interval coverage (filled: synopsis, open: plain sample)"
+set ylabel "share of boxes whose interval holds the answer"
+set yrange [${ACC_COVMIN:-0.8}:1.0]
+set ytics 0.05
+set key bottom right font ",8" maxrows 3 title "" samplen 1.5
+plot "$DAT/accuracy_sets.dat" u 0:(NaN):xtic(1) notitle, $PC, \\
+     0.95 w l dt 2 lc rgb "#333333" t "nominal 0.95", 0.90 w l dt 3 lw 1.5 lc rgb "#aa3333" t "target 0.90"
 unset multiplot
 EOF
 elif [ -n "${SRC_accuracy:-}" ]; then

@@ -3,11 +3,18 @@
 
 Used by test/bench/plot.sh (see its header for the file formats). For each kind
 of table (found by its header text, wherever it sits: a log of one benchmark or
-a device.sh log of all of them) the newest log that holds it wins: logs are
-ordered by the run number in their name (h100_run6_... > h100_run3_...), then by
-modification time. Writes DAT_DIR/<kind>.dat and DAT_DIR/meta.sh (shell
-variables: SRC_<kind>=log name, MACHINE=...). A kind with no table is absent
-from meta.sh; plot.sh skips its plot.
+a device.sh log of all of them) the newest log that holds it wins. Newest: the
+time of the last commit that touched the log (git; run numbers are per series --
+h100_runN, h100_service_runN, h200_runN -- and a checkout resets modification
+times), else its modification time (a log not committed yet), then the run
+number in its name. Speed plots read only the logs of one machine (file names
+starting with PLOT_MACHINE + '_', default h100) and leave out logs that are not
+a benchmark of one build at its full sizes: --quick runs ('quick' in the name),
+comparisons of several builds (sections '=== <build dir>/<x>_bench'), partial
+runs ('partial' in the name). The accuracy table may come from any machine (it
+does not depend on the card). Writes DAT_DIR/<kind>.dat and DAT_DIR/meta.sh
+(shell variables: SRC_<kind>=log name, MACHINE=...). A kind with no table is
+absent from meta.sh; plot.sh skips its plot.
 
 Data columns: NaN = no value. Series with extrapolated CPU figures (marked '*'
 in the logs) are split into two columns, measured and extrapolated; the
@@ -17,14 +24,43 @@ import glob
 import math
 import os
 import re
+import subprocess
 import sys
 
 NAN = float("nan")
 
 
+COMMIT_TIME = {}
+
+
+def commit_times(res):
+    """{absolute path: time of the last commit touching it} for the logs in res (empty outside git)."""
+    try:
+        out = subprocess.run(["git", "-C", res, "log", "--format=@%ct", "--name-only", "--relative", "--", "."],
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    times, t = {}, None
+    for l in out.splitlines():
+        if l.startswith("@"):
+            t = int(l[1:])
+        elif l.strip():
+            times.setdefault(os.path.realpath(os.path.join(res, l.strip())), t)
+    return times
+
+
 def run_key(path):
     m = re.search(r"run(\d+)", os.path.basename(path))
-    return (int(m.group(1)) if m else -1, os.path.getmtime(path), path)
+    when = COMMIT_TIME.get(os.path.realpath(path))
+    return (when if when is not None else os.path.getmtime(path), int(m.group(1)) if m else -1, path)
+
+
+def full_benchmark_log(path):
+    """A benchmark of one build at its full sizes (see the module's doc)."""
+    name = os.path.basename(path)
+    if "quick" in name or "partial" in name:
+        return False
+    return not re.search(r"^=== \S*/\w+_bench", open(path, errors="replace").read(), re.M)
 
 
 def num(tok):
@@ -296,6 +332,34 @@ def p_accuracy(lines):
     return rows or None
 
 
+def p_accuracy_engine(lines):
+    """The table build/synopsis_accuracy_bench prints (test/bench/synopsis_accuracy_bench.cpp):
+    'data set  band  boxes |  COUNT kde/pl  SUM kde/pl  AVG kde/pl |  cov COUNT kde/pl ...'
+    -> the COUNT columns, in plot.sh's accuracy rows."""
+    hdr = r"^data set\s+band\s+boxes\s*\|\s*COUNT kde/pl"
+    if not any(re.search(hdr, l) for l in lines):
+        return None
+    rows = []
+    for l in lines_after(lines, hdr):
+        p = l.split("|")
+        t = p[0].split()
+        if l.startswith("#") or len(p) < 3 or len(t) < 2:
+            continue
+        err = re.findall(r"([\d.]+)\s*/\s*([\d.]+)", p[1])
+        cov = re.findall(r"([\d.]+)\s*/\s*([\d.]+)", p[2])
+        if err and cov:
+            rows.append((t[0], t[1], [float(err[0][0]), float(err[0][1]), float(cov[0][0]), float(cov[0][1])]))
+    return rows or None
+
+
+def accuracy_note(lines):
+    """'synopsis_accuracy_bench, m = 10000, 200 boxes per band, sampling seeds 1..3; commit 704a328'"""
+    m = next((l.split(";")[0].strip() for l in lines if l.startswith("m = ")), "")
+    c = next((re.search(r"commit (\w+)", l).group(1) for l in lines
+              if l.startswith("#") and re.search(r"commit (\w+)", l)), "")
+    return "synopsis_accuracy_bench" + (", " + m if m else "") + ("; commit " + c if c else "")
+
+
 KINDS = [
     ("kde", p_kde), ("kde_torch", p_kde_torch),
     ("topk", p_topk), ("topk_sql", p_topk_sql),
@@ -324,7 +388,10 @@ def machine(files):
 def main():
     res, dat = sys.argv[1], sys.argv[2]
     files = [f for f in glob.glob(os.path.join(res, "*.txt")) if os.path.isfile(f)]
-    bench = [f for f in files if "accuracy" not in os.path.basename(f)]
+    COMMIT_TIME.update(commit_times(res))
+    prefix = os.environ.get("PLOT_MACHINE", "h100") + "_"
+    bench = [f for f in files if "accuracy" not in os.path.basename(f)
+             and os.path.basename(f).startswith(prefix) and full_benchmark_log(f)]
     found = {}
     acc_note = ""
     for kind, parse in KINDS:
@@ -333,16 +400,21 @@ def main():
             if rows:
                 found[kind] = (os.path.basename(f), rows)
                 break
-    acc = [f for f in files if "accuracy" in os.path.basename(f)]
+    acc = [f for f in files if "accuracy" in os.path.basename(f) and "partial" not in os.path.basename(f)]
     for f in sorted(acc, key=run_key, reverse=True):
-        rows = p_accuracy(open(f, errors="replace").read().splitlines())
+        lines = open(f, errors="replace").read().splitlines()
+        rows = p_accuracy(lines)
         if rows:
             found["accuracy"] = (os.path.basename(f), rows)
-            notes = [l.split(":", 1)[1].strip() for l in open(f, errors="replace")
-                     if re.match(r"^#\s*note:", l)]
+            notes = [l.split(":", 1)[1].strip() for l in lines if re.match(r"^#\s*note:", l)]
             acc_note = "; ".join(notes)
             break
-        print("plot_parse: %s has no table in plot.sh's accuracy format, skipped" % f, file=sys.stderr)
+        rows = p_accuracy_engine(lines)
+        if rows:
+            found["accuracy"] = (os.path.basename(f), rows)
+            acc_note = accuracy_note(lines)
+            break
+        print("plot_parse: %s has no accuracy table that plot.sh reads, skipped" % f, file=sys.stderr)
 
     g = lambda k: found.get(k, (None, None))[1]
 
@@ -449,7 +521,24 @@ def main():
         for d, b, v in g("accuracy"):
             if d not in sets:
                 sets.append(d)
-        acc_mode = "bars" if len(sets) == len(g("accuracy")) else "lines"
+        # one band per data set: bars; several bands and more than 4 data sets: "sets" (a line per
+        # data set and estimator would be unreadable); else lines
+        acc_mode = ("bars" if len(sets) == len(g("accuracy")) else "sets" if len(sets) > 4 else "lines")
+        # sets: a row per data set; per band (in the log's order) KDE / plain error, KDE and plain coverage
+        log_bands = []
+        for _, b, _ in g("accuracy"):
+            if b not in log_bands:
+                log_bands.append(b)
+        cell = {(d, b): v for d, b, v in g("accuracy")}
+        write_dat(os.path.join(dat, "accuracy_sets.dat"),
+                  ["dataset"] + ["ratio_%d kde_cov_%d plain_cov_%d" % (i, i, i) for i in range(len(log_bands))],
+                  [['"%s"' % d.replace("_", " ")] +
+                   [x for b in log_bands for x in
+                    ((cell[(d, b)][0] / cell[(d, b)][1] if (d, b) in cell and cell[(d, b)][1] > 0 else NAN),
+                     cell.get((d, b), [NAN] * 4)[2], cell.get((d, b), [NAN] * 4)[3])]
+                   for d in sets])
+        with open(os.path.join(dat, "acc_log_bands.txt"), "w") as f:
+            f.write("".join(b + "\n" for b in log_bands))
         # lines: x = selectivity band (ordered by its lower bound), one block per data set
         lead = lambda b: float(re.match(r"[<>=]*([\d.]*)", b).group(1) or 0)
         bands = sorted({b for _, b, _ in g("accuracy")}, key=lambda b: (lead(b), b))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU service under load (issue 15), against a running cluster that has
+# The GPU service under load, against a running cluster that has
 # approx_gpu in shared_preload_libraries and max_connections >= 220 (PGHOST,
 # PGPORT, PGUSER; test/gpu/device.sh STEPS=service starts one). Prints:
 #   1. the first GPU call of a fresh backend, through the service and in-process

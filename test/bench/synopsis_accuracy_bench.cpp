@@ -1,7 +1,7 @@
 // Accuracy of KDE synopses (smoothing = auto, the guard) against the plain
 // sample estimator (smoothing = never, the same sample) through the engine
 // API, on the real data sets of the tests and on generated shapes that break
-// fixed bandwidths (issue 12). Per data set and selectivity band: median
+// fixed bandwidths. Per data set and selectivity band: median
 // relative error of COUNT / SUM / AVG, coverage of the 95% intervals, and the
 // guard's decision per column. Exact answers come from the whole table.
 //

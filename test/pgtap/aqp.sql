@@ -1,4 +1,4 @@
--- Approximate aggregates in plain SQL (issue 13): properties of the planner's
+-- Approximate aggregates in plain SQL: properties of the planner's
 -- answers from table synopses, on three real-shaped data sets: diamonds and
 -- movielens (Debian's R packages, test/bench/synopsis_data.sh) and a
 -- generated flights table with NULLs, dates, a text and a bool column

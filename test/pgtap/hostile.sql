@@ -1,4 +1,4 @@
--- Hostile inputs for every SQL entry point of the extension (issue #11): every
+-- Hostile inputs for every SQL entry point of the extension: every
 -- statement below ends in a result or in an ERROR with a proper SQLSTATE --
 -- never XX000 (internal error), never a crash.
 --

@@ -1,4 +1,4 @@
--- Relation reader properties (issue 14): over tables of shapes that stress a
+-- Relation reader properties: over tables of shapes that stress a
 -- direct page reader -- dead tuples and updated rows (pages that are not
 -- all-visible), a varlena and NULLs before the read columns, ties, rows
 -- written by this very transaction and rolled-back ones -- the relation forms

@@ -64,7 +64,7 @@ SELECT ok(least(cover_count, cover_sum, cover_avg) >= 0.85,
 SELECT skip('R data sets not installed (r-cran-dslabs): movielens accuracy not checked', 4);
 \endif
 
--- ---- (a) + (c) on generated shapes that break fixed bandwidths (issue 12): integer sizes
+-- ---- (a) + (c) on generated shapes that break fixed bandwidths: integer sizes
 -- with ties and heavy tails, a point mass at 0 plus a continuum, a point mass inside a
 -- continuum, dates with weekly cycles (test/bench/synopsis_shapes.sql, fixed data seeds
 -- below). 2 x 10^5 rows each, m = 10^4, 200 boxes of selectivity >= 1%, sampling seeds 1-3.

@@ -1,4 +1,4 @@
--- Approximate aggregates in plain SQL (issue 13): approx_count(*),
+-- Approximate aggregates in plain SQL: approx_count(*),
 -- approx_sum(x), approx_avg(x) and their _ci forms, answered from a table's
 -- synopsis by the planner when the query allows it, else over the rows with
 -- the reason in last_run(). Outputs are engine-independent: exact integers,

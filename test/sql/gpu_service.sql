@@ -1,4 +1,4 @@
--- The GPU service (issue 15). Two expected files: gpu_service.out (approx_gpu
+-- The GPU service. Two expected files: gpu_service.out (approx_gpu
 -- in shared_preload_libraries: test/run's second pass) and gpu_service_1.out
 -- (not preloaded: every backend runs its own engines). With a GPU the
 -- service runs the GPU engines, without one (the CI setting

@@ -98,7 +98,7 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, 'nope') FROM kde_dat
 SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(CASE WHEN i = 7 THEN 'NaN'::float8 ELSE x END) FROM kde_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_lscv_agg(ARRAY[x, y], 1) FROM kde_data$$);
 
--- issue #11 row 10: a NULL parameter (method, grid) on any row is ERROR 22004,
+-- a NULL parameter (method, grid) on any row is ERROR 22004,
 -- naming the aggregate and argument; a NULL x is still skipped
 SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, CASE WHEN i % 2 = 0 THEN NULL ELSE 'silverman' END) FROM kde_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_bandwidth_agg(x, NULL) FROM kde_data$$);
@@ -109,7 +109,7 @@ SELECT approx_gpu.kde_bandwidth_agg(CASE WHEN i % 2 = 0 THEN NULL ELSE x END, 's
        = (SELECT approx_gpu.kde_bandwidth(array_agg(x), 'silverman') FROM kde_data WHERE i % 2 = 1) AS null_x_skipped
 FROM kde_data;
 
--- issue #11 row 12: data at 1e-300 and 1e307 scale give the relative bandwidth
+-- data at 1e-300 and 1e307 scale give the relative bandwidth
 -- of the same data at scale 1 (every method); a truly constant x still errors.
 -- Scaled by a power of two (exact): the same bandwidth bit for bit, any engine.
 SELECT m, approx_gpu.kde_bandwidth(array(SELECT v * 2 ^ -997 FROM unnest(x) v), m) / 2 ^ -997
@@ -128,7 +128,7 @@ FROM kde_arr, (VALUES ('plugin', 1e-6), ('scott', 1e-9), ('silverman', 1e-9), ('
 SELECT m, abs(approx_gpu.kde_bandwidth(ARRAY[1e-300, 2e-300, 3e-300, 5e-300], m) / 1e-300
               / approx_gpu.kde_bandwidth(ARRAY[1, 2, 3, 5]::float8[], m) - 1) < tol AS issue_reproducer_ok
 FROM (VALUES ('plugin', 1e-6), ('scott', 1e-9), ('silverman', 1e-9), ('lscv', 1e-4)) t(m, tol);
--- issue #11 row 11 in KDE: data far from 0 keep their true sd (scott = 1.06 sd n^-1/5)
+-- as in synopses, data far from 0 keep their true sd (scott = 1.06 sd n^-1/5)
 SELECT abs(approx_gpu.kde_bandwidth(array_agg(1e16 + (g % 7) * 2), 'scott')
            / (1.06 * stddev_samp(1e16 + (g % 7) * 2) * 4000 ^ -0.2) - 1) < 1e-9 AS far_from_zero_sd_ok
 FROM generate_series(1, 4000) g;

@@ -1,4 +1,4 @@
--- Relation inputs (issue 14): hash_join / hash_join_count / topk / bottomk /
+-- Relation inputs: hash_join / hash_join_count / topk / bottomk /
 -- closures / mo_load over tables, read by the extension's parallel reader.
 -- Each relation form must equal its inner-query form on the same data
 -- (joins as multisets, closures as sets, top-k exactly); the reader must

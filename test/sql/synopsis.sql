@@ -161,14 +161,14 @@ SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg('{}'::float8[]) FROM syn
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, CASE WHEN i = 7 THEN 'NaN'::float8 ELSE b END]) FROM syn_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, CASE WHEN i = 7 THEN 'Infinity'::float8 ELSE b END]) FROM syn_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 2147483647) FROM syn_data$$);
--- issue #11 row 10: a NULL parameter on any row is ERROR 22004 naming it; a NULL x is skipped
+-- a NULL parameter on any row is ERROR 22004 naming it; a NULL x is skipped
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], CASE WHEN i = 4000 THEN NULL ELSE 100 END) FROM syn_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 100, CASE WHEN i = 4000 THEN NULL ELSE 'scott' END) FROM syn_data$$);
 SELECT pg_temp.err($$SELECT approx_gpu.kde_synopsis_agg(ARRAY[a, b], 100, 'scott', CASE WHEN i = 4000 THEN NULL ELSE 'auto' END) FROM syn_data$$);
 SELECT (approx_gpu.kde_synopsis_info(approx_gpu.kde_synopsis_agg(CASE WHEN i % 2 = 0 THEN NULL ELSE ARRAY[a, b] END, 100, 'scott'))->>'N')::int
        AS n_without_null_x FROM syn_data;
 
--- issue #11 row 11: the stored mean and sd are the sample's, also far from 0
+-- the stored mean and sd are the sample's, also far from 0
 -- (every row is in the sample: N = 4000 < sample_size); the naive two-pass sd
 -- of 0.1.0 was off by far more than rounding here
 CREATE TABLE syn_far AS

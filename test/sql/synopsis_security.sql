@@ -1,4 +1,4 @@
--- Named synopses under hostile roles (issue #11 rows 3, 4, 5, 6, 13b, 14):
+-- Named synopses under hostile roles:
 -- the stored query's names are pinned to its creation-time search_path,
 -- names are per owner and invisible rows look missing, a dropped owner's
 -- synopsis is never run, merged counts never wrap, a create that loses the

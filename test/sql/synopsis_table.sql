@@ -1,4 +1,4 @@
--- Table synopses (issue 13): create_synopsis over a relation's columns (every
+-- Table synopses: create_synopsis over a relation's columns (every
 -- row counts, NULLs are data, text-like columns are dictionaries), what the
 -- stored value holds, renames, dropped and retyped columns, a dropped table,
 -- freshness, strata, and every ERROR. Output is engine-independent: counts,

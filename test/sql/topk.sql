@@ -58,7 +58,7 @@ SELECT pg_temp.same(approx_gpu.topk(id, score, 10), 'tk', 10, 'DESC') AS paralle
        pg_temp.same(approx_gpu.bottomk(id, score, 30000), 'tk', 30000, 'ASC') AS parallel_bottomk FROM tk;
 SELECT grp, pg_temp.same(approx_gpu.topk(id, score, 100), 'tk', 100, 'DESC', 'grp = ' || grp) AS parallel_grouped
 FROM tk GROUP BY grp ORDER BY grp;
--- states that pruned before they are combined (issue #11 row 2): 400000 rows
+-- states that pruned before they are combined: 400000 rows
 -- whose scores fall in scan order, so the participant that reads the first
 -- block holds the whole answer and its threshold (its k-th pair) is in it.
 -- Each query is plain SQL (a PL/pgSQL helper such as pg_temp.same is
@@ -247,7 +247,7 @@ CREATE TABLE "Mixed Case" ("Object Id" bigint UNIQUE, "Score A" int, "b""q" real
 INSERT INTO "Mixed Case" SELECT i, i % 7, (i % 5)::real FROM generate_series(1, 50) i;
 SELECT array_agg(id ORDER BY o) AS ids, array_agg(score ORDER BY o) AS scores
 FROM approx_gpu.topk_nra('"Mixed Case"', 'Object Id', ARRAY['Score A', 'b"q'], 4, 3) WITH ORDINALITY t(id, score, o);
--- the id column as a score column (issue #11 row 13a): the score is the id
+-- the id column as a score column: the score is the id
 -- value; our internal queries qualify every column, so no name is ambiguous
 CREATE TABLE n1 (id int PRIMARY KEY, a float8);
 INSERT INTO n1 SELECT i, (i * 37) % 11 FROM generate_series(1, 40) i;
@@ -284,7 +284,7 @@ DROP SCHEMA regress_shadow CASCADE;
 RESET client_min_messages;
 DROP TABLE nra_want;
 
--- sums of finite scores that pass the float8 range are errors (issue #11 row 9),
+-- sums of finite scores that pass the float8 range are errors,
 -- as they are in PostgreSQL
 CREATE TABLE n2 (id int PRIMARY KEY, a float8, b float8);
 INSERT INTO n2 VALUES (1, 1, 1), (2, 1e308, 1e308), (3, 0, 0);
