@@ -9,6 +9,11 @@ PKGS="make g++ postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap
 # (ggplot2: diamonds, 53,940 rows; dslabs: movielens, 100,004 rows).
 PKGS="$PKGS r-cran-ggplot2 r-cran-dslabs"
 
+# What test/package.sh needs to build the Debian package (debian/control's
+# Build-Depends); test/run installs them before it records the system's
+# PostgreSQL directories, so that installing them is not counted as a change.
+PACKAGE_PKGS="debhelper dpkg-dev fakeroot postgresql-all postgresql-server-dev-all"
+
 # Installs missing Debian packages when root, else names them and fails.
 ensure_packages() {
   local missing="" p
@@ -45,11 +50,13 @@ pg_user() {
   fi
 }
 
-# stage_install WORK: a private copy of the PostgreSQL installation with the
-# extension installed into it (the server finds share/ and lib/ relative to
-# its own binary), so nothing is written into system directories. Sets PG_BIN.
-stage_install() {
-  local stage=$1/stage
+# stage_postgres STAGE: a private copy of the PostgreSQL installation (bindir,
+# the libraries of pkglibdir, sharedir) under STAGE; the server finds share/
+# and lib/ relative to its own binary, so an extension installed into the
+# copy is found there and nothing is written into system directories.
+# Sets PG_BIN.
+stage_postgres() {
+  local stage=$1
   mkdir -p "$stage$BINDIR" "$stage$PKGLIBDIR" "$stage$SHAREDIR"
   cp -a "$BINDIR/." "$stage$BINDIR/"
   # *.bc: llvmjit_types.bc, which JIT needs when a test query is costly enough
@@ -57,9 +64,25 @@ stage_install() {
   cp -a "$SHAREDIR/." "$stage$SHAREDIR/"
   # PGXS too (pg_regress and the makefiles), for runs from a bundle of this stage
   [ -d "$PKGLIBDIR/pgxs" ] && cp -a "$PKGLIBDIR/pgxs" "$stage$PKGLIBDIR/"
+  PG_BIN=$stage$BINDIR
+}
+
+# stage_install WORK: stage_postgres WORK/stage with the extension installed
+# into it by `make install`. Sets PG_BIN.
+stage_install() {
+  local stage=$1/stage
+  stage_postgres "$stage"
   make install DESTDIR="$stage" PG_CONFIG="$PG_CONFIG" >"$1/install.log" 2>&1 || { tail -20 "$1/install.log"; return 1; }
   chmod -R a+rX "$1"
-  PG_BIN=$stage$BINDIR
+}
+
+# system_sums: the contents of the system's PostgreSQL directories that an
+# extension's installation touches (sharedir, pkglibdir), one sorted line per
+# file (sha256), symbolic link (its target) and directory; test/run compares
+# them before and after its run (the tests must leave them as they were).
+system_sums() {
+  find "$SHAREDIR" "$PKGLIBDIR" -type f -print0 | sort -z | xargs -0 -r sha256sum
+  find "$SHAREDIR" "$PKGLIBDIR" \( -type l -printf 'link %p -> %l\n' \) -o \( -type d -printf 'dir %p\n' \) | sort
 }
 
 # start_cluster WORK DEVICE: initdb + start on a private socket; exports
