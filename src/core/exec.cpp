@@ -66,4 +66,10 @@ Status choose_device(const ExecContext& ctx, int64_t rows, Device& out) {
     return Status::Ok();  // auto without a GPU: quietly the CPU
 }
 
+bool will_run_on_gpu(const ExecContext& ctx, int64_t rows) noexcept {
+    Device device = Device::Cpu;
+    Status st = guarded([&] { return choose_device(ctx, rows, device); });
+    return st.ok() && device == Device::Gpu;
+}
+
 }  // namespace approx

@@ -105,9 +105,16 @@ Status guarded(Fn&& fn) noexcept {
     }
 }
 
-// Decides CPU or GPU for an input of `rows` under ctx.mode; fills `why` when
-// the GPU is unusable. Returns an error only for mode = Gpu without a GPU.
+// The one CPU/GPU decision, for an input of `rows` under ctx.mode: dispatch()
+// runs the device it picks, and work done ahead of the engine call asks it
+// through will_run_on_gpu(), so the two cannot disagree. Returns an error only
+// for mode = Gpu without a GPU.
 Status choose_device(const ExecContext& ctx, int64_t rows, Device& out);
+
+// Whether dispatch() under ctx would run the GPU implementation for `rows`
+// (choose_device() picks the GPU without an error): e.g. the relation reader
+// uploading its rows while it reads them.
+bool will_run_on_gpu(const ExecContext& ctx, int64_t rows) noexcept;
 
 bool gpu_compiled_in();
 

@@ -1,6 +1,9 @@
 // SQL glue for KDE bandwidth selection: kde_bandwidth, kde_lscv and their
 // aggregates. Reads and checks arguments, calls approx::kde, builds results.
 #include "runtime/runtime.h"
+#include "runtime/aggregate_state.h"
+#include "runtime/arguments.h"
+#include "runtime/byte_codec.h"
 
 extern "C" {
 #include "access/htup_details.h"

@@ -20,6 +20,8 @@
 
 #include "service/service.h"
 #include "runtime/runtime.h"
+#include "runtime/arguments.h"
+#include "runtime/jsonb_builder.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

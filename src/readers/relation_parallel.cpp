@@ -1,7 +1,7 @@
 // The relation reader's parallel machinery, shared by the column reader
 // (relation_reader.cpp) and the sampler of table synopses
-// (relation_sample.cpp): the approx_gpu.read_workers setting and how many
-// workers a read asks for, the parallel context with its shared block, and
+// (relation_sample.cpp): how many workers a read asks for
+// (approx_gpu.read_workers), the parallel context with its shared block, and
 // waiting for the workers (relation_scan.h describes the protocol).
 #include "readers/relation_reader.h"
 

@@ -31,20 +31,13 @@ extern "C" {
 #include "utils/wait_event.h"
 }
 
-#include <cmath>
-
 using namespace relscan;
-
 
 namespace {
 
 constexpr int kLeaderSteps = 16;  // scan steps (pages) the leader takes between looks at the chunk pool
 
-}  // namespace
-
 // ---- the leader ----------------------------------------------------------------------------
-
-namespace {
 
 bool is_scannable_kind(char relkind) {
     return relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW || relkind == RELKIND_PARTITIONED_TABLE;
@@ -146,14 +139,23 @@ QueryColumns read_through_query(const char* fn, const char* rel_arg, const char*
     return out;
 }
 
-}  // namespace
+// ---- resolve: the relation, its columns, the privileges and the path ------------------------
 
-QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
-                                   const char* const* column_names, const char* const* column_args,
-                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable,
-                                   bool stage_for_gpu) {
-    Assert(ncols > 0 && ncols <= kMaxCols);
-    double t0 = glue_clock_ms();
+// What a read is of, and how it goes.
+struct ReadTarget {
+    Relation top;
+    const char* relname;            // quoted, schema-qualified, for errors
+    AttrNumber top_atts[kMaxCols];  // the columns in `top`
+    Oid types[kMaxCols];            // their base types
+    const char* via_query;          // non-null: run the query instead; why, for last_run()
+    List* members;                  // otherwise: every relation with storage under `top`
+};
+
+// Opens the relation and checks it and its columns (in the order PostgreSQL
+// reports errors: no type is told to a reader without the privilege), then
+// chooses the path.
+void resolve_read(const char* fn, const char* rel_arg, Oid relid, int ncols, const char* const* column_names,
+                  const char* const* column_args, const ColumnKind* kinds, ReadTarget* t) {
     Relation top = try_relation_open(relid, AccessShareLock);
     if (top == nullptr)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
@@ -161,81 +163,86 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     const char relkind = top->rd_rel->relkind;
     const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(top)),
                                                      RelationGetRelationName(top));
+    t->top = top;
+    t->relname = relname;
     if (!is_scannable_kind(relkind) && relkind != RELKIND_VIEW && relkind != RELKIND_FOREIGN_TABLE)
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                         errmsg("%s: %s: %s is not a table, view or materialized view", fn, rel_arg, relname)));
 
-    // Columns by name, the privilege to read them, their types (in the
-    // order PostgreSQL reports errors: no type is told to a reader without
-    // the privilege).
     TupleDesc desc = RelationGetDescr(top);
-    AttrNumber top_atts[kMaxCols];
-    Oid types[kMaxCols];
     for (int c = 0; c < ncols; ++c) {
         AttrNumber a = get_attnum(relid, column_names[c]);
         if (a == InvalidAttrNumber || a < 0)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                             errmsg("%s: %s: column \"%s\" of relation %s does not exist", fn, column_args[c],
                                    column_names[c], relname)));
-        top_atts[c] = a;
+        t->top_atts[c] = a;
     }
     if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
         for (int c = 0; c < ncols; ++c)
-            if (pg_attribute_aclcheck(relid, top_atts[c], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+            if (pg_attribute_aclcheck(relid, t->top_atts[c], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
                 ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                                 errmsg("%s: permission denied for table %s", fn, relname),
                                 errdetail("Reading column \"%s\" needs the SELECT privilege on it or on the table.",
                                           column_names[c])));
     for (int c = 0; c < ncols; ++c) {
-        Oid declared = TupleDescAttr(desc, top_atts[c] - 1)->atttypid;
-        types[c] = getBaseType(declared);
-        if (!column_type_ok(kinds[c], types[c]))
+        Oid declared = TupleDescAttr(desc, t->top_atts[c] - 1)->atttypid;
+        t->types[c] = getBaseType(declared);
+        if (!column_type_ok(kinds[c], t->types[c]))
             ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                             errmsg("%s: %s: column \"%s\" of relation %s must be %s, not %s", fn, column_args[c],
                                    column_names[c], relname, column_kind_types(kinds[c]), format_type_be(declared))));
     }
 
     // Rows the query would filter or that are not in a heap: run the query.
-    const char* via_query = nullptr;
+    t->via_query = nullptr;
     if (relkind == RELKIND_VIEW)
-        via_query = "query (view)";
+        t->via_query = "query (view)";
     else if (relkind == RELKIND_FOREIGN_TABLE)
-        via_query = "query (foreign table)";
+        t->via_query = "query (foreign table)";
     else if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
-        via_query = "query (row-level security)";
+        t->via_query = "query (row-level security)";
     if (relkind == RELKIND_MATVIEW && !RelationIsPopulated(top))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: materialized view %s has not been populated", fn, relname),
                         errhint("Use the REFRESH MATERIALIZED VIEW command.")));
 
     // Every relation with storage under `top` (itself, partitions, children).
-    List* members = NIL;
-    if (via_query == nullptr) {
-        List* all = (relkind == RELKIND_PARTITIONED_TABLE || top->rd_rel->relhassubclass)
-                        ? find_all_inheritors(relid, AccessShareLock, nullptr)
-                        : list_make1_oid(relid);
-        ListCell* lc;
-        foreach (lc, all) {
-            Oid child = lfirst_oid(lc);
-            char k = get_rel_relkind(child);
-            if (k == RELKIND_PARTITIONED_TABLE) continue;
-            if (k == RELKIND_FOREIGN_TABLE) {  // a foreign partition: only the query reads it
-                via_query = "query (foreign partition)";
-                break;
-            }
-            members = lappend_oid(members, child);
+    t->members = NIL;
+    if (t->via_query != nullptr) return;
+    List* all = (relkind == RELKIND_PARTITIONED_TABLE || top->rd_rel->relhassubclass)
+                    ? find_all_inheritors(relid, AccessShareLock, nullptr)
+                    : list_make1_oid(relid);
+    ListCell* lc;
+    foreach (lc, all) {
+        Oid child = lfirst_oid(lc);
+        char k = get_rel_relkind(child);
+        if (k == RELKIND_PARTITIONED_TABLE) continue;
+        if (k == RELKIND_FOREIGN_TABLE) {  // a foreign partition: only the query reads it
+            t->via_query = "query (foreign partition)";
+            break;
         }
+        t->members = lappend_oid(t->members, child);
     }
-    if (via_query != nullptr) {
-        QueryColumns out = read_through_query(fn, rel_arg, relname, ncols, column_names, kinds, allow_infinity, nullable,
-                                              via_query);
-        relation_close(top, NoLock);
-        out.ms_read = glue_clock_ms() - t0;
-        return out;
-    }
+}
 
-    // Open the members, map the columns by name (attnums differ between children).
-    const int nrels = list_length(members);
+// ---- plan: the members opened, the workers and the shared block ------------------------------
+
+struct ReadPlan {
+    int nrels;
+    Relation* rels;                 // the members, open (rels[i] == top for top itself)
+    double tuples;                  // the statistics' row count (0: none)
+    Snapshot snapshot;              // the statement's
+    ReaderShared* sh;
+    ParallelContext* pcxt;          // nullptr: no workers
+    ParallelTableScanDesc* pscans;  // nullptr: serial scans
+};
+
+// Opens the members, maps the columns by name (attnums differ between
+// children), chooses the workers and lays out the shared block.
+void plan_read(const char* fn, Oid relid, int ncols, const char* const* column_names, const ColumnKind* kinds,
+               bool allow_infinity, const bool* nullable, const ReadTarget* t, ReadPlan* p) {
+    const int nrels = list_length(t->members);
     Relation* rels = static_cast<Relation*>(palloc0(sizeof(Relation) * Max(nrels, 1)));
     AttrNumber* atts = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * Max(nrels, 1) * ncols));
     AttrNumber* maxatt = static_cast<AttrNumber*>(palloc0(sizeof(AttrNumber) * Max(nrels, 1)));
@@ -243,10 +250,10 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     double tuples = 0;
     bool any_temp = false;
     for (int r = 0; r < nrels; ++r) {
-        Oid child = list_nth_oid(members, r);
-        rels[r] = child == relid ? top : table_open(child, AccessShareLock);
+        Oid child = list_nth_oid(t->members, r);
+        rels[r] = child == relid ? t->top : table_open(child, AccessShareLock);
         for (int c = 0; c < ncols; ++c) {
-            AttrNumber a = child == relid ? top_atts[c] : get_attnum(child, column_names[c]);
+            AttrNumber a = child == relid ? t->top_atts[c] : get_attnum(child, column_names[c]);
             if (a <= 0)
                 ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                                 errmsg("%s: column \"%s\" is missing in %s", fn, column_names[c],
@@ -261,7 +268,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
 
     // Workers: none for temporary tables (only this backend can read them),
     // inside a parallel operation, or for small tables.
-    const int nworkers = nrels > 0 ? choose_workers(top, pages, any_temp) : 0;
+    const int nworkers = nrels > 0 ? choose_workers(t->top, pages, any_temp) : 0;
 
     // The shared block (the leader alone also uses it, from private memory).
     const int nchunks = nworkers > 0 ? nworkers * kChunksPerWorker : 0;
@@ -271,11 +278,13 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     Size off_data = MAXALIGN(off_headers + sizeof(ChunkHeader) * nchunks);
     Size shared_bytes = add_size(off_data, mul_size(chunk_bytes, nchunks));
 
-    ParallelContext* pcxt;
-    ParallelTableScanDesc* pscans;
-    Snapshot snapshot = GetActiveSnapshot();
-    ReaderShared* sh = reader_shared_create(nworkers, rels, nrels, snapshot, shared_bytes, layout, &pcxt, &pscans);
-    reader_shared_init(sh, layout, fn, relname, rels, nrels, ncols, column_names, types, atts, maxatt);
+    p->nrels = nrels;
+    p->rels = rels;
+    p->tuples = tuples;
+    p->snapshot = GetActiveSnapshot();
+    ReaderShared* sh =
+        reader_shared_create(nworkers, rels, nrels, p->snapshot, shared_bytes, layout, &p->pcxt, &p->pscans);
+    reader_shared_init(sh, layout, fn, t->relname, rels, nrels, ncols, column_names, t->types, atts, maxatt);
     sh->off_headers = off_headers;
     sh->off_data = off_data;
     sh->chunk_bytes = chunk_bytes;
@@ -286,11 +295,20 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
         sh->nullable[c] = nullable != nullptr && nullable[c];
     }
     memset(at<ChunkHeader>(sh, off_headers), 0, sizeof(ChunkHeader) * nchunks);
+    p->sh = sh;
+}
 
+// ---- run: the scans, the workers' chunks appended, the end -----------------------------------
+
+// Launches the workers, scans beside them and appends their chunks until every
+// relation is read, then ends the parallel context and closes the relations.
+QueryColumns run_read(const char* fn, int ncols, const ColumnKind* kinds, const bool* nullable, bool stage_for_gpu,
+                      const ReadTarget* t, const ReadPlan* p) {
+    ReaderShared* sh = p->sh;
     int launched = 0;
-    if (pcxt != nullptr) {
-        LaunchParallelWorkers(pcxt);
-        launched = pcxt->nworkers_launched;
+    if (p->pcxt != nullptr) {
+        LaunchParallelWorkers(p->pcxt);
+        launched = p->pcxt->nworkers_launched;
     }
 
     QueryColumns out;
@@ -301,19 +319,19 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
     res.out = &out;
     res.kinds = kinds;
     res.nullable = nullable;
-    reserve_rows(&res, static_cast<int64>(Min(tuples * 1.05 + kPageRows, 1e9)));
+    reserve_rows(&res, static_cast<int64>(Min(p->tuples * 1.05 + kPageRows, 1e9)));
     // Uploads that overlap the reading (room for the rows the statistics
     // expect and some more; past that the engine uploads as before).
-    StagedInput* staged = stage_for_gpu && tuples > 0
-                               ? stage_start(ncols, static_cast<int64>(Min(tuples * 1.05 + 16 * kChunkRows, 1e9)))
+    StagedInput* staged = stage_for_gpu && p->tuples > 0
+                               ? stage_start(ncols, static_cast<int64>(Min(p->tuples * 1.05 + 16 * kChunkRows, 1e9)))
                                : nullptr;
 
     LeaderScan ls;
     memset(&ls, 0, sizeof ls);
     ls.sh = sh;
-    ls.rels = rels;
-    ls.pscans = pscans;
-    ls.snapshot = snapshot;
+    ls.rels = p->rels;
+    ls.pscans = p->pscans;
+    ls.snapshot = p->snapshot;
     bool leader_done = false;
     for (;;) {
         if (launched > 0 && drain_chunks(sh, &res) > 0) {
@@ -327,56 +345,44 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
             continue;
         }
         if (launched == 0) break;
-        if (reader_wait_workers(sh, pcxt, launched, fn, relname)) {
+        if (reader_wait_workers(sh, p->pcxt, launched, fn, t->relname)) {
             drain_chunks(sh, &res);  // what the last worker published before finishing
             break;
         }
     }
     out.chunk_waits = sh->chunk_waits;  // sh lives in the DSM segment destroyed below
-    reader_shared_destroy(pcxt);
-    for (int r = 0; r < nrels; ++r)
-        if (rels[r] != top) table_close(rels[r], NoLock);
-    relation_close(top, NoLock);
+    reader_shared_destroy(p->pcxt);
+    for (int r = 0; r < p->nrels; ++r)
+        if (p->rels[r] != t->top) table_close(p->rels[r], NoLock);
+    relation_close(t->top, NoLock);
     if (out.rows == 0)
         for (int c = 0; c < ncols; ++c) out.nulls[c] = nullptr;  // as read_query_columns: no row, no flags
     if (stage_done(staged, res.view, out.rows)) out.staged = staged;
-    out.ms_read = glue_clock_ms() - t0;
     out.read_path = launched > 0 ? "parallel scan" : "scan";
     out.read_workers = launched;
     return out;
 }
 
-void record_read(const QueryColumns* const* inputs, int n) {
-    int64 rows = 0, worker_rows = 0, waits = 0;
-    double ms = 0;
-    int most = 0;  // the input read by the most workers names the path
-    for (int i = 0; i < n; ++i) {
-        rows += inputs[i]->rows + inputs[i]->rows_skipped;
-        worker_rows += inputs[i]->worker_rows;
-        waits += inputs[i]->chunk_waits;
-        ms += inputs[i]->ms_read;
-        if (inputs[i]->read_workers > inputs[most]->read_workers) most = i;
+}  // namespace
+
+QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
+                                   const char* const* column_names, const char* const* column_args,
+                                   const ColumnKind* kinds, bool allow_infinity, const bool* nullable,
+                                   bool stage_for_gpu) {
+    Assert(ncols > 0 && ncols <= kMaxCols);
+    double t0 = glue_clock_ms();
+    ReadTarget target;
+    resolve_read(fn, rel_arg, relid, ncols, column_names, column_args, kinds, &target);
+    QueryColumns out;
+    if (target.via_query != nullptr) {
+        out = read_through_query(fn, rel_arg, target.relname, ncols, column_names, kinds, allow_infinity, nullable,
+                                 target.via_query);
+        relation_close(target.top, NoLock);
+    } else {
+        ReadPlan plan;
+        plan_read(fn, relid, ncols, column_names, kinds, allow_infinity, nullable, &target, &plan);
+        out = run_read(fn, ncols, kinds, nullable, stage_for_gpu, &target, &plan);
     }
-    if (n == 0) return;
-    approx::RunStats& s = last_run_stats();
-    s.add("read_workers", inputs[most]->read_workers);
-    s.add("rows_read_by_workers", static_cast<double>(worker_rows));
-    s.add("read_chunk_waits", static_cast<double>(waits));
-    if (ms > 0) s.add("rows_read_per_s", rows / (ms / 1000.0));
-    // Uploads during the read: the backend's time handing rows over, and
-    // the wait at the end for what the read did not hide.
-    double stage = 0, wait = 0;
-    int staged = 0;
-    for (int i = 0; i < n; ++i)
-        if (inputs[i]->staged) {
-            ++staged;
-            stage += stage_ms(inputs[i]->staged);
-            wait += stage_wait_ms(inputs[i]->staged);
-        }
-    if (staged > 0) {
-        s.add("inputs_uploaded_while_read", staged);
-        s.add("ms_upload_handover", stage);
-        s.add("ms_upload_wait", wait);
-    }
-    last_run_set_read(inputs[most]->read_path);
+    out.ms_read = glue_clock_ms() - t0;
+    return out;
 }

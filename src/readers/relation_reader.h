@@ -11,6 +11,18 @@
 // would not be what that query returns -- row-level security applies to the
 // caller, or the relation is a view or a foreign table -- the query itself
 // runs through SPI (read_query_columns) instead.
+//
+// The readers folder:
+//   query_reader.h / .cpp    inner queries through SPI into columns (read_query_columns)
+//   relation_reader.h        this interface; relation_scan.h its internal half (DSM
+//                            layout, chunk and sample protocols, page scans)
+//   relation_reader.cpp      read_relation_columns: resolve, plan, run (the backend's side)
+//   relation_parallel.cpp    the worker count, the parallel context, waiting for workers
+//   relation_scan.cpp        one participant's page scans, the workers' entry point
+//   relation_sample.cpp      sample_relation (table synopses)
+//   relation_stage.cpp       uploads to the GPU while reading
+//   readers.cpp              the readers' settings, record_read
+//   index_reader.h / .cpp    (id, score) pairs in score order from a B-tree index
 #pragma once
 
 #include "readers/query_reader.h"

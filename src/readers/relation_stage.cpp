@@ -45,13 +45,13 @@ StagedInput* relscan::stage_start(int ncols, int64 expected_rows) {
     // With the GPU service the rows go to its staging area instead (and this
     // backend keeps no CUDA context).
     if (ctx.service) return nullptr;
-    approx::Device device = approx::Device::Cpu;
+    // The engine's own device decision, asked before the call -- about the
+    // rows the staging makes room for (the statistics' count plus 16 chunks),
+    // not the rows the engine will get: under `auto` a table smaller than
+    // gpu_min_rows is staged too, and its engine call then runs on the CPU.
+    if (!approx::will_run_on_gpu(ctx, expected_rows)) return nullptr;
     gpu::StagedColumns* cols = nullptr;
-    approx::Status st = approx::guarded([&] {
-        approx::Status s = approx::choose_device(ctx, expected_rows, device);
-        if (!s.ok() || device != approx::Device::Gpu) return approx::Status::Ok();
-        return gpu::stage_begin(ctx, ncols, expected_rows, cols);
-    });
+    approx::Status st = approx::guarded([&] { return gpu::stage_begin(ctx, ncols, expected_rows, cols); });
     if (!st.ok() || cols == nullptr) return nullptr;
     StagedInput* s = static_cast<StagedInput*>(palloc0(sizeof(StagedInput)));
     s->cols = cols;

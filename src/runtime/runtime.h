@@ -1,7 +1,19 @@
-// Glue-side runtime shared by every feature: PostgreSQL headers, settings,
-// argument readers, the engine call wrapper and the error boundary.
+// The runtime every feature's glue stands on: the PostgreSQL headers each
+// glue file needs, the approx_gpu.* engine settings, the engine call wrapper
+// with its error boundary, and the record behind approx_gpu.last_run().
 //
-// Only src/*.cpp include this (the engines never see PostgreSQL). Rules that
+// The runtime folder, by concern:
+//   runtime.h / .cpp          settings, ExecContext, run_engine and the error
+//                             boundary, last_run() and its record, the GPU
+//                             service's registration
+//   device_info.cpp           approx_gpu.device_info()
+//   arguments.h / .cpp        argument readers (float8 arrays, point matrices,
+//                             choices) and float8 array results
+//   jsonb_builder.h / .cpp    JsonbBuilder
+//   byte_codec.h / .cpp       ByteWriter / ByteReader: stored values and states
+//   aggregate_state.h / .cpp  aggregate_context, calling_aggregate_name, DoubleColumn
+//
+// Only the glue includes these (the engines never see PostgreSQL). Rules that
 // keep ereport safe here: values that must survive an ERROR live in palloc'd
 // memory; engine results are trivially destructible; check_engine_result()
 // and raise_if_error() run after every C++ object with a destructor is out of scope.
@@ -14,9 +26,7 @@ extern "C" {
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
-#include "utils/expandeddatum.h"
 #include "utils/builtins.h"
-#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 }
 
@@ -39,19 +49,40 @@ approx::ExecContext exec_context(const char* op);
 // The same settings without touching last_run() (no stats): for decisions
 // made before the engine call, e.g. whether the reader stages for the GPU.
 approx::ExecContext engine_settings(void);
+// approx_gpu.device as set ("auto", "gpu" or "cpu"), for device_info().
+const char* device_setting_name(void);
 
 // The seed of a sampling call: approx_gpu.random_seed when set, else a fresh
 // one from pg_strong_random(). Touches no statistics (unlike exec_context()).
 uint64 random_seed_for_call(void);
 
+// ---- the GPU service ------------------------------------------------------------
+// The GPU service (src/service/) registers what the runtime needs of it from
+// _PG_init, so that the runtime depends on no service code.
+namespace approx::gpu {
+struct DeviceInfo;  // core/gpu.hpp
+}
+struct GpuServiceHooks {
+    // The transport for ExecContext::service when calls go to the service
+    // now, else null.
+    approx::service::Transport (*transport)(void);
+    // The service's GPUs for device_info(): up to `max` into `out`, their
+    // number and CUDA versions; false (nothing written) when it runs no GPU.
+    bool (*devices)(approx::gpu::DeviceInfo* out, int max, int* count, int* runtime_version, int* driver_version);
+};
+void runtime_register_gpu_service(const GpuServiceHooks& hooks);
+// The registered hooks (null members when there is no service).
+const GpuServiceHooks& gpu_service_hooks(void);
+
+// ---- last_run() -----------------------------------------------------------------
 // Where the last engine call recorded its statistics (approx_gpu.last_run()).
 approx::RunStats& last_run_stats(void);
 
-// Where the answer of the last approximate SQL aggregate query came from
-// (issue 13): last_run() adds "answered_from" ("synopsis" or "rows"), and
-// "reason" / "synopsis" when given (nullptr: omitted). Cleared by every
-// exec_context(). last_run_rows() also starts a fresh record for `op` (the
-// exact path runs no engine).
+// Where the answer of the last approximate SQL aggregate query came from:
+// last_run() adds "answered_from" ("synopsis" or "rows"), and "reason" /
+// "synopsis" when given (nullptr: omitted). Cleared by every exec_context().
+// last_run_rows() also starts a fresh record for `op` (the exact path runs
+// no engine).
 void last_run_set_answer(const char* answered_from, const char* reason, const char* synopsis);
 void last_run_rows(const char* op, const char* reason);
 
@@ -62,6 +93,7 @@ void last_run_set_read(const char* path);
 // Milliseconds between two calls, for RunStats::ms_read.
 double glue_clock_ms(void);
 
+// ---- engine calls and the error boundary -----------------------------------------
 // Runs an engine call with a fresh ExecContext for operation `op` (settings,
 // cancel callback, last_run() statistics seeded with what the glue measured).
 // The callable takes the ExecContext and returns approx::Status; nothing it
@@ -86,128 +118,3 @@ void notice_if_fell_back(const char* function_name);
 // What a glue function does after its engine call: raise_if_error(), then
 // notice_if_fell_back().
 void check_engine_result(const approx::Status& st, const char* function_name);
-
-// ---- arguments ------------------------------------------------------------------
-// float8 values of an array argument, NULL elements skipped (counted), checked
-// for NaN (and ±Infinity unless allowed). palloc'd; 1-D (or empty) only.
-struct FloatArray {
-    double* data;
-    int64 n;
-    int64 skipped;
-};
-FloatArray float_array_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, bool allow_infinity);
-// Argument argno as a flat array, to read only. PL/pgSQL keeps array
-// variables in expanded form; one that still holds its flat copy is read
-// through it instead of being flattened into a new one (a 10^4 x 2 float8
-// array is 160 kB of fresh memory per call).
-ArrayType* array_arg_flat(FunctionCallInfo fcinfo, int argno);
-
-// An n x d point matrix: a 2-D array (one point per row) or a 1-D array (d = 1).
-// Rows holding a NULL are skipped (counted). NaN / ±Infinity are errors.
-struct PointMatrix {
-    double* data;  // row-major n x d
-    int64 n;
-    int d;
-    int64 skipped;
-};
-PointMatrix point_matrix_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, int max_d);
-
-// One of `choices` (case-insensitive); ERROR 22023 listing them otherwise.
-int choice_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, const char* const* choices,
-               int n_choices);
-
-// Walks the elements of a float8 array in storage order, the one reader of its
-// NULL bitmap: next() reads the next element into v and returns true, or returns
-// false (v untouched) when that element is NULL. NULLs take no space in the data
-// area. Holds no resources, so it may be live across ereport. The caller checks
-// the element type (FLOAT8OID) and reads at most ArrayGetNItems elements.
-class Float8Cursor {
-public:
-    explicit Float8Cursor(ArrayType* a)
-        : values_(reinterpret_cast<const double*>(ARR_DATA_PTR(a))), nulls_(ARR_NULLBITMAP(a)) {}
-    bool next(double& v) {
-        int64 i = index_++;
-        if (nulls_ && !(nulls_[i / 8] & (1 << (i % 8)))) return false;
-        v = *values_++;
-        return true;
-    }
-
-private:
-    const double* values_;
-    const bits8* nulls_;
-    int64 index_ = 0;
-};
-
-// Checks one float8 value (NaN / ±Infinity) the way the readers above do.
-void check_float_value(double v, const char* fn, const char* arg, bool allow_infinity);
-
-// ---- results --------------------------------------------------------------------
-// A 1-D or 2-D float8 array.
-ArrayType* float8_array(const double* values, int n);
-ArrayType* float8_matrix(const double* values, int rows, int cols);
-
-// Minimal jsonb object builder over pushJsonbValue.
-class JsonbBuilder {
-public:
-    JsonbBuilder();
-    void begin_object(const char* key = nullptr);  // key = nullptr at top level / inside arrays
-    void end_object();
-    void begin_array(const char* key);
-    void end_array();
-    void add_number(const char* key, double v);
-    void add_int(const char* key, int64 v);
-    void add_string(const char* key, const char* v);
-    void add_bool(const char* key, bool v);
-    void add_null(const char* key);
-    Jsonb* finish();
-
-private:
-    void put_key(const char* key);
-    JsonbParseState* state_;
-    JsonbValue* result_;
-};
-
-// ---- aggregates -----------------------------------------------------------------
-// The aggregate memory context, or an ERROR if called outside an aggregate.
-MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* fn);
-
-// The SQL name of the aggregate a support function (transition, combine,
-// final) runs for, so that a function shared by several aggregates reports
-// errors as the one the user called; `fallback` outside an aggregate call.
-const char* calling_aggregate_name(FunctionCallInfo fcinfo, const char* fallback);
-
-// A growable float8 column in one MemoryContext (no per-row palloc; huge
-// allocations past 1 GB).
-struct DoubleColumn {
-    double* data;
-    int64 n;
-    int64 capacity;
-};
-void double_column_init(DoubleColumn* c);
-void double_column_append(DoubleColumn* c, MemoryContext mcxt, const double* values, int64 count);
-
-// Serialisation helpers (explicit little-endian layout for every stored value).
-struct ByteWriter {
-    StringInfoData buf;
-};
-void byte_writer_init(ByteWriter* w);
-void put_u8(ByteWriter* w, uint8 v);
-void put_i32(ByteWriter* w, int32 v);
-void put_i64(ByteWriter* w, int64 v);
-void put_f64(ByteWriter* w, double v);
-void put_f64s(ByteWriter* w, const double* v, int64 n);
-bytea* byte_writer_finish(ByteWriter* w);
-
-struct ByteReader {
-    const char* p;
-    const char* end;
-    const char* what;  // for error messages: the type or aggregate being read
-};
-void byte_reader_init(ByteReader* r, const bytea* b, const char* what);
-void byte_reader_init_raw(ByteReader* r, const char* data, size_t len, const char* what);
-uint8 get_u8(ByteReader* r);
-int32 get_i32(ByteReader* r);
-int64 get_i64(ByteReader* r);
-double get_f64(ByteReader* r);
-void get_f64s(ByteReader* r, double* out, int64 n);
-void byte_reader_expect_end(ByteReader* r);

@@ -173,9 +173,22 @@ void gpu_service_sem_wait(sem_t* sem, long ms) {
 
 // ---- registration ----------------------------------------------------------------------
 
+// GpuServiceHooks::devices: what the service found, for device_info().
+static bool service_devices(approx::gpu::DeviceInfo* out, int max, int* count, int* runtime_version,
+                            int* driver_version) {
+    if (shared == nullptr || !shared->gpu_usable) return false;
+    *count = shared->n_devices;
+    for (int i = 0; i < shared->n_devices && i < max; ++i) out[i] = shared->devices[i];
+    *runtime_version = shared->runtime_version;
+    *driver_version = shared->driver_version;
+    return true;
+}
+
 void gpu_service_init(void) {
     define_settings();
     if (!process_shared_preload_libraries_in_progress) return;  // in-process mode (README: "GPU service")
+
+    runtime_register_gpu_service(GpuServiceHooks{gpu_service_transport, service_devices});
 
     prev_shmem_request_hook = shmem_request_hook;
     shmem_request_hook = service_shmem_request;

@@ -18,6 +18,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "runtime/jsonb_builder.h"
 #include "service/service_settings.h"
 
 using approx::Status;

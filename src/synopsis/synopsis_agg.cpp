@@ -1,6 +1,9 @@
 // kde_synopsis_agg / kde_merge_agg (a reservoir state: transition, combine,
 // serialize, final) and kde_merge.
 #include "synopsis/synopsis.h"
+#include "runtime/aggregate_state.h"
+#include "runtime/arguments.h"
+#include "runtime/byte_codec.h"
 
 extern "C" {
 #include "access/htup_details.h"

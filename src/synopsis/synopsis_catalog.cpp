@@ -23,6 +23,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/json.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/syscache.h"

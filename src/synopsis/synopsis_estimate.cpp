@@ -1,6 +1,7 @@
 // Box estimates on a kde_synopsis value: approx_count / approx_sum /
 // approx_avg (+ _ci, _many) and kde_density.
 #include "synopsis/synopsis.h"
+#include "runtime/arguments.h"
 
 extern "C" {
 #include "access/htup_details.h"

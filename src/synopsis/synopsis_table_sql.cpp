@@ -3,6 +3,7 @@
 // itself is in synopsis_build.cpp, the per-backend cache in synopsis_cache.cpp.
 #include "synopsis/synopsis_catalog.h"
 #include "synopsis/synopsis_table.h"
+#include "runtime/jsonb_builder.h"
 
 extern "C" {
 #include "access/htup_details.h"

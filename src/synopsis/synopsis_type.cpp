@@ -2,6 +2,9 @@
 // kde_synopsis_info, and building a value from a sample (the JSON text form
 // is in synopsis_text.cpp).
 #include "synopsis/synopsis.h"
+#include "runtime/arguments.h"
+#include "runtime/byte_codec.h"
+#include "runtime/jsonb_builder.h"
 
 extern "C" {
 #include "access/htup_details.h"

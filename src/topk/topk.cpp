@@ -4,6 +4,9 @@
 // selection engine (no pruning on the way: that is the GPU's work).
 // topk_nra(relation, id_column, score_columns, k, batch) is in topk_nra.cpp.
 #include "runtime/runtime.h"
+#include "runtime/aggregate_state.h"
+#include "runtime/arguments.h"
+#include "runtime/byte_codec.h"
 #include "readers/relation_reader.h"
 
 extern "C" {
