@@ -485,10 +485,11 @@ Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const
     if (caller.stats) caller.stats->rows = static_cast<int64_t>(n_edges);
     if (n_edges == 0) return Status::Ok();
     ExecContext ctx = caller;
-    if (service::wanted(caller, static_cast<int64_t>(n_edges))) {
-        Status st = count_pairs_in_service(src, dst, n_edges, opt, caller, pairs);
-        if (!service::fall_back(caller, st, ctx)) return st;
-    }
+    Status st;
+    if (service::try_run(ctx, static_cast<int64_t>(n_edges), st, [&](const ExecContext& c) {
+            return count_pairs_in_service(src, dst, n_edges, opt, c, pairs);
+        }))
+        return st;
     auto cpu = [&]() -> Status {
         HostResult r;
         APPROX_TRY(cpu_closure(src, dst, n_edges, opt, ctx, r));
@@ -501,11 +502,11 @@ Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const
         pairs = r.pairs;
         return Status::Ok();
     };
-    Status st = opt.algorithm == Algorithm::Star
-                    ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
-                               APPROX_GPU(star(Device::Gpu)))
-                    : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
-                               APPROX_GPU(gpu::count_pairs(src, dst, n_edges, opt, ctx, pairs)));
+    st = opt.algorithm == Algorithm::Star
+             ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
+                        APPROX_GPU(star(Device::Gpu)))
+             : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
+                        APPROX_GPU(gpu::count_pairs(src, dst, n_edges, opt, ctx, pairs)));
     if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(pairs));
     return st;
 }
@@ -515,12 +516,12 @@ Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Opt
     *out = nullptr;
     if (caller.stats) caller.stats->rows = static_cast<int64_t>(n_edges);
     ExecContext ctx = caller;
-    if (n_edges > 0 && service::wanted(caller, static_cast<int64_t>(n_edges))) {
-        Status st = compute_in_service(src, dst, n_edges, opt, caller, out);
-        if (!service::fall_back(caller, st, ctx)) {
-            if (st.ok() && caller.stats) caller.stats->add("pairs", static_cast<double>(result_pairs(*out)));
-            return st;
-        }
+    Status st;
+    if (n_edges > 0 && service::try_run(ctx, static_cast<int64_t>(n_edges), st, [&](const ExecContext& c) {
+            return compute_in_service(src, dst, n_edges, opt, c, out);
+        })) {
+        if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(result_pairs(*out)));
+        return st;
     }
     auto cpu = [&]() -> Status {
         std::unique_ptr<HostResult> r(new HostResult());
@@ -535,11 +536,11 @@ Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Opt
         return Status::Ok();
     };
     if (n_edges == 0) return guarded(cpu);
-    Status st = opt.algorithm == Algorithm::Star
-                    ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
-                               APPROX_GPU(star(Device::Gpu)))
-                    : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
-                               APPROX_GPU(gpu::compute(src, dst, n_edges, opt, ctx, out)));
+    st = opt.algorithm == Algorithm::Star
+             ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
+                        APPROX_GPU(star(Device::Gpu)))
+             : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
+                        APPROX_GPU(gpu::compute(src, dst, n_edges, opt, ctx, out)));
     if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(result_pairs(*out)));
     return st;
 }
@@ -603,10 +604,11 @@ Status reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t
     if (caller.stats) caller.stats->rows = static_cast<int64_t>(n_edges);
     if (n_edges == 0) return Status::Ok();
     ExecContext ctx = caller;
-    if (service::wanted(caller, static_cast<int64_t>(n_edges))) {
-        Status st = reachable_in_service(src, dst, n_edges, source, caller, out, cap, n);
-        if (!service::fall_back(caller, st, ctx)) return st;
-    }
+    Status st;
+    if (service::try_run(ctx, static_cast<int64_t>(n_edges), st, [&](const ExecContext& c) {
+            return reachable_in_service(src, dst, n_edges, source, c, out, cap, n);
+        }))
+        return st;
     return dispatch(ctx, static_cast<int64_t>(n_edges),
                     [&] { return cpu_reachable(src, dst, n_edges, source, ctx, out, cap, n); },
                     APPROX_GPU(gpu::reachable(src, dst, n_edges, source, ctx, out, cap, n)));

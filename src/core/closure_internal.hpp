@@ -110,7 +110,7 @@ Status reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t
 }  // namespace gpu
 #endif
 
-// Through the GPU service (closure_served.cpp): statuses for service::fall_back.
+// Through the GPU service (closure_served.cpp): statuses for service::try_run.
 Status count_pairs_in_service(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
                               const ExecContext& ctx, int64_t& pairs);
 Status reachable_in_service(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t source,

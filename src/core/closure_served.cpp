@@ -1,4 +1,4 @@
-// Transitive closures through the GPU service (issue 15).
+// Transitive closures through the GPU service (service.hpp).
 //
 // count_pairs and reachable are one request each. compute() keeps its result
 // in the service (service::hold) and gives the backend a ServedResult: the

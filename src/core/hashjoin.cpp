@@ -6,7 +6,8 @@
 // cuckoo table sequentially (buckets in parallel) with the same hash functions
 // and the same slot layout. The join partitions the build side by a hash,
 // sorts each partition by key (stable), and builds the table over the
-// distinct keys.
+// distinct keys. join_count()'s request to the GPU service is in
+// hashjoin_served.cpp.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "hashjoin_cpu.hpp"
 #include "hashjoin_internal.hpp"
 #include "service.hpp"
+#include "hashjoin_served.hpp"
 
 namespace approx::hashjoin {
 
@@ -311,49 +313,16 @@ Status run_join(const JoinSide& build, const JoinSide& probe, JoinSink sink, voi
 
 }  // namespace
 
-namespace {
-
-// join_count()'s parameters through the GPU service (service.hpp).
-struct CountParams {
-    uint64_t build_n, probe_n;
-    bool build_values, probe_values;
-    JoinOptions options;
-};
-
-}  // namespace
-
-Status serve_join_count(const ExecContext& ctx, const service::Served& req) {
-    CountParams p;
-    APPROX_TRY(req.param(0, p));
-    JoinSide build, probe;
-    build.n = p.build_n;
-    probe.n = p.probe_n;
-    APPROX_TRY(req.input(1, p.build_n, build.keys));
-    APPROX_TRY(req.input(2, p.build_values ? p.build_n : 0, build.values));
-    APPROX_TRY(req.input(3, p.probe_n, probe.keys));
-    APPROX_TRY(req.input(4, p.probe_values ? p.probe_n : 0, probe.values));
-    JoinInfo* info = nullptr;
-    APPROX_TRY(req.output(0, 1, info));
-    return run_join(build, probe, nullptr, nullptr, ctx, *info, p.options);
-}
-
-Status join_count(const JoinSide& build, const JoinSide& probe, const ExecContext& ctx, JoinInfo& info,
+Status join_count(const JoinSide& build, const JoinSide& probe, const ExecContext& caller, JoinInfo& info,
                   const JoinOptions& options) {
-    const int64_t rows = static_cast<int64_t>(build.n + probe.n);
-    if (service::wanted(ctx, rows) && build.n > 0 && probe.n > 0 && build.keys && probe.keys) {
-        info = JoinInfo();
-        service::Request r(service::Op::HashjoinCount, rows);
-        r.add_param(CountParams{build.n, probe.n, build.values != nullptr, probe.values != nullptr, options});
-        r.add_in(build.keys, build.n * sizeof(int64_t));
-        r.add_in(build.values, build.n * sizeof(int64_t));
-        r.add_in(probe.keys, probe.n * sizeof(int64_t));
-        r.add_in(probe.values, probe.n * sizeof(int64_t));
-        r.add_out(&info, sizeof info);
-        Status st = service::call(ctx, r);
-        ExecContext local;
-        if (!service::fall_back(ctx, st, local)) return st;
-        return run_join(build, probe, nullptr, nullptr, local, info, options);
-    }
+    ExecContext ctx = caller;
+    Status st;
+    // An empty side (no device work) or a missing key column (an argument
+    // error) is answered here.
+    if (build.n > 0 && probe.n > 0 && build.keys && probe.keys &&
+        service::try_run(ctx, static_cast<int64_t>(build.n + probe.n), st,
+                         [&](const ExecContext& c) { return join_count_in_service(build, probe, c, info, options); }))
+        return st;
     return run_join(build, probe, nullptr, nullptr, ctx, info, options);
 }
 

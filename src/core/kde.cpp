@@ -1,6 +1,7 @@
 // KDE bandwidth selection: argument checks, the fp64 preparation shared by
 // both engines, the plug-in formulas and the LSCV grid + golden-section
-// search. The engines (kde_cpu.cpp, cuda/kde.cu) only compute pair sums.
+// search. The engines (kde_cpu.cpp, cuda/kde.cu) only compute pair sums;
+// kde_served.cpp sends the calls to the GPU service.
 // Formulas: DESIGN.md, "KDE definitions".
 #include "kde.hpp"
 #include "service.hpp"
@@ -123,40 +124,18 @@ Status plugin_with(Factory make, const std::vector<double>& z, PluginTarget targ
     return plugin_z(*engine, z.size(), target, ctx, hz);
 }
 
-// plugin_impl() and lscv_impl() through the GPU service (service.hpp).
-struct ServedParams {
-    bool lscv;
-    uint64_t n;
-    int d, grid;
-    PluginTarget target;
-    Covariance cov;
-};
-
-// Sends the call when the service should run it; false when the caller runs
-// it itself (then with `local`).
-bool served(const ServedParams& p, const double* x, const ExecContext& ctx, void* out, size_t out_bytes,
-            Status& st, ExecContext& local) {
-    local = ctx;
-    if (!service::wanted(ctx, static_cast<int64_t>(p.n))) return false;
-    service::Request r(service::Op::KdeBandwidth, static_cast<int64_t>(p.n));
-    r.add_param(p);
-    r.add_in(x, sizeof(double) * p.n * static_cast<size_t>(p.d));
-    r.add_out(out, out_bytes);
-    st = service::call(ctx, r);
-    return !service::fall_back(ctx, st, local);
-}
-
 Status plugin_impl(const double* x, size_t n, PluginTarget target, const ExecContext& caller, double& h) {
     set_rows(caller, n);
-    ExecContext ctx;
-    Status served_st;
-    if (served(ServedParams{false, n, 1, 0, target, Covariance::Full}, x, caller, &h, sizeof h, served_st, ctx))
-        return served_st;
+    ExecContext ctx = caller;
+    Status st;
+    if (service::try_run(ctx, static_cast<int64_t>(n), st,
+                         [&](const ExecContext& c) { return detail::plugin_in_service(x, n, target, c, h); }))
+        return st;
     std::vector<double> z;
     stats::ColumnMoments m;
     APPROX_TRY(prepare_1d(x, n, &z, m));
     double hz = 0;
-    Status st = dispatch(
+    st = dispatch(
         ctx, static_cast<int64_t>(n),
         [&] { return plugin_with(detail::cpu_psi_sums, z, target, ctx, hz); },
         APPROX_GPU(plugin_with(detail::gpu_psi_sums, z, target, ctx, hz)));
@@ -323,17 +302,19 @@ Status lscv_with(Factory make, const LscvData& data, size_t n, int d, int grid, 
 Status lscv_impl(const double* x, size_t n, int d, int grid, Covariance cov, const ExecContext& caller,
                  LscvResult& out) {
     set_rows(caller, n);
-    ExecContext ctx;
-    Status served_st;
-    if (d >= 1 && d <= kMaxLscvDim &&
-        served(ServedParams{true, n, d, grid, PluginTarget::Density, cov}, x, caller, &out, sizeof out, served_st, ctx))
-        return served_st;
+    ExecContext ctx = caller;
+    Status st;
+    if (d >= 1 && d <= kMaxLscvDim &&  // another d is an argument error, answered here
+        service::try_run(ctx, static_cast<int64_t>(n), st, [&](const ExecContext& c) {
+            return detail::lscv_in_service(x, n, d, grid, cov, c, out);
+        }))
+        return st;
     LscvData data;
     APPROX_TRY(prepare_lscv(x, n, d, cov, data));
     if (grid < 2) return Status::Error(StatusCode::InvalidArgument, "grid must be at least 2, not %d", grid);
     if (ctx.stats) ctx.stats->add("grid", grid);
     SearchResult r;
-    Status st = dispatch(
+    st = dispatch(
         ctx, static_cast<int64_t>(n),
         [&] { return lscv_with(detail::cpu_lscv_sums, data, n, d, grid, ctx, r); },
         APPROX_GPU(lscv_with(detail::gpu_lscv_sums, data, n, d, grid, ctx, r)));
@@ -430,22 +411,6 @@ Status lscv_objective(const double* x, size_t n, int d, Covariance cov, double h
         g = scaled_objective(h, s4, s2, static_cast<double>(n), d) * std::exp(-data.log_sqrt_det);
         return Status::Ok();
     });
-}
-
-Status serve_bandwidth(const ExecContext& ctx, const service::Served& req) {
-    ServedParams p;
-    APPROX_TRY(req.param(0, p));
-    if (p.d < 1 || p.d > kMaxLscvDim) return Status::Error(StatusCode::Internal, "GPU service: bad KDE request");
-    const double* x = nullptr;
-    APPROX_TRY(req.input(1, p.n * static_cast<size_t>(p.d), x));
-    if (p.lscv) {
-        LscvResult* out = nullptr;
-        APPROX_TRY(req.output(0, 1, out));
-        return lscv(x, p.n, p.d, p.grid, p.cov, ctx, *out);
-    }
-    double* h = nullptr;
-    APPROX_TRY(req.output(0, 1, h));
-    return plugin_bandwidth(x, p.n, p.target, ctx, *h);
 }
 
 }  // namespace approx::kde

@@ -1,5 +1,6 @@
-// Internal interface between the KDE driver (kde.cpp) and its two engines
-// (kde_cpu.cpp, cuda/kde.cu). Not part of the engine API.
+// Internal interface between the KDE driver (kde.cpp), its two engines
+// (kde_cpu.cpp, cuda/kde.cu) and its GPU-service requests (kde_served.cpp).
+// Not part of the engine API.
 //
 // The driver prepares the data in fp64 (centred and scaled, or whitened) and
 // owns every formula; an engine only computes pair sums over that prepared
@@ -13,6 +14,7 @@
 #include <memory>
 
 #include "exec.hpp"
+#include "kde.hpp"
 
 namespace approx::kde::detail {
 
@@ -58,5 +60,11 @@ Status cpu_psi_sums(const double* z, size_t n, const ExecContext& ctx, std::uniq
 Status cpu_lscv_sums(const double* z, size_t n, int d, const ExecContext& ctx, std::unique_ptr<LscvSums>& out);
 Status gpu_psi_sums(const double* z, size_t n, const ExecContext& ctx, std::unique_ptr<PsiSums>& out);
 Status gpu_lscv_sums(const double* z, size_t n, int d, const ExecContext& ctx, std::unique_ptr<LscvSums>& out);
+
+// plugin_bandwidth() and lscv() in the GPU service (kde_served.cpp): the
+// request's status, for service::try_run.
+Status plugin_in_service(const double* x, size_t n, PluginTarget target, const ExecContext& ctx, double& h);
+Status lscv_in_service(const double* x, size_t n, int d, int grid, Covariance cov, const ExecContext& ctx,
+                       LscvResult& out);
 
 }  // namespace approx::kde::detail

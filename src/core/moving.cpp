@@ -61,10 +61,11 @@ Status create(const Grid& g, int64_t max_cells, const ExecContext& caller, Index
     out = nullptr;
     APPROX_TRY(check_grid(g, max_cells));
     ExecContext ctx = caller;
-    if (service::wanted(caller, INT64_MAX)) {  // the index lives in the GPU service
-        Status st = create_in_service(g, max_cells, caller, out, budget);
-        if (!service::fall_back(caller, st, ctx)) return st;
-    }
+    Status st;
+    // With the GPU service in use the index lives there (a proxy here).
+    if (service::try_run(ctx, INT64_MAX, st,
+                         [&](const ExecContext& c) { return create_in_service(g, max_cells, c, out, budget); }))
+        return st;
     // Like dispatch(): 'gpu' -> the GPU engine (an error without one), 'auto'
     // -> the GPU engine when one is usable (the CPU one when its allocation
     // fails), 'cpu' -> the CPU engine. Input size plays no part: an index
@@ -72,7 +73,7 @@ Status create(const Grid& g, int64_t max_cells, const ExecContext& caller, Index
     Device device = Device::Cpu;
     APPROX_TRY(guarded([&] { return choose_device(ctx, INT64_MAX, device); }));
     if (device == Device::Gpu) {
-        Status st = guarded(APPROX_GPU(create_gpu(g, max_cells, ctx, out, budget)));
+        st = guarded(APPROX_GPU(create_gpu(g, max_cells, ctx, out, budget)));
         if (st.code != StatusCode::GpuOutOfMemory || ctx.mode != DeviceMode::Auto) return st;
         if (ctx.stats)
             std::snprintf(ctx.stats->notice, sizeof ctx.stats->notice,

@@ -1,4 +1,4 @@
-// Moving-object indexes held by the GPU service (issue 15).
+// Moving-object indexes held by the GPU service (service.hpp).
 //
 // With the service in use, mo_create makes the index in the service -- on its
 // GPU, or with its CPU engines under the CI test setting -- and the backend
@@ -353,7 +353,7 @@ private:
 }  // namespace
 
 // create()'s way into the service: the index made there, or a status for
-// service::fall_back.
+// service::try_run.
 Status create_in_service(const Grid& g, int64_t max_cells, const ExecContext& ctx, Index*& out,
                          const MemoryBudget& budget) {
     IndexParams p;

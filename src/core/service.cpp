@@ -1,6 +1,6 @@
 // The engine side of the GPU service: requests, the fallback rule and the
 // resident cache (service.hpp). No PostgreSQL here; the queue, the process
-// and the shared memory are the glue's (src/gpu_service*.cpp).
+// and the shared memory are the glue's (src/service/).
 #include "service.hpp"
 
 #include <cstdio>

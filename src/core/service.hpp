@@ -1,5 +1,5 @@
 // Engine calls sent to the GPU service: one process that owns the CUDA
-// context for every backend (issue 15; the glue is src/gpu_service*.cpp).
+// context for every backend (the glue is src/service/).
 //
 // A call the service can run is described as a Request: an operation and its
 // input and output blobs (the first input is the operation's parameter
@@ -10,13 +10,14 @@
 // struct is trivially copyable, and the service rebuilds its pointers from
 // the blobs that follow it.
 //
-// Engines opt in at their public function:
-//     if (service::wanted(ctx, rows)) {
-//         Request r(...); ...;
-//         Status st = service::call(ctx, r);
-//         if (!service::fall_back(ctx, st)) return st;   // served (or failed)
-//         // else: run below, on the CPU (ctx from fall_back)
-//     }
+// An engine opts in at its public function, through try_run():
+//     ExecContext ctx = caller;
+//     Status st;
+//     if (service::try_run(ctx, rows, st, [&](const ExecContext& c) { return f_in_service(..., c); }))
+//         return st;  // answered by the service (success or an error to raise)
+//     ... dispatch(ctx, ...)  // in the backend, as without a service
+// Building the request and reading the reply (f_in_service) and the service's
+// side (serve_f) live in core/<feature>_served.cpp.
 #pragma once
 
 #include <cstddef>
@@ -140,6 +141,22 @@ Status call(const ExecContext& ctx, Request& req);
 // CPU, with a notice in ctx.stats). `local` is the context to run with.
 bool fall_back(const ExecContext& ctx, const Status& st, ExecContext& local);
 
+// wanted() -> send -> fall_back() for an engine's public function. ctx is the
+// caller's context; when wanted(ctx, rows), send(ctx) makes the call in the
+// service (a Status, normally through call()). Returns true when st is the
+// answer. False when the caller runs the call itself with ctx: unchanged when
+// the service was not wanted, fall_back()'s local context when it did not take
+// the call.
+template <class Send>
+bool try_run(ExecContext& ctx, int64_t rows, Status& st, Send&& send) {
+    if (!wanted(ctx, rows)) return false;
+    st = send(static_cast<const ExecContext&>(ctx));
+    ExecContext local;
+    if (!fall_back(ctx, st, local)) return true;
+    ctx = local;
+    return false;
+}
+
 // ---- the service's side -----------------------------------------------------------
 
 // Runs one request under ctx (the service's engine settings, the request's
@@ -199,7 +216,8 @@ int64_t reap_held(int device, bool (*alive)(uint64_t owner));
 
 }  // namespace approx::service
 
-// The operations' service entry points, next to each engine's public function.
+// The operations' service entry points, in core/<feature>_served.cpp (serve()
+// dispatches on Request::op to them).
 namespace approx::synopsis {
 Status serve_evaluate(const ExecContext& ctx, const service::Served& req);
 }

@@ -1,5 +1,6 @@
 // KDE synopses: sampling, building (statistics, bandwidths, discrete
-// columns), validation and the CPU box engine. See synopsis.hpp.
+// columns), validation and the CPU box engine. See synopsis.hpp; evaluate()'s
+// request to the GPU service is in synopsis_served.cpp.
 #include "synopsis.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "service.hpp"
 #include "synopsis_internal.hpp"
 #include "synopsis_math.hpp"
+#include "synopsis_served.hpp"
 
 namespace approx::synopsis {
 
@@ -878,64 +880,14 @@ BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* 
     return e;
 }
 
-namespace {
-
-// evaluate()'s parameters through the GPU service (service.hpp); the
-// pointers inside travel as the blobs that follow.
-struct EvaluateParams {
-    Synopsis s;
-    BoxBatch boxes;
-};
-
-Status evaluate_in_service(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxEstimate* out,
-                           ExecContext& local) {
-    const size_t q = static_cast<size_t>(boxes.q), d = static_cast<size_t>(s.d);
-    service::Request r(service::Op::SynopsisEvaluate, boxes.q * s.m);
-    r.add_param(EvaluateParams{s, boxes});
-    r.add_in(s.sample, sizeof(double) * static_cast<size_t>(s.m) * d);
-    r.cache_last_input(s.sample_key);  // the sample: resident in the service after the first call
-    r.add_in(s.strata, sizeof(Stratum) * static_cast<size_t>(s.n_strata));
-    r.add_in(boxes.lo, sizeof(double) * q * d);
-    r.add_in(boxes.hi, sizeof(double) * q * d);
-    r.add_in(boxes.nulls, q * d);
-    r.add_in(boxes.stratum, sizeof(int32_t) * q);
-    r.add_out(out, sizeof(BoxEstimate) * q);
-    Status st = service::call(ctx, r);
-    return service::fall_back(ctx, st, local) ? Status::Error(StatusCode::NotServed, "fall back") : st;
-}
-
-}  // namespace
-
-Status serve_evaluate(const ExecContext& ctx, const service::Served& req) {
-    EvaluateParams p;
-    APPROX_TRY(req.param(0, p));
-    Synopsis& s = p.s;
-    BoxBatch& b = p.boxes;
-    if (s.m < 0 || s.d < 1 || s.d > kMaxDim || s.n_strata < 0 || b.q < 0)
-        return Status::Error(StatusCode::Internal, "GPU service: bad synopsis request");
-    const size_t q = static_cast<size_t>(b.q), d = static_cast<size_t>(s.d);
-    APPROX_TRY(req.input(1, static_cast<size_t>(s.m) * d, s.sample));
-    APPROX_TRY(req.input(2, static_cast<size_t>(s.n_strata), s.strata));
-    APPROX_TRY(req.input(3, q * d, b.lo));
-    APPROX_TRY(req.input(4, q * d, b.hi));
-    const uint8_t* nulls = nullptr;
-    APPROX_TRY(req.input(5, b.nulls ? q * d : 0, nulls));
-    b.nulls = nulls;
-    const int32_t* stratum = nullptr;
-    APPROX_TRY(req.input(6, b.stratum ? q : 0, stratum));
-    b.stratum = stratum;
-    BoxEstimate* out = nullptr;
-    APPROX_TRY(req.output(0, q, out));
-    return evaluate(s, b, ctx, out);
-}
-
 Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& caller, BoxEstimate* out) {
     ExecContext ctx = caller;
-    if (service::wanted(caller, boxes.q * s.m) && boxes.q > 0 && boxes.q <= (int64_t(1) << 40) && s.m >= 0 &&
-        s.d >= 1 && s.d <= kMaxDim && s.n_strata >= 0) {
-        Status st = evaluate_in_service(s, boxes, caller, out, ctx);
-        if (st.code != StatusCode::NotServed) return st;
-    }
+    Status st;
+    // An empty batch, or one of impossible sizes (the checks below), is answered here.
+    if (boxes.q > 0 && boxes.q <= (int64_t(1) << 40) && s.m >= 0 && s.d >= 1 && s.d <= kMaxDim && s.n_strata >= 0 &&
+        service::try_run(ctx, boxes.q * s.m, st,
+                         [&](const ExecContext& c) { return evaluate_in_service(s, boxes, c, out); }))
+        return st;
     if (boxes.q < 0 || (boxes.q > 0 && (boxes.lo == nullptr || boxes.hi == nullptr)))
         return Status::Error(StatusCode::InvalidArgument, "bad box batch");
     if (boxes.agg != Aggregate::Count && (boxes.column < 0 || boxes.column >= s.d))

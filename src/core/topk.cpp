@@ -1,6 +1,7 @@
 // Top-k CPU engine and the engine API: selection (chunked partial selection on
 // parallel_for, then a merge), in-place pruning for aggregate states, and the
-// NRA engine's CPU candidate bookkeeping (see topk.hpp).
+// NRA engine's CPU candidate bookkeeping (see topk.hpp). select()'s request
+// to the GPU service is in topk_served.cpp.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -96,58 +97,17 @@ Status select_cpu(const int64_t* ids, const double* scores, size_t n, size_t k, 
     return guarded([&] { return select_cpu_impl(ids, scores, n, k, order, ctx, out_ids, out_scores, out_n); });
 }
 
-namespace {
-
-// select()'s parameters through the GPU service (service.hpp).
-struct SelectParams {
-    uint64_t n, k;
-    Order order;
-};
-
-}  // namespace
-
-Status serve_select(const ExecContext& ctx, const service::Served& req) {
-    SelectParams p;
-    APPROX_TRY(req.param(0, p));
-    const size_t kk = std::min(p.k, p.n);
-    const int64_t* ids = nullptr;
-    const double* scores = nullptr;
-    int64_t* out_ids = nullptr;
-    double* out_scores = nullptr;
-    uint64_t* out_n = nullptr;
-    APPROX_TRY(req.input(1, p.n, ids));
-    APPROX_TRY(req.input(2, p.n, scores));
-    APPROX_TRY(req.output(0, kk, out_ids));
-    APPROX_TRY(req.output(1, kk, out_scores));
-    APPROX_TRY(req.output(2, 1, out_n));
-    size_t got = 0;
-    Status st = select(ids, scores, p.n, p.k, p.order, ctx, out_ids, out_scores, got);
-    *out_n = got;
-    return st;
-}
-
 Status select(const int64_t* ids, const double* scores, size_t n, size_t k, Order order, const ExecContext& caller,
               int64_t* out_ids, double* out_scores, size_t& out_n) noexcept {
     out_n = 0;
     if (caller.stats) caller.stats->rows = static_cast<int64_t>(n);
     if (n == 0 || k == 0) return Status::Ok();
     ExecContext ctx = caller;
-    if (service::wanted(caller, static_cast<int64_t>(n))) {
-        const size_t kk = std::min(k, n);
-        uint64_t got = 0;
-        service::Request r(service::Op::TopkSelect, static_cast<int64_t>(n));
-        r.add_param(SelectParams{n, k, order});
-        r.add_in(ids, n * sizeof(int64_t));
-        r.add_in(scores, n * sizeof(double));
-        r.add_out(out_ids, kk * sizeof(int64_t));
-        r.add_out(out_scores, kk * sizeof(double));
-        r.add_out(&got, sizeof got);
-        Status st = service::call(caller, r);
-        if (!service::fall_back(caller, st, ctx)) {
-            out_n = st.ok() ? static_cast<size_t>(got) : 0;
-            return st;
-        }
-    }
+    Status st;
+    if (service::try_run(ctx, static_cast<int64_t>(n), st, [&](const ExecContext& c) {
+            return detail::select_in_service(ids, scores, n, k, order, c, out_ids, out_scores, out_n);
+        }))
+        return st;
     return dispatch(
         ctx, static_cast<int64_t>(n),
         [&] { return select_cpu_impl(ids, scores, n, k, order, ctx, out_ids, out_scores, out_n); },

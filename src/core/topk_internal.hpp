@@ -1,5 +1,6 @@
-// Pieces of the top-k engine shared by the CPU engine (topk.cpp) and the GPU
-// engine (cuda/topk.cu). Not part of the API the glue sees.
+// Pieces of the top-k engine shared by the CPU engine (topk.cpp), the GPU
+// engine (cuda/topk.cu) and the GPU-service requests (topk_served.cpp). Not
+// part of the API the glue sees.
 #pragma once
 
 #include <cmath>
@@ -57,6 +58,11 @@ struct NraShared {
     }
     uint32_t full_mask() const { return m == 32 ? 0xffffffffu : ((1u << m) - 1); }
 };
+
+// select() in the GPU service (topk_served.cpp): the request's status, for
+// service::try_run; out_n is set only when it succeeds.
+Status select_in_service(const int64_t* ids, const double* scores, size_t n, size_t k, Order order,
+                         const ExecContext& ctx, int64_t* out_ids, double* out_scores, size_t& out_n);
 
 #ifdef APPROX_WITH_CUDA
 Status select_gpu(const int64_t* ids, const double* scores, size_t n, size_t k, Order order, const ExecContext& ctx,
