@@ -1,8 +1,8 @@
 // The conditions and groups of an "Approx Synopsis Scan" as boxes over the
 // synopsis' encoded columns: values encoded as the synopsis stores them
-// (numbers, dates, dictionary codes), each column's condition as a set of
-// intervals, the candidate groups from the sample, one box per group and
-// interval combination (aqp_scan_state.h).
+// (numbers, dates, dictionary codes; synopsis/synopsis_codec.h), each
+// column's condition as a set of intervals, the candidate groups from the
+// sample, one box per group and interval combination (aqp_scan_state.h).
 #include "aqp/aqp_scan_state.h"
 
 #include <cmath>
@@ -12,65 +12,13 @@ using syn::NullPolicy;
 
 // ---- values ---------------------------------------------------------------------------
 
-// A comparison value in the column's encoding; false (and a fallback) when it
-// has none. Dictionary columns give the code, -1 for a value no sample row holds.
+// A comparison value in the column's encoding (table_synopsis_encode); false
+// (and a fallback) when it has none. Dictionary columns give the code, -1 for
+// a value no sample row holds.
 static bool encode_value(AqpScanState* st, int col, Datum d, Oid type, double* out) {
-    const TableSynopsis* ts = st->ts;
-    switch (ts->encoding[col]) {
-        case ValueEncoding::Dictionary: {
-            Oid out_fn;
-            bool varlena;
-            getTypeOutputInfo(type, &out_fn, &varlena);
-            *out = table_synopsis_code(ts, col, OidOutputFunctionCall(out_fn, d));
-            return true;
-        }
-        case ValueEncoding::Number: {
-            double v;
-            switch (type) {
-                case INT2OID: v = DatumGetInt16(d); break;
-                case INT4OID: v = DatumGetInt32(d); break;
-                case INT8OID: v = static_cast<double>(DatumGetInt64(d)); break;
-                case FLOAT4OID: v = DatumGetFloat4(d); break;
-                case FLOAT8OID: v = DatumGetFloat8(d); break;
-                case NUMERICOID: v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d)); break;
-                default: fall_back(st, "comparison value of an unsupported type"); return false;
-            }
-            if (std::isnan(v)) {
-                fall_back(st, "NaN comparison value");
-                return false;
-            }
-            *out = v;
-            return true;
-        }
-        case ValueEncoding::Date:
-        case ValueEncoding::Timestamp: {
-            bool days = ts->encoding[col] == ValueEncoding::Date;
-            if (type == DATEOID) {
-                DateADT v = DatumGetDateADT(d);
-                *out = DATE_IS_NOBEGIN(v) ? -INFINITY
-                       : DATE_IS_NOEND(v) ? INFINITY
-                                          : (days ? v : static_cast<double>(v) * USECS_PER_DAY);
-                return true;
-            }
-            if (type == TIMESTAMPOID) {
-                Timestamp v = DatumGetTimestamp(d);
-                *out = TIMESTAMP_IS_NOBEGIN(v) ? -INFINITY
-                       : TIMESTAMP_IS_NOEND(v) ? INFINITY
-                                               : (days ? static_cast<double>(v) / USECS_PER_DAY : static_cast<double>(v));
-                return true;
-            }
-            break;
-        }
-        case ValueEncoding::TimestampTz:
-            if (type == TIMESTAMPTZOID) {
-                TimestampTz v = DatumGetTimestampTz(d);
-                *out = TIMESTAMP_IS_NOBEGIN(v) ? -INFINITY : TIMESTAMP_IS_NOEND(v) ? INFINITY : static_cast<double>(v);
-                return true;
-            }
-            break;
-    }
-    fall_back(st, "comparison value of an unsupported type");
-    return false;
+    const char* why = table_synopsis_encode(st->ts, col, d, type, out);
+    if (why != nullptr) fall_back(st, why);
+    return why == nullptr;
 }
 
 static Intervals iv_make(int n) {

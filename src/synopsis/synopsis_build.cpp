@@ -1,9 +1,10 @@
-// Building a synopsis from a table (issue 13): the caller's privileges and
-// row-level security are checked as the real query would check them, the
-// relation is read through its table access method with the active snapshot,
-// every row counts (NULL = NaN), text-like columns become dictionary codes
-// after sampling, and a stratified build makes two passes (rows per stratum,
-// then per-stratum reservoirs of a congressional allocation).
+// Building a synopsis from a table: the caller's privileges and row-level
+// security are checked as the real query would check them, the relation is
+// read through its table access method with the active snapshot, every row
+// counts (NULL = NaN), text-like columns become dictionary codes after
+// sampling (values become numbers and codes through synopsis_codec.h), and a
+// stratified build makes two passes (rows per stratum, then per-stratum
+// reservoirs of a congressional allocation).
 #include "synopsis/synopsis_build.h"
 
 #include "readers/relation_reader.h"
@@ -13,90 +14,20 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
 #include "pgstat.h"
 #include "utils/acl.h"
-#include "utils/date.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
-#include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 }
 
 #include <cmath>
 
 namespace synopsis_glue {
-
-namespace {
-
-bool encoding_of(Oid type, ValueEncoding* out) {
-    switch (type) {
-        case INT2OID: case INT4OID: case INT8OID: case FLOAT4OID: case FLOAT8OID: case NUMERICOID:
-            *out = ValueEncoding::Number;
-            return true;
-        case DATEOID: *out = ValueEncoding::Date; return true;
-        case TIMESTAMPOID: *out = ValueEncoding::Timestamp; return true;
-        case TIMESTAMPTZOID: *out = ValueEncoding::TimestampTz; return true;
-        case BOOLOID: case TEXTOID: case VARCHAROID: case BPCHAROID:
-            *out = ValueEncoding::Dictionary;
-            return true;
-        default:
-            if (type_is_enum(type)) {
-                *out = ValueEncoding::Dictionary;
-                return true;
-            }
-            return false;
-    }
-}
-
-[[noreturn]] void not_finite(const char* fn, const ColumnPlan& c, const char* rel, bool nan) {
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                    errmsg("%s: column \"%s\" of table %s contains %s", fn, c.name, rel, nan ? "NaN" : "an infinite value"),
-                    errhint("A synopsis needs finite values; NULL is fine.")));
-    pg_unreachable();
-}
-
-// The number a non-dictionary value becomes (checked finite).
-double number_of(Datum d, const ColumnPlan& c, const char* fn, const char* rel) {
-    double x = 0;
-    switch (c.type) {
-        case INT2OID: return DatumGetInt16(d);
-        case INT4OID: return DatumGetInt32(d);
-        case INT8OID: return static_cast<double>(DatumGetInt64(d));
-        case FLOAT4OID: x = DatumGetFloat4(d); break;
-        case FLOAT8OID: x = DatumGetFloat8(d); break;
-        case NUMERICOID: {
-            Numeric n = DatumGetNumeric(d);
-            if (numeric_is_nan(n)) not_finite(fn, c, rel, true);
-            if (numeric_is_inf(n)) not_finite(fn, c, rel, false);
-            x = DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
-            break;
-        }
-        case DATEOID: {
-            DateADT v = DatumGetDateADT(d);
-            if (DATE_NOT_FINITE(v)) not_finite(fn, c, rel, false);
-            return static_cast<double>(v);
-        }
-        default: {  // timestamp, timestamptz
-            Timestamp v = DatumGetTimestamp(d);
-            if (TIMESTAMP_NOT_FINITE(v)) not_finite(fn, c, rel, false);
-            return static_cast<double>(v);
-        }
-    }
-    if (!std::isfinite(x)) not_finite(fn, c, rel, std::isnan(x));
-    return x;
-}
-
-int cmp_cstring(const void* a, const void* b) {
-    return strcmp(*static_cast<char* const*>(a), *static_cast<char* const*>(b));
-}
-
-}  // namespace
 
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
                                  int32 sample_size, int method, int smoothing, const char* fn) {
@@ -143,7 +74,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         c.attnum = attnums[j];
         c.type = att->atttypid;
         c.name = pstrdup(NameStr(att->attname));
-        if (!encoding_of(c.type, &c.encoding))
+        if (!column_encoding(c.type, &c.encoding))
             ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                             errmsg("%s: column \"%s\" has type %s; a synopsis column must be int2, int4, int8, float4, "
                                    "float8, numeric, date, timestamp, timestamptz, bool, text, varchar, char or an enum",
@@ -180,7 +111,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
             if (slot->tts_isnull[c.attnum - 1])
                 row[j] = NAN;
             else if (c.encoding != ValueEncoding::Dictionary)
-                row[j] = number_of(slot->tts_values[c.attnum - 1], c, fn, relname);
+                row[j] = column_number(slot->tts_values[c.attnum - 1], c.type, fn, c.name, relname);
             else
                 row[j] = 0;  // coded after sampling
         }
@@ -190,7 +121,8 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                 if (!strs[j]) continue;
                 const ColumnPlan& c = cols[j];
                 if (strs[j][at]) pfree(strs[j][at]);  // a replaced sample row
-                strs[j][at] = slot->tts_isnull[c.attnum - 1] ? nullptr : text_of(slot->tts_values[c.attnum - 1], c);
+                strs[j][at] =
+                    slot->tts_isnull[c.attnum - 1] ? nullptr : dictionary_string(slot->tts_values[c.attnum - 1], c.out_fn);
             }
     };
     RelationSample drawn;
@@ -203,8 +135,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         const char* check_name[kMaxDim];
         int ncheck = 0;
         for (int j = 0; j < d; ++j)
-            if (cols[j].encoding != ValueEncoding::Dictionary && cols[j].type != INT2OID && cols[j].type != INT4OID &&
-                cols[j].type != INT8OID) {
+            if (column_may_be_non_finite(cols[j].type)) {
                 check_att[ncheck] = cols[j].attnum;
                 check_type[ncheck] = cols[j].type;
                 check_name[ncheck++] = cols[j].name;
@@ -234,7 +165,8 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                 // Not sampled, but every number must be finite.
                 for (int j = 0; j < d; ++j)
                     if (cols[j].encoding != ValueEncoding::Dictionary && !scan.slot->tts_isnull[cols[j].attnum - 1])
-                        (void)number_of(scan.slot->tts_values[cols[j].attnum - 1], cols[j], fn, relname);
+                        (void)column_number(scan.slot->tts_values[cols[j].attnum - 1], cols[j].type, fn, cols[j].name,
+                                            relname);
                 continue;
             }
             store(scan.slot, e->begin + slot);
@@ -261,24 +193,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         v->encoding[j] = static_cast<uint8>(cols[j].encoding);
         strlcpy(v->names[j], cols[j].name, NAMEDATALEN);
         if (!strs[j]) continue;
-        char** sorted = static_cast<char**>(palloc(sizeof(char*) * std::max<int64>(1, m)));
-        int64 n = 0;
-        for (int64 i = 0; i < m; ++i)
-            if (strs[j][i]) sorted[n++] = strs[j][i];
-        qsort(sorted, n, sizeof(char*), cmp_cstring);
-        int64 k = 0;
-        for (int64 i = 0; i < n; ++i)
-            if (k == 0 || strcmp(sorted[k - 1], sorted[i]) != 0) sorted[k++] = sorted[i];
-        v->dict[j] = sorted;
-        v->dict_size[j] = static_cast<int32>(k);
-        for (int64 i = 0; i < m; ++i) {
-            if (!strs[j][i]) {
-                sample[i * d + j] = NAN;
-                continue;
-            }
-            char** hit = static_cast<char**>(bsearch(&strs[j][i], sorted, k, sizeof(char*), cmp_cstring));
-            sample[i * d + j] = static_cast<double>(hit - sorted);
-        }
+        v->dict[j] = dictionary_encode(strs[j], m, sample, d, j, &v->dict_size[j]);
         v->s.cols[j].categorical = true;
     }
     for (int j = 0; j < d; ++j)

@@ -19,7 +19,7 @@ struct ColumnPlan {
     Oid type;
     ValueEncoding encoding;
     const char* name;
-    Oid out_fn;       // type output (dictionary columns and stratum keys)
+    Oid out_fn;       // type output (dictionary strings and stratum keys)
     bool out_varlena;
 };
 
@@ -53,8 +53,6 @@ StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, const ColumnPlan* col
                           const int* stratify, const char* fn);
 // The strata as the synopsis stores them.
 syn::Stratum* strata_of(const Strata* s);
-
-inline char* text_of(Datum d, const ColumnPlan& c) { return OidOutputFunctionCall(c.out_fn, d); }
 
 // The scan of the relation with the active snapshot, as the current user.
 struct Scan {

@@ -16,15 +16,11 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "pgstat.h"
-#include "utils/date.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 }
-
-#include <cfloat>
-#include <cmath>
 
 namespace {
 
@@ -276,45 +272,4 @@ const char* table_synopsis_staleness(const TableSynopsis* ts) {
         return psprintf("synopsis stale: %.0f%% of the rows changed since it was built",
                         100.0 * static_cast<double>(changed) / static_cast<double>(std::max<int64>(1, ts->rows_built)));
     return nullptr;
-}
-
-int table_synopsis_code(const TableSynopsis* ts, int col, const char* value) {
-    int lo = 0, hi = ts->dict_size[col] - 1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        int c = strcmp(ts->dict[col][mid], value);
-        if (c == 0) return mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
-}
-
-Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool* isnull) {
-    *isnull = std::isnan(value);
-    if (*isnull) return (Datum)0;
-    Oid type = ts->atttype[col];
-    switch (ts->encoding[col]) {
-        case ValueEncoding::Dictionary: {
-            int code = static_cast<int>(value);
-            if (code < 0 || code >= ts->dict_size[col]) elog(ERROR, "table_synopsis_datum: code %d out of range", code);
-            Oid input, ioparam;
-            getTypeInputInfo(type, &input, &ioparam);
-            return OidInputFunctionCall(input, const_cast<char*>(ts->dict[col][code]), ioparam, -1);
-        }
-        case ValueEncoding::Date: return DateADTGetDatum(static_cast<DateADT>(value));
-        case ValueEncoding::Timestamp:
-        case ValueEncoding::TimestampTz: return Int64GetDatum(static_cast<int64>(value));
-        case ValueEncoding::Number: break;
-    }
-    switch (type) {
-        case INT2OID: return Int16GetDatum(static_cast<int16>(value));
-        case INT4OID: return Int32GetDatum(static_cast<int32>(value));
-        case INT8OID: return Int64GetDatum(static_cast<int64>(value));
-        case FLOAT4OID: return Float4GetDatum(static_cast<float4>(value));
-        case NUMERICOID: return DirectFunctionCall1(float8_numeric, Float8GetDatum(value));
-        default: return Float8GetDatum(value);
-    }
 }

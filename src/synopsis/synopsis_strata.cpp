@@ -35,7 +35,7 @@ void stratum_key(TupleTableSlot* slot, const ColumnPlan* cols, int n_stratify, c
             appendStringInfoString(key, "N|");
             continue;
         }
-        char* v = text_of(slot->tts_values[c.attnum - 1], c);
+        char* v = OidOutputFunctionCall(c.out_fn, slot->tts_values[c.attnum - 1]);
         appendStringInfo(key, "%zu:%s|", strlen(v), v);
         pfree(v);
     }

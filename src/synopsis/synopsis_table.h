@@ -1,9 +1,10 @@
-// Table synopses (issue 13): a synopsis bound to a relation and its columns
-// (by OID and attribute number), stored in approx_gpu.synopses, decoded once
-// per backend and shared by the planner node. This header is the seam between
-// the catalog side (synopsis_catalog.cpp / synopsis_cache.cpp: build, refresh,
-// drop, freshness, the per-backend cache) and the planner side
-// (aqp/aqp_planner.cpp, aqp/aqp_scan.cpp).
+// Table synopses: a synopsis bound to a relation and its columns (by OID and
+// attribute number), stored in approx_gpu.synopses, decoded once per backend
+// and shared by the planner node. This header is the seam between the catalog
+// side (synopsis_catalog.cpp / synopsis_cache.cpp: build, refresh, drop,
+// freshness, the per-backend cache; synopsis_codec.cpp: the values'
+// conversions) and the planner side (aqp/aqp_planner.cpp, aqp/aqp_scan.cpp,
+// aqp/aqp_boxes.cpp).
 #pragma once
 
 #include "runtime/runtime.h"
@@ -13,15 +14,9 @@ extern "C" {
 }
 
 #include "core/synopsis.hpp"
-
-// How a column's SQL values become the doubles of the sample (NULL = NaN).
-enum class ValueEncoding : uint8 {
-    Number = 0,       // int2, int4, int8, float4, float8, numeric: the value as float8
-    Date = 1,         // date: days since 2000-01-01 (DateADT as float8)
-    Timestamp = 2,    // timestamp: microseconds since 2000-01-01 00:00 (Timestamp as float8)
-    TimestampTz = 3,  // timestamptz: microseconds since 2000-01-01 00:00 UTC
-    Dictionary = 4,   // bool, text, varchar, bpchar, enum: code = index into the column's dictionary
-};
+// ValueEncoding; table_synopsis_encode / _code / _datum, the conversions of
+// a table synopsis' values
+#include "synopsis/synopsis_codec.h"
 
 // One table synopsis as the planner sees it (read-only; lives in the cache).
 struct TableSynopsis {
@@ -44,7 +39,7 @@ struct TableSynopsis {
     int n_stratify;
     int stratify[approx::synopsis::kMaxDim];
     approx::synopsis::Synopsis model;  // sample, strata, columns (pointers into the cache entry)
-    // Freshness recorded at build (issue 13 item 5).
+    // Freshness recorded at build (table_synopsis_staleness reads it).
     int64 rows_built;       // N
     int64 changes_built;    // n_tup_ins + n_tup_upd + n_tup_del when built (after flushing the build's own)
     int64 pending_inserts;  // rows the build saw that the statistics had not reported yet (late counters)
@@ -81,14 +76,6 @@ const char* table_synopsis_staleness(const TableSynopsis* ts);
 // own counts a build right after this session's bulk load would read as stale
 // once the load's counts arrive.
 void table_change_counters(Oid relid, int64* changes, int64* live);
-
-// The code of a value's output string in column col's dictionary, -1 when
-// absent (no sample row holds it).
-int table_synopsis_code(const TableSynopsis* ts, int col, const char* value);
-
-// A sample value of column col (a group key) as a Datum of the column's
-// type, allocated in the current memory context; *isnull for NaN.
-Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool* isnull);
 
 // approx_gpu.synopsis_max_staleness (synopsis.cpp): the fraction of a table's
 // rows that may change before its synopses stop answering.

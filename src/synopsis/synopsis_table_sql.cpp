@@ -28,7 +28,8 @@ namespace {
 bool is_integer_type(Oid t) { return t == INT2OID || t == INT4OID || t == INT8OID; }
 
 bool is_dictionary_type(Oid t) {
-    return t == BOOLOID || t == TEXTOID || t == VARCHAROID || t == BPCHAROID || type_is_enum(t);
+    ValueEncoding e;
+    return column_encoding(t, &e) && e == ValueEncoding::Dictionary;
 }
 
 // The names of a name[] argument (no NULL elements, one dimension).

@@ -1,0 +1,230 @@
+// SQL values <-> the numbers and dictionary codes of a table synopsis
+// (synopsis_codec.h): every conversion in one place, both directions.
+#include "synopsis/synopsis.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "utils/date.h"
+#include "utils/numeric.h"
+#include "utils/timestamp.h"
+}
+
+#include <cmath>
+
+namespace synopsis_glue {
+
+// ---- which types, as what -------------------------------------------------------------
+
+bool column_encoding(Oid type, ValueEncoding* out) {
+    switch (type) {
+        case INT2OID: case INT4OID: case INT8OID: case FLOAT4OID: case FLOAT8OID: case NUMERICOID:
+            *out = ValueEncoding::Number;
+            return true;
+        case DATEOID: *out = ValueEncoding::Date; return true;
+        case TIMESTAMPOID: *out = ValueEncoding::Timestamp; return true;
+        case TIMESTAMPTZOID: *out = ValueEncoding::TimestampTz; return true;
+        case BOOLOID: case TEXTOID: case VARCHAROID: case BPCHAROID:
+            *out = ValueEncoding::Dictionary;
+            return true;
+        default:
+            if (type_is_enum(type)) {
+                *out = ValueEncoding::Dictionary;
+                return true;
+            }
+            return false;
+    }
+}
+
+bool column_may_be_non_finite(Oid type) {
+    switch (type) {
+        case FLOAT4OID: case FLOAT8OID: case NUMERICOID: case DATEOID: case TIMESTAMPOID: case TIMESTAMPTZOID:
+            return true;
+        default: return false;
+    }
+}
+
+// ---- build: values -> numbers and codes ------------------------------------------------
+
+namespace {
+
+[[noreturn]] void not_finite(const char* fn, const char* column, const char* table, bool nan) {
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("%s: column \"%s\" of table %s contains %s", fn, column, table, nan ? "NaN" : "an infinite value"),
+                    errhint("A synopsis needs finite values; NULL is fine.")));
+    pg_unreachable();
+}
+
+int cmp_cstring(const void* a, const void* b) {
+    return strcmp(*static_cast<char* const*>(a), *static_cast<char* const*>(b));
+}
+
+}  // namespace
+
+double column_number(Datum value, Oid type, const char* fn, const char* column, const char* table) {
+    double x = 0;
+    switch (type) {
+        case INT2OID: return DatumGetInt16(value);
+        case INT4OID: return DatumGetInt32(value);
+        case INT8OID: return static_cast<double>(DatumGetInt64(value));  // rounded beyond 2^53
+        case FLOAT4OID: x = DatumGetFloat4(value); break;
+        case FLOAT8OID: x = DatumGetFloat8(value); break;
+        case NUMERICOID: {
+            Numeric n = DatumGetNumeric(value);
+            if (numeric_is_nan(n)) not_finite(fn, column, table, true);
+            if (numeric_is_inf(n)) not_finite(fn, column, table, false);
+            // numeric_float8 raises an ERROR for a value beyond float8's range
+            x = DatumGetFloat8(DirectFunctionCall1(numeric_float8, value));
+            break;
+        }
+        case DATEOID: {
+            DateADT v = DatumGetDateADT(value);
+            if (DATE_NOT_FINITE(v)) not_finite(fn, column, table, false);
+            return static_cast<double>(v);
+        }
+        default: {  // timestamp, timestamptz
+            Timestamp v = DatumGetTimestamp(value);
+            if (TIMESTAMP_NOT_FINITE(v)) not_finite(fn, column, table, false);
+            return static_cast<double>(v);
+        }
+    }
+    if (!std::isfinite(x)) not_finite(fn, column, table, std::isnan(x));
+    return x;
+}
+
+char* dictionary_string(Datum value, Oid out_fn) { return OidOutputFunctionCall(out_fn, value); }
+
+char** dictionary_encode(char* const* strings, int64 m, double* sample, int d, int col, int32* size) {
+    char** sorted = static_cast<char**>(palloc(sizeof(char*) * std::max<int64>(1, m)));
+    int64 n = 0;
+    for (int64 i = 0; i < m; ++i)
+        if (strings[i]) sorted[n++] = strings[i];
+    qsort(sorted, n, sizeof(char*), cmp_cstring);
+    int64 k = 0;
+    for (int64 i = 0; i < n; ++i)
+        if (k == 0 || strcmp(sorted[k - 1], sorted[i]) != 0) sorted[k++] = sorted[i];
+    for (int64 i = 0; i < m; ++i)
+        sample[i * d + col] = strings[i] ? dictionary_code(sorted, static_cast<int>(k), strings[i]) : NAN;
+    *size = static_cast<int32>(k);
+    return sorted;
+}
+
+int dictionary_code(const char* const* dict, int size, const char* value) {
+    int lo = 0, hi = size - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(dict[mid], value);
+        if (c == 0) return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+}  // namespace synopsis_glue
+
+using namespace synopsis_glue;
+
+// ---- query: comparison values -> the column's numbers or codes ---------------------------
+
+namespace {
+
+constexpr const char* kUnsupportedValue = "comparison value of an unsupported type";
+
+// A number-type comparison value as float8 (an out-of-range numeric is
+// -/+infinity, which compares as the value would).
+const char* number_value(Datum value, Oid type, double* out) {
+    double v;
+    switch (type) {
+        case INT2OID: v = DatumGetInt16(value); break;
+        case INT4OID: v = DatumGetInt32(value); break;
+        case INT8OID: v = static_cast<double>(DatumGetInt64(value)); break;
+        case FLOAT4OID: v = DatumGetFloat4(value); break;
+        case FLOAT8OID: v = DatumGetFloat8(value); break;
+        case NUMERICOID: v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value)); break;
+        default: return kUnsupportedValue;
+    }
+    if (std::isnan(v)) return "NaN comparison value";
+    *out = v;
+    return nullptr;
+}
+
+// A date or timestamp comparison value in days (a Date column) or
+// microseconds (a Timestamp column): a date is its midnight, a timestamp a
+// fraction of its day.
+const char* date_or_timestamp_value(Datum value, Oid type, bool days, double* out) {
+    if (type == DATEOID) {
+        DateADT v = DatumGetDateADT(value);
+        *out = DATE_IS_NOBEGIN(v) ? -INFINITY
+               : DATE_IS_NOEND(v) ? INFINITY
+                                  : (days ? v : static_cast<double>(v) * USECS_PER_DAY);
+        return nullptr;
+    }
+    if (type == TIMESTAMPOID) {
+        Timestamp v = DatumGetTimestamp(value);
+        *out = TIMESTAMP_IS_NOBEGIN(v) ? -INFINITY
+               : TIMESTAMP_IS_NOEND(v) ? INFINITY
+                                       : (days ? static_cast<double>(v) / USECS_PER_DAY : static_cast<double>(v));
+        return nullptr;
+    }
+    return kUnsupportedValue;
+}
+
+}  // namespace
+
+const char* table_synopsis_encode(const TableSynopsis* ts, int col, Datum value, Oid type, double* out) {
+    switch (ts->encoding[col]) {
+        case ValueEncoding::Dictionary: {
+            Oid out_fn;
+            bool varlena;
+            getTypeOutputInfo(type, &out_fn, &varlena);
+            *out = table_synopsis_code(ts, col, dictionary_string(value, out_fn));
+            return nullptr;
+        }
+        case ValueEncoding::Number: return number_value(value, type, out);
+        case ValueEncoding::Date: return date_or_timestamp_value(value, type, true, out);
+        case ValueEncoding::Timestamp: return date_or_timestamp_value(value, type, false, out);
+        case ValueEncoding::TimestampTz:
+            if (type == TIMESTAMPTZOID) {
+                TimestampTz v = DatumGetTimestampTz(value);
+                *out = TIMESTAMP_IS_NOBEGIN(v) ? -INFINITY : TIMESTAMP_IS_NOEND(v) ? INFINITY : static_cast<double>(v);
+                return nullptr;
+            }
+            break;
+    }
+    return kUnsupportedValue;
+}
+
+int table_synopsis_code(const TableSynopsis* ts, int col, const char* value) {
+    return dictionary_code(ts->dict[col], ts->dict_size[col], value);
+}
+
+// ---- back to SQL ------------------------------------------------------------------------
+
+Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool* isnull) {
+    *isnull = std::isnan(value);
+    if (*isnull) return (Datum)0;
+    Oid type = ts->atttype[col];
+    switch (ts->encoding[col]) {
+        case ValueEncoding::Dictionary: {
+            int code = static_cast<int>(value);
+            if (code < 0 || code >= ts->dict_size[col]) elog(ERROR, "table_synopsis_datum: code %d out of range", code);
+            Oid input, ioparam;
+            getTypeInputInfo(type, &input, &ioparam);
+            return OidInputFunctionCall(input, const_cast<char*>(ts->dict[col][code]), ioparam, -1);
+        }
+        case ValueEncoding::Date: return DateADTGetDatum(static_cast<DateADT>(value));
+        case ValueEncoding::Timestamp:
+        case ValueEncoding::TimestampTz: return Int64GetDatum(static_cast<int64>(value));
+        case ValueEncoding::Number: break;
+    }
+    switch (type) {
+        case INT2OID: return Int16GetDatum(static_cast<int16>(value));
+        case INT4OID: return Int32GetDatum(static_cast<int32>(value));
+        case INT8OID: return Int64GetDatum(static_cast<int64>(value));
+        case FLOAT4OID: return Float4GetDatum(static_cast<float4>(value));
+        case NUMERICOID: return DirectFunctionCall1(float8_numeric, Float8GetDatum(value));  // 15 significant digits
+        default: return Float8GetDatum(value);
+    }
+}
