@@ -1,4 +1,4 @@
-// The planner side of approximate aggregates in SQL (issue 13 item 3): a
+// The planner side of approximate aggregates in SQL: a
 // create_upper_paths_hook that, at UPPERREL_GROUP_AGG, recognises
 //   SELECT [group cols,] approx_*(...) FROM t WHERE <AND of col op const>
 //   [GROUP BY discrete cols] [HAVING ...]
@@ -462,46 +462,47 @@ static bool same_column_set(const TableSynopsis* ts, const int* cols, int n) {
     return true;
 }
 
-static void add_synopsis_path(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel, const Query1* q,
-                              const TableSynopsis* ts) {
-    Path* child = exact_path(root, input_rel, output_rel);
-
-    List* groups = NIL;
-    int gcols[approx::synopsis::kMaxDim * 4];
-    int ng = 0;
+// The box path's spec for the query (its aggregates come with the plan's
+// target list, in plan_aqp_path).
+static AqpPlanSpec* box_spec(const Query1* q, const TableSynopsis* ts, List** group_vars) {
+    AqpPlanSpec* spec = static_cast<AqpPlanSpec*>(palloc0(sizeof(AqpPlanSpec)));
+    spec->kind = AQP_PLAN_BOXES;
+    spec->relid = ts->relid;
+    spec->owner = ts->owner;
+    spec->synopsis = pstrdup(ts->name);
+    spec->built = ts->built;
+    AqpBoxSpec& b = spec->boxes;
+    b.n_cols = ts->d;
+    b.attnums = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * ts->d));
+    for (int j = 0; j < ts->d; ++j) b.attnums[j] = ts->attnum[j];
+    b.n_groups = list_length(q->group_vars);
+    b.group_cols = static_cast<int*>(palloc(sizeof(int) * (b.n_groups + 1)));
     ListCell* lc;
-    foreach (lc, q->group_vars) {
-        int j = synopsis_column(ts, static_cast<Var*>(lfirst(lc))->varattno);
-        groups = lappend(groups, makeInteger(j));
-        if (ng < static_cast<int>(sizeof gcols / sizeof gcols[0])) gcols[ng++] = j;
-    }
-    List* conds = NIL;
-    List* exprs = NIL;
+    foreach (lc, q->group_vars)
+        b.group_cols[foreach_current_index(lc)] = synopsis_column(ts, static_cast<Var*>(lfirst(lc))->varattno);
+    b.groups_are_strata = same_column_set(ts, b.group_cols, b.n_groups);
+    b.n_conds = list_length(q->conds);
+    b.conds = static_cast<AqpBoxCondition*>(palloc(sizeof(AqpBoxCondition) * (b.n_conds + 1)));
     foreach (lc, q->conds) {
         const Cond* c = static_cast<const Cond*>(lfirst(lc));
-        int expr_index = -1;
+        int value = -1;
         if (c->expr != nullptr) {
-            expr_index = list_length(exprs);
-            exprs = lappend(exprs, c->expr);
+            value = list_length(spec->values);
+            spec->values = lappend(spec->values, c->expr);
         }
-        conds = lappend(conds, list_make4(makeInteger(synopsis_column(ts, c->attno)), makeInteger(c->kind),
-                                          makeInteger(c->strategy), makeInteger(expr_index)));
+        b.conds[foreach_current_index(lc)] = {synopsis_column(ts, c->attno), static_cast<AqpCondKind>(c->kind),
+                                              c->strategy, value};
     }
-    List* attnums = NIL;
-    for (int j = 0; j < ts->d; ++j) attnums = lappend(attnums, makeInteger(ts->attnum[j]));
+    *group_vars = q->group_vars;
+    return spec;
+}
 
-    List* priv = NIL;
-    priv = lappend(priv, makeInteger(static_cast<int>(ts->relid)));
-    priv = lappend(priv, makeInteger(static_cast<int>(ts->owner)));
-    priv = lappend(priv, makeString(pstrdup(ts->name)));
-    priv = lappend(priv, makeConst(INT8OID, -1, InvalidOid, 8, Int64GetDatum(ts->built), false, FLOAT8PASSBYVAL));
-    priv = lappend(priv, groups);
-    priv = lappend(priv, NIL);
-    priv = lappend(priv, conds);
-    priv = lappend(priv, makeInteger(same_column_set(ts, gcols, ng) && ng == list_length(q->group_vars) ? 1 : 0));
-    priv = lappend(priv, attnums);
-    priv = lappend(priv, exprs);
-    priv = lappend(priv, q->group_vars);
+static void add_synopsis_path(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
+                              const Query1* q, const TableSynopsis* ts) {
+    Path* child = exact_path(root, input_rel, output_rel);
+    List* group_vars;
+    List* values;
+    List* spec = aqp_plan_spec_form(box_spec(q, ts, &group_vars), &values);
 
     CustomPath* cp = makeNode(CustomPath);
     cp->path.pathtype = T_CustomScan;
@@ -521,7 +522,7 @@ static void add_synopsis_path(PlannerInfo* root, RelOptInfo* input_rel, RelOptIn
     // they are when the node falls back.
     cp->flags = 0;
     cp->custom_paths = list_make1(child);
-    cp->custom_private = priv;
+    cp->custom_private = list_make3(spec, values, group_vars);  // AqpPathSlot
     cp->methods = &aqp_path_methods;
     add_path(output_rel, reinterpret_cast<Path*>(cp));
 }
@@ -536,8 +537,8 @@ static bool mentions_approx(Node* node, void*) {
     return expression_tree_walker(node, walker(mentions_approx), nullptr);
 }
 
-void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel,
-                            RelOptInfo* output_rel, void* extra) {
+void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
+                     void* extra) {
     if (aqp_prev_upper_paths_hook) aqp_prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
     if (stage != UPPERREL_GROUP_AGG) return;
     // Per-partition (partitionwise aggregation) calls: child rels.
