@@ -106,14 +106,48 @@ AqpPlanSpec* aqp_plan_spec_deform(List* priv, List* values);
 // lists, and the group columns' Vars that become custom_scan_tlist's first entries.
 enum AqpPathSlot { AQP_PATH_SPEC = 0, AQP_PATH_VALUES, AQP_PATH_GROUP_VARS };
 
-// ---- in aqp_planner.cpp ----------------------------------------------------------------
-// The create_upper_paths_hook: recognition, reasons, the path.
-extern create_upper_paths_hook_type aqp_prev_upper_paths_hook;
-void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
-                     void* extra);
+// ---- in aqp_query_shape.cpp ----------------------------------------------------------
+// Recognition of the query the box path answers, or why not.
+
+// One WHERE clause as a condition on a column of the table.
+struct AqpQueryCondition {
+    AttrNumber attno;
+    AqpCondKind kind;
+    int strategy;    // as AqpBoxCondition::strategy
+    Node* expr;      // the value (CMP), the array (IN / NOT_IN), nullptr (NULL tests)
+    Oid value_type;  // the value's type (the array's element type)
+    Oid collation;   // the comparison's collation
+};
+
+// A recognised single-table grouped query:
+//   SELECT [group cols,] approx_*(...) FROM t WHERE <AND of col op value>
+//   [GROUP BY plain columns] [HAVING ...]
+struct AqpQueryShape {
+    Index rti;           // t's range table index
+    Oid relid;
+    List* conds;         // AqpQueryCondition*, one per WHERE clause
+    List* group_vars;    // Var*, in GROUP BY order
+    List* agg_attnos;    // int: columns under approx_sum / approx_avg
+    const char* reason;  // why not (set while recognising)
+};
+
+// Does the expression call an approx_* aggregate? (Otherwise the hook stays silent.)
+bool aqp_mentions_approx(Node* node);
+// nullptr and *shape filled in when the query has the shape (some synopsis
+// may answer it), else the reason.
+const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
+                                AqpQueryShape* shape);
+bool aqp_is_number_type(Oid type);
 // An aggregate's argument without the implicit casts to float8 the parser
 // added (int2/4/8, float4, numeric -> float8): the Var, or nullptr.
 Var* aqp_strip_to_var(Node* node);
+
+// ---- in aqp_planner.cpp ----------------------------------------------------------------
+// The create_upper_paths_hook: the query's shape, the synopsis that answers it,
+// the CustomPath over a fresh exact child; else the reason for last_run().
+extern create_upper_paths_hook_type aqp_prev_upper_paths_hook;
+void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
+                     void* extra);
 
 // ---- in aqp_scan.cpp -----------------------------------------------------------------
 // The CustomPath's plan, the CustomScan's methods and EXPLAIN.
