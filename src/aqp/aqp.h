@@ -1,11 +1,6 @@
-// Approximate aggregates in plain SQL (issue 13): the six approx_* aggregates,
-// the planner hook that answers them from a table synopsis, and the CustomScan
-// node that does it. Three files share this header:
-//   aqp_aggregates.cpp  the aggregates over rows, their planner support
-//                       function (the library's load point during planning)
-//                       and the settings approx_gpu.confidence / max_relative_error;
-//   aqp_planner.cpp     create_upper_paths_hook: recognition, reasons, the path;
-//   aqp_scan.cpp        the CustomScan: plan, executor, EXPLAIN.
+// Approximate aggregates in plain SQL: the six approx_* aggregates, the
+// planner hook that answers them from a table synopsis, and the CustomScan
+// node ("Approx Synopsis Scan") that does it.
 #pragma once
 
 #include "runtime/runtime.h"
@@ -16,17 +11,16 @@ extern "C" {
 #include "optimizer/planner.h"
 }
 
-// Settings (defined by aqp_init).
-extern double aqp_confidence;          // approx_gpu.confidence, (0, 1)
-extern double aqp_max_relative_error;  // approx_gpu.max_relative_error, 0 = off
-
+// ---- in aqp.cpp ----------------------------------------------------------------------
 // _PG_init: settings, the hook, the CustomScan methods.
 void aqp_init(void);
-void aqp_define_settings(void);  // aqp_aggregates.cpp
-// The create_upper_paths_hook (aqp_planner.cpp) and the hook it chains to.
-extern create_upper_paths_hook_type aqp_prev_upper_paths_hook;
-void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
-                     void* extra);
+
+// ---- in aqp_aggregates.cpp -------------------------------------------------------------
+// The aggregates over rows, their planner support function (the library's
+// load point during planning) and the settings below.
+extern double aqp_confidence;          // approx_gpu.confidence, (0, 1)
+extern double aqp_max_relative_error;  // approx_gpu.max_relative_error, 0 = off
+void aqp_define_settings(void);
 
 // Which approx_* aggregate an Aggref calls.
 enum AqpAggKind { AQP_COUNT = 0, AQP_SUM = 1, AQP_AVG = 2 };
@@ -38,50 +32,128 @@ struct AqpAgg {
 // reset on any pg_proc change).
 bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
 
-// ---- the plan's box specification (custom_private) ---------------------------------
-// Everything in custom_private is a List of Integer / String / Const nodes so
-// that copyObject (plan cache) and outfuncs keep it. Layout:
-//   [0] Integer relid, [1] Integer owner, [2] String synopsis name,
-//   [3] Const int8 built (TimestampTz),
-//   [4] List of Integer: synopsis column of each group Var (the first
-//       entries of custom_scan_tlist, in order),
-//   [5] List of Integer triples (kind, ci, synopsis column or -1): one per
-//       Aggref (the remaining custom_scan_tlist entries, in order),
-//   [6] List of conditions, each a List of Integer
-//       (synopsis column, AqpCondKind, btree strategy or 0, custom_exprs index or -1),
-//   [7] Integer: 1 when the groups are the synopsis's strata.
+// ---- the plan specification (in aqp_plan_spec.cpp) --------------------------------------
+// What an "Approx Synopsis Scan" answers: written by the planner, read by the
+// executor. Path and plan carry it as plain nodes (Integer, Boolean, String,
+// Const, List), never as a pointer, so that copyObject (the plan cache),
+// outfuncs and EXPLAIN keep it.
+
+// How the node answers. The box path is the only kind so far; a second kind
+// (a separately planned statement over the sample) gets its own fields beside
+// `boxes` and its own branch in the writer and reader.
+enum AqpPlanKind { AQP_PLAN_BOXES = 1 };
+
+// A box condition's form.
 enum AqpCondKind {
-    AQP_COND_CMP = 0,      // col op expr: strategy 1..5 (BTLess..BTGreater) or AQP_STRATEGY_NE
-    AQP_COND_IN = 1,       // col = ANY (array expr)
-    AQP_COND_NOT_IN = 2,   // col <> ALL (array expr)
+    AQP_COND_CMP = 0,      // col op value: strategy 1..5 (BTLess..BTGreater) or AQP_STRATEGY_NE
+    AQP_COND_IN = 1,       // col = ANY (array value)
+    AQP_COND_NOT_IN = 2,   // col <> ALL (array value)
     AQP_COND_IS_NULL = 3,
     AQP_COND_NOT_NULL = 4,
 };
 constexpr int AQP_STRATEGY_NE = 6;  // ROWCOMPARE_NE: `<>` found as the negator of `=`
 
-enum AqpPrivate {
-    AQP_PRIV_RELID = 0,
-    AQP_PRIV_OWNER,
-    AQP_PRIV_NAME,
-    AQP_PRIV_BUILT,
-    AQP_PRIV_GROUPS,
-    AQP_PRIV_AGGS,
-    AQP_PRIV_CONDS,
-    AQP_PRIV_STRATA,
-    AQP_PRIV_COUNT
+// One WHERE clause over a synopsis column.
+struct AqpBoxCondition {
+    int col;           // synopsis column
+    AqpCondKind kind;
+    int strategy;      // btree strategy (CMP; IN: equality; NOT_IN: AQP_STRATEGY_NE), else 0
+    int value;         // index of the compared value in AqpPlanSpec::values, -1 for NULL tests
 };
 
-// The CustomPath / CustomScan methods (aqp_scan.cpp).
-extern const CustomPathMethods aqp_path_methods;
-void aqp_scan_register(void);
+// One approx_* aggregate the node returns.
+struct AqpAggregateSpec {
+    AqpAggKind kind;
+    bool ci;           // the _ci form
+    int col;           // synopsis column of the argument, -1 for approx_count(*)
+};
 
-// The CustomPath's custom_private: the plan spec's slots [0..7] (the
-// aggregate slot still NIL), then
-//   [8] List of Integer: the table attnum of each synopsis column,
-//   [9] List of the condition expressions (become custom_exprs),
-//   [10] List of the group Vars (in the order of slot [4]).
-enum AqpPathPrivate { AQP_PATH_ATTNUMS = AQP_PRIV_COUNT, AQP_PATH_EXPRS, AQP_PATH_GROUP_VARS };
+// The box path: one box per group and condition interval, answered by the
+// synopsis engine.
+struct AqpBoxSpec {
+    int n_cols;
+    AttrNumber* attnums;       // the table's attnum of each synopsis column
+    int n_groups;
+    int* group_cols;           // synopsis column of each group column, in
+                               // custom_scan_tlist order (its first entries)
+    bool groups_are_strata;    // the group columns are the synopsis's stratify columns
+    int n_aggs;
+    AqpAggregateSpec* aggs;    // custom_scan_tlist's remaining entries, in order;
+                               // none on the path (the plan's target list gives them)
+    int n_conds;
+    AqpBoxCondition* conds;    // the WHERE clauses, all ANDed
+};
 
+struct AqpPlanSpec {
+    AqpPlanKind kind;
+    // The synopsis, pinned again by this identity at executor start.
+    Oid relid;
+    Oid owner;
+    const char* synopsis;
+    TimestampTz built;
+    AqpBoxSpec boxes;  // AQP_PLAN_BOXES
+    // Expressions evaluated at executor start (comparison values: Consts,
+    // Params, stable expressions): the plan's custom_exprs, which setrefs fixes.
+    List* values;
+};
+
+// The spec as nodes: the returned List is the plan's custom_private, *values
+// its custom_exprs; the reader takes both back (they are not copied).
+List* aqp_plan_spec_form(const AqpPlanSpec* spec, List** values);
+AqpPlanSpec* aqp_plan_spec_deform(List* priv, List* values);
+
+// A CustomPath has no custom_exprs: its custom_private holds the spec's two
+// lists, and the group columns' Vars that become custom_scan_tlist's first entries.
+enum AqpPathSlot { AQP_PATH_SPEC = 0, AQP_PATH_VALUES, AQP_PATH_GROUP_VARS };
+
+// ---- in aqp_query_shape.cpp ----------------------------------------------------------
+// Recognition of the query the box path answers, or why not.
+
+// One WHERE clause as a condition on a column of the table.
+struct AqpQueryCondition {
+    AttrNumber attno;
+    AqpCondKind kind;
+    int strategy;    // as AqpBoxCondition::strategy
+    Node* expr;      // the value (CMP), the array (IN / NOT_IN), nullptr (NULL tests)
+    Oid value_type;  // the value's type (the array's element type)
+    Oid collation;   // the comparison's collation
+};
+
+// A recognised single-table grouped query:
+//   SELECT [group cols,] approx_*(...) FROM t WHERE <AND of col op value>
+//   [GROUP BY plain columns] [HAVING ...]
+struct AqpQueryShape {
+    Index rti;           // t's range table index
+    Oid relid;
+    List* conds;         // AqpQueryCondition*, one per WHERE clause
+    List* group_vars;    // Var*, in GROUP BY order
+    List* agg_attnos;    // int: columns under approx_sum / approx_avg
+    const char* reason;  // why not (set while recognising)
+};
+
+// Does the expression call an approx_* aggregate? (Otherwise the hook stays silent.)
+bool aqp_mentions_approx(Node* node);
+// nullptr and *shape filled in when the query has the shape (some synopsis
+// may answer it), else the reason.
+const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
+                                AqpQueryShape* shape);
+bool aqp_is_number_type(Oid type);
 // An aggregate's argument without the implicit casts to float8 the parser
 // added (int2/4/8, float4, numeric -> float8): the Var, or nullptr.
 Var* aqp_strip_to_var(Node* node);
+
+// ---- in aqp_planner.cpp ----------------------------------------------------------------
+// The create_upper_paths_hook: the query's shape, the synopsis that answers it,
+// the CustomPath over a fresh exact child; else the reason for last_run().
+extern create_upper_paths_hook_type aqp_prev_upper_paths_hook;
+void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
+                     void* extra);
+
+// ---- in aqp_scan.cpp -----------------------------------------------------------------
+// The CustomPath's plan, the CustomScan's methods and EXPLAIN.
+extern const CustomPathMethods aqp_path_methods;
+void aqp_scan_register(void);
+
+// ---- in aqp_scan_exec.cpp, aqp_boxes.cpp (aqp_scan_state.h) -----------------------------
+// The executor: the boxes of the conditions and groups, the engine's
+// estimates, the rows or the fallback to the exact child plan.

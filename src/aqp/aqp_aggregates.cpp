@@ -1,7 +1,7 @@
-// The approx_* aggregates over rows (issue 13 item 2): run over rows they give
-// the exact answer (count as float8, sum and avg like sum(float8) and
-// avg(float8), the _ci forms with lower = upper = estimate). The planner node
-// (aqp_planner.cpp, aqp_scan.cpp) answers the same Aggrefs from a synopsis.
+// The approx_* aggregates over rows: run over rows they give the exact answer
+// (count as float8, sum and avg like sum(float8) and avg(float8), the _ci
+// forms with lower = upper = estimate). The planner hook and the CustomScan
+// (aqp.h lists their files) answer the same Aggrefs from a synopsis.
 //
 // The transition functions carry a planner support function,
 // approx_gpu_aqp_support: the planner calls it while costing aggregates

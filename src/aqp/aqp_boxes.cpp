@@ -88,9 +88,8 @@ static Intervals iv_points(double* p, int n, bool complement, bool dict) {
 }
 
 // One condition's set of values; false when the node must fall back.
-static bool condition_set(AqpScanState* st, List* cond, Intervals* out, uint8* policy) {
-    int col = intVal(linitial(cond)), kind = intVal(lsecond(cond)), strategy = intVal(lthird(cond));
-    int expr_index = intVal(lfourth(cond));
+static bool condition_set(AqpScanState* st, const AqpBoxCondition& cond, Intervals* out, uint8* policy) {
+    int col = cond.col, kind = cond.kind, strategy = cond.strategy;
     bool dict = st->ts->encoding[col] == ValueEncoding::Dictionary;
     *policy = static_cast<uint8>(NullPolicy::NotNull);
     if (kind == AQP_COND_IS_NULL || kind == AQP_COND_NOT_NULL) {
@@ -98,7 +97,7 @@ static bool condition_set(AqpScanState* st, List* cond, Intervals* out, uint8* p
         *out = iv_all();
         return true;
     }
-    ExprState* es = static_cast<ExprState*>(list_nth(st->exprs, expr_index));
+    ExprState* es = static_cast<ExprState*>(list_nth(st->values, cond.value));
     ExprContext* econtext = st->css.ss.ps.ps_ExprContext;
     bool isnull;
     Datum d = ExecEvalExprSwitchContext(es, econtext, &isnull);
@@ -177,19 +176,20 @@ static int cmp_rows(const void* x, const void* y, void* arg) {
 // columns), else the distinct group keys among the sample rows.
 static void find_groups(AqpScanState* st) {
     const syn::Synopsis& s = st->ts->model;
-    int ng = st->n_group;
+    const AqpBoxSpec& box = st->spec->boxes;
+    int ng = box.n_groups;
     if (ng == 0) {
         st->n_cand = 1;
         st->keys = nullptr;
         return;
     }
-    if (st->strata_groups) {
+    if (box.groups_are_strata) {
         st->keys = static_cast<double*>(palloc(sizeof(double) * ng * (s.n_strata > 0 ? s.n_strata : 1)));
         st->n_cand = 0;
         for (int g = 0; g < s.n_strata; ++g) {
             if (s.strata[g].begin >= s.strata[g].end) continue;
             for (int j = 0; j < ng; ++j)
-                st->keys[st->n_cand * ng + j] = s.sample[s.strata[g].begin * s.d + st->group_cols[j]];
+                st->keys[st->n_cand * ng + j] = s.sample[s.strata[g].begin * s.d + box.group_cols[j]];
             ++st->n_cand;
         }
         return;
@@ -198,7 +198,7 @@ static void find_groups(AqpScanState* st) {
     int64* idx = static_cast<int64*>(palloc_extended(sizeof(int64) * (s.m > 0 ? s.m : 1), MCXT_ALLOC_HUGE));
     for (int64 i = 0; i < s.m; ++i) {
         idx[i] = i;
-        for (int j = 0; j < ng; ++j) all[i * ng + j] = s.sample[i * s.d + st->group_cols[j]];
+        for (int j = 0; j < ng; ++j) all[i * ng + j] = s.sample[i * s.d + box.group_cols[j]];
     }
     KeyCmpArg arg{all, ng};
     qsort_arg(idx, s.m, sizeof(int64), cmp_rows, &arg);
@@ -214,20 +214,19 @@ static void find_groups(AqpScanState* st) {
 // Evaluates the conditions and builds every box: per group, the product of
 // the columns' interval sets (IN lists and <> on discrete columns are
 // unions of disjoint boxes); a group column is fixed to the group's value.
-void build_boxes(AqpScanState* st, List* conds) {
+void build_boxes(AqpScanState* st) {
     const TableSynopsis* ts = st->ts;
+    const AqpBoxSpec& box = st->spec->boxes;
     int d = ts->d;
     Intervals* cols = static_cast<Intervals*>(palloc(sizeof(Intervals) * d));
     uint8* policy = static_cast<uint8*>(palloc0(sizeof(uint8) * d));
     bool* empty = static_cast<bool*>(palloc0(sizeof(bool) * d));
     for (int j = 0; j < d; ++j) cols[j] = iv_all();
-    ListCell* lc;
-    foreach (lc, conds) {
-        List* cond = static_cast<List*>(lfirst(lc));
-        int col = intVal(linitial(cond));
+    for (int c = 0; c < box.n_conds; ++c) {
+        int col = box.conds[c].col;
         Intervals set;
         uint8 pol;
-        if (!condition_set(st, cond, &set, &pol)) return;
+        if (!condition_set(st, box.conds[c], &set, &pol)) return;
         if (policy[col] != static_cast<uint8>(NullPolicy::Any) && policy[col] != pol) empty[col] = true;
         policy[col] = pol;
         cols[col] = iv_intersect(cols[col], set);
@@ -237,8 +236,8 @@ void build_boxes(AqpScanState* st, List* conds) {
 
     // Columns fixed per group (not in the strata case: a stratum holds its key).
     bool* fixed = static_cast<bool*>(palloc0(sizeof(bool) * d));
-    if (!st->strata_groups)
-        for (int g = 0; g < st->n_group; ++g) fixed[st->group_cols[g]] = true;
+    if (!box.groups_are_strata)
+        for (int g = 0; g < box.n_groups; ++g) fixed[box.group_cols[g]] = true;
     int64 per_group = 1;
     for (int j = 0; j < d; ++j)
         if (!fixed[j] && !empty[j]) {
@@ -256,12 +255,12 @@ void build_boxes(AqpScanState* st, List* conds) {
     st->hi = static_cast<double*>(palloc_extended(sizeof(double) * q * d, MCXT_ALLOC_HUGE));
     st->nulls = static_cast<uint8*>(palloc_extended(q * d, MCXT_ALLOC_HUGE));
     st->stratum = nullptr;
-    if (st->strata_groups) st->stratum = static_cast<int32*>(palloc_extended(sizeof(int32) * q, MCXT_ALLOC_HUGE));
+    if (box.groups_are_strata) st->stratum = static_cast<int32*>(palloc_extended(sizeof(int32) * q, MCXT_ALLOC_HUGE));
 
     const syn::Synopsis& s = ts->model;
     int stratum_index = -1;
     for (int64 g = 0; g < st->n_cand; ++g) {
-        if (st->strata_groups) {  // the g-th non-empty stratum
+        if (box.groups_are_strata) {  // the g-th non-empty stratum
             do ++stratum_index;
             while (s.strata[stratum_index].begin >= s.strata[stratum_index].end);
         }
@@ -289,10 +288,10 @@ void build_boxes(AqpScanState* st, List* conds) {
                     hi[j] = INFINITY;
                 }
             }
-            for (int gi = 0; gi < st->n_group && !st->strata_groups; ++gi) {
-                int j = st->group_cols[gi];
+            for (int gi = 0; gi < box.n_groups && !box.groups_are_strata; ++gi) {
+                int j = box.group_cols[gi];
                 if (empty[j]) continue;
-                double v = st->keys[g * st->n_group + gi];
+                double v = st->keys[g * box.n_groups + gi];
                 bool inside = false;
                 if (std::isnan(v)) {  // the NULL group
                     inside = policy[j] != static_cast<uint8>(NullPolicy::NotNull);

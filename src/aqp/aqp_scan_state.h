@@ -1,6 +1,6 @@
 // The "Approx Synopsis Scan" node's executor state, shared by its plan and
-// executor (aqp_scan.cpp) and the translation of its conditions and groups
-// into boxes (aqp_boxes.cpp).
+// EXPLAIN (aqp_scan.cpp), its executor (aqp_scan_exec.cpp) and the
+// translation of its conditions and groups into boxes (aqp_boxes.cpp).
 #pragma once
 
 #include "aqp/aqp.h"
@@ -34,22 +34,10 @@ struct Intervals {
     double* hi;
 };
 
-struct AggSpec {
-    int kind, ci, col;
-};
-
 struct AqpScanState {
     CustomScanState css;
-    // from the plan
-    Oid relid, owner;
-    const char* name;
-    TimestampTz built;
-    int n_group;
-    int* group_cols;
-    int n_aggs;
-    AggSpec* aggs;
-    bool strata_groups;
-    List* exprs;  // ExprState per custom_exprs entry
+    const AqpPlanSpec* spec;  // from the plan (custom_private, custom_exprs)
+    List* values;             // ExprState per spec->values entry
     // executor start
     const TableSynopsis* ts;  // pinned
     const char* fallback;     // non-null: the rows answer, and why
@@ -74,6 +62,12 @@ inline void fall_back(AqpScanState* st, const char* reason) {
 }
 
 // The candidate groups (st->keys) and every group's boxes (st->lo, st->hi,
-// st->nulls, st->stratum) from the node's conditions `conds`; an
-// inexpressible condition or too many boxes: fall_back.
-void build_boxes(AqpScanState* st, List* conds);
+// st->nulls, st->stratum) from the spec's conditions; an inexpressible
+// condition or too many boxes: fall_back (aqp_boxes.cpp).
+void build_boxes(AqpScanState* st);
+
+// The executor's callbacks (aqp_scan_exec.cpp).
+void aqp_begin(CustomScanState* node, EState* estate, int eflags);
+TupleTableSlot* aqp_exec(CustomScanState* node);
+void aqp_end(CustomScanState* node);
+void aqp_rescan(CustomScanState* node);
