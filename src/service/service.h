@@ -1,6 +1,13 @@
-// The GPU service (issue 15): one background worker owns the CUDA context,
-// the device memory pool and the resident cache for every backend; backends
-// send engine calls (src/core/service.hpp) through shared memory.
+// The GPU service: one background worker owns the CUDA context, the device
+// memory pool and the resident cache for every backend; backends send engine
+// calls (src/core/service.hpp, each engine's core/*_served.cpp) through
+// shared memory. The folder's files:
+//   service.cpp           gpu_service_init(): settings, shared memory, the worker's
+//                         registration, the transport handed to the runtime
+//   service_worker.cpp    the service process's main thread (signals, configuration, restart)
+//   service_executor.cpp  the executor threads, one per GPU (service_executor.h)
+//   service_client.cpp    the backends' side: the transport, gpu_service_info()
+//   service_settings.h    the settings both sides read
 //
 // Shared memory (requested once by _PG_init under shared_preload_libraries):
 //   ServiceShared: what the service found (devices, engine), its counters and

@@ -1,10 +1,20 @@
-// Internal API of the kde_synopsis glue, shared by its files:
-//   synopsis_type.cpp      the stored (binary) and JSON text forms, type I/O,
-//                          kde_synopsis_info, building a value from a sample
+// The synopsis feature's glue (src/synopsis/), the internal API its files share.
+//   synopsis.cpp           synopsis_init(): the feature's settings
+//   synopsis_type.cpp      the stored (binary) form, type I/O, kde_synopsis_info,
+//                          building a value from a sample
+//   synopsis_text.cpp      the JSON text form of kde_synopsis
+//   synopsis_parsed.cpp    values this backend parsed and validated lately (query functions)
 //   synopsis_agg.cpp       kde_synopsis_agg / kde_merge_agg (a reservoir state), kde_merge
 //   synopsis_estimate.cpp  box estimates approx_count / _sum / _avg (+ _ci, _many), kde_density
 //   synopsis_catalog.cpp   named synopses (approx_gpu.synopses): create / refresh / drop, the
-//                          JSON-predicate estimates
+//                          JSON-predicate estimates (synopsis_catalog.h)
+//   synopsis_table_sql.cpp table synopses: create_synopsis, refresh as the owner, synopsis_status
+//   synopsis_build.cpp     building a table synopsis: checks, sampling, dictionaries
+//                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass
+//   synopsis_cache.cpp     the per-backend cache of table synopses, freshness (synopsis_table.h:
+//                          the seam with the planner side, src/aqp/)
+//   synopsis_codec.cpp     SQL values <-> the sample's numbers and dictionary codes, both
+//                          directions (synopsis_codec.h)
 // Numerics live in the engine (src/core/synopsis.hpp).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Table synopses (issue 13): create_synopsis over a relation's columns,
+// Table synopses: create_synopsis over a relation's columns,
 // refresh of a bound synopsis as its owner, and synopsis_status. The build
 // itself is in synopsis_build.cpp, the per-backend cache in synopsis_cache.cpp.
 #include "synopsis/synopsis_catalog.h"

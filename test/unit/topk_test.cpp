@@ -317,7 +317,7 @@ std::vector<ModelState> model_parts(const Pairs& p, size_t parts, size_t k, Orde
 }
 
 TEST(TopkCombine, ThresholdPairSurvives) {
-    // Issue #11 row 2: the state that read the best rows pruned, its threshold
+    // A parallel worker's state that read the best rows pruned: its threshold
     // pair is the k-th of the answer; combined into a fresh state (the
     // leader's first combine) it must stay.
     for (Order o : {Order::Desc, Order::Asc}) {
