@@ -19,8 +19,8 @@ namespace approx::bitslice {
 namespace {
 
 using gpu::CubTemp;
-using gpu::grid_for;
 using gpu::DeviceBuffer;
+using gpu::grid_for;
 using gpu::PinnedBuffer;
 
 constexpr unsigned kThreads = 256;
@@ -267,8 +267,8 @@ public:
         const uint64_t* w = x.w;
         int64_t nw = x.words();
         APPROX_TRY(tmp_.run(ctx_, [&](void* p, size_t& bytes) {
-            return cub::DeviceReduce::TransformReduce(p, bytes, w, out, nw, cuda::std::plus<>{}, PopCount{},
-                                                      int64_t(0), s_);
+            return cub::DeviceReduce::TransformReduce(p, bytes, w, out, nw, cuda::std::plus<>{}, PopCount{}, int64_t(0),
+                                                      s_);
         }));
         APPROX_CUDA(cudaMemcpyAsync(host_.get(), out, 8, cudaMemcpyDeviceToHost, s_));
         APPROX_CUDA(cudaStreamSynchronize(s_));

@@ -37,10 +37,10 @@ namespace approx::closure::gpu {
 
 namespace {
 
-using approx::gpu::CubTemp;
-using approx::gpu::grid_for;
-using approx::gpu::DeviceBuffer;
 using approx::gpu::add_transfer_ms;
+using approx::gpu::CubTemp;
+using approx::gpu::DeviceBuffer;
+using approx::gpu::grid_for;
 
 constexpr unsigned kThreads = 256;
 constexpr int kTileWords = kTile / 32;  // 8 32-bit words per tile row
@@ -203,8 +203,7 @@ __global__ void __launch_bounds__(32) panels_kernel(uint32_t* R, int64_t L, cons
     if (b < half) {
         const int64_t tj = skip_tile(b / G, kt);
         const int64_t r0 = k0 + (b % G) * 32 * RI;
-        warp_product<RI>(sm, R + r0 * L + tj * kTileWords, R + r0 * L + kt * kTileWords,
-                         slab + tj * kTileWords, L, L);
+        warp_product<RI>(sm, R + r0 * L + tj * kTileWords, R + r0 * L + kt * kTileWords, slab + tj * kTileWords, L, L);
     } else {
         b -= half;
         const int64_t ti = skip_tile(b / G, kt);
@@ -223,8 +222,8 @@ __global__ void __launch_bounds__(32) rest_kernel(uint32_t* R, int64_t L, int kt
     const int64_t tile = blockIdx.x / G;
     const int64_t ti = skip_tile(tile / (nt - 1), kt), tj = skip_tile(tile % (nt - 1), kt);
     const int64_t r0 = ti * kTile + (blockIdx.x % G) * 32 * RI;
-    warp_product<RI>(sm, R + r0 * L + tj * kTileWords, R + r0 * L + kt * kTileWords, R + k0 * L + tj * kTileWords,
-                     L, L);
+    warp_product<RI>(sm, R + r0 * L + tj * kTileWords, R + r0 * L + kt * kTileWords, R + k0 * L + tj * kTileWords, L,
+                     L);
 }
 
 template <int RI>
@@ -510,8 +509,8 @@ struct DeviceResult final : Result {
 
 // The closure on the device: R (Np x Np padded, rows = components or
 // vertices), the count, and what a Result needs on the host.
-Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
-                   const ExecContext& ctx, bool want_result, int64_t& pairs, std::unique_ptr<DeviceResult>& result) {
+Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt, const ExecContext& ctx,
+                   bool want_result, int64_t& pairs, std::unique_ptr<DeviceResult>& result) {
     APPROX_TRY(check_edge_count(n_edges));
     cudaStream_t s;
     APPROX_TRY(approx::gpu::begin(ctx, s));
@@ -538,8 +537,8 @@ Status gpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const
         r->ld = ld;
         APPROX_CUDA(cudaMemsetAsync(r->R.get(), 0, r->R.bytes(), s));
         const int64_t n = static_cast<int64_t>(n_edges);
-        set_edges_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(
-            reinterpret_cast<unsigned long long*>(r->R.get()), ld, g.uv.get(), g.uv.get() + n, n);
+        set_edges_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(reinterpret_cast<unsigned long long*>(r->R.get()),
+                                                                    ld, g.uv.get(), g.uv.get() + n, n);
         APPROX_CUDA_LAUNCHED();
         g.uv.reset();
         APPROX_TRY(close_device(r->R.get(), Np, s, ctx));

@@ -23,11 +23,10 @@ namespace approx::gpu {
 Status cuda_status(cudaError_t err, const char* what, const char* file, int line);
 
 // Check a CUDA call (or the last error after a launch); return its Status on failure.
-#define APPROX_CUDA(call)                                                                   \
-    do {                                                                                    \
-        cudaError_t cuda_err_ = (call);                                                     \
-        if (cuda_err_ != cudaSuccess)                                                       \
-            return ::approx::gpu::cuda_status(cuda_err_, #call, __FILE__, __LINE__);        \
+#define APPROX_CUDA(call)                                                                                      \
+    do {                                                                                                       \
+        cudaError_t cuda_err_ = (call);                                                                        \
+        if (cuda_err_ != cudaSuccess) return ::approx::gpu::cuda_status(cuda_err_, #call, __FILE__, __LINE__); \
     } while (0)
 #define APPROX_CUDA_LAUNCHED() APPROX_CUDA(cudaGetLastError())
 
@@ -168,9 +167,7 @@ inline void add_transfer_ms(const ExecContext& ctx, double ms) {
 
 // Blocks to cover n items at `threads` per block, uncapped (one thread per item;
 // the kernel checks i < n). 0 when n == 0: callers skip empty launches.
-inline unsigned blocks_for(size_t n, unsigned threads) {
-    return static_cast<unsigned>((n + threads - 1) / threads);
-}
+inline unsigned blocks_for(size_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 // Streaming multiprocessors of the current device, queried once per device and
 // cached (80, an A100's count, if the query fails).
@@ -238,8 +235,8 @@ Status sequence(T* out, int64_t n, T first, cudaStream_t stream) {
 // defined (n itself from the last run on). 0 < n <= INT_MAX (CUB's item count).
 // cub::DeviceRunLengthEncode::Encode, then cub::DeviceScan::ExclusiveSum.
 template <class In, class UniqueOut, class Off, class NumRuns>
-Status run_offsets(CubTemp& tmp, const ExecContext& ctx, In in, int64_t n, UniqueOut unique, Off* lengths,
-                   Off* offsets, NumRuns* num_runs, cudaStream_t stream) {
+Status run_offsets(CubTemp& tmp, const ExecContext& ctx, In in, int64_t n, UniqueOut unique, Off* lengths, Off* offsets,
+                   NumRuns* num_runs, cudaStream_t stream) {
     if (n <= 0) return Status::Ok();
     const int items = static_cast<int>(n);
     APPROX_CUDA(cudaMemsetAsync(lengths, 0, (static_cast<size_t>(n) + 1) * sizeof(Off), stream));

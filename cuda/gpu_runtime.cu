@@ -233,17 +233,18 @@ int64_t bytes_in_use() { return held_bytes.load(); }
 Status reserve_bytes(const ExecContext& ctx, size_t bytes) {
     const int64_t b = static_cast<int64_t>(bytes);
     if (ctx.gpu_memory_limit > 0 && t_request_bytes + b > ctx.gpu_memory_limit)
-        return Status::Error(StatusCode::GpuOutOfMemory,
-                             "GPU allocation of %zu bytes would pass approx_gpu.gpu_memory_limit (%lld bytes, %lld in use)",
-                             bytes, static_cast<long long>(ctx.gpu_memory_limit),
-                             static_cast<long long>(t_request_bytes));
+        return Status::Error(
+            StatusCode::GpuOutOfMemory,
+            "GPU allocation of %zu bytes would pass approx_gpu.gpu_memory_limit (%lld bytes, %lld in use)", bytes,
+            static_cast<long long>(ctx.gpu_memory_limit), static_cast<long long>(t_request_bytes));
     DeviceState& d = device_state[t_device];
     const int64_t after = d.used.fetch_add(b) + b;
     if (d.pool && d.limit > 0 && after > d.limit) {
         d.used.fetch_sub(b);
-        return Status::Error(StatusCode::GpuOutOfMemory,
-                             "GPU allocation of %zu bytes would pass approx_gpu.service_memory_limit (%lld bytes, %lld in use)",
-                             bytes, static_cast<long long>(d.limit), static_cast<long long>(after - b));
+        return Status::Error(
+            StatusCode::GpuOutOfMemory,
+            "GPU allocation of %zu bytes would pass approx_gpu.service_memory_limit (%lld bytes, %lld in use)", bytes,
+            static_cast<long long>(d.limit), static_cast<long long>(after - b));
     }
     int64_t peak = d.peak.load();
     while (after > peak && !d.peak.compare_exchange_weak(peak, after)) {
@@ -264,8 +265,7 @@ Status device_alloc(const ExecContext& ctx, size_t bytes, void*& p) {
     p = nullptr;
     APPROX_TRY(reserve_bytes(ctx, bytes));
     DeviceState& d = device_state[t_device];
-    cudaError_t err = d.pool ? cudaMallocFromPoolAsync(&p, bytes, d.pool, thread_stream())
-                             : cudaMalloc(&p, bytes);
+    cudaError_t err = d.pool ? cudaMallocFromPoolAsync(&p, bytes, d.pool, thread_stream()) : cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
         release_bytes(bytes);
         p = nullptr;

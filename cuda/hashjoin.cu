@@ -37,8 +37,10 @@ __global__ void probe_kernel(const int64_t* __restrict__ keys, size_t m, TableVi
     if (i >= m) return;
     int64_t r = -1;
     int64_t c = 0;
-    if (lookup(tv.slots, tv.meta, tv.buckets, tv.seed, keys[i], r)) c = run_off[r + 1] - run_off[r];
-    else r = -1;
+    if (lookup(tv.slots, tv.meta, tv.buckets, tv.seed, keys[i], r))
+        c = run_off[r + 1] - run_off[r];
+    else
+        r = -1;
     if (run) run[i] = r;
     matches[i] = c;
 }
@@ -57,8 +59,10 @@ __global__ void emit_kernel(int64_t o0, size_t len, const int64_t* __restrict__ 
     size_t lo = 0, hi = m;  // out_off[lo] <= t < out_off[hi]
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (out_off[mid] <= t) lo = mid;
-        else hi = mid;
+        if (out_off[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
     }
     int64_t j = t - out_off[lo];
     int64_t b = run_off[run[lo]] + j;
@@ -140,7 +144,7 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
     APPROX_TRY(total.alloc(ctx, 1));
     APPROX_TRY(lap.start(stream));
     probe_kernel<<<blocks_for(m, kThreads), kThreads, 0, stream>>>(probe_keys.get(), m, table.view(), run_off.get(),
-                                                                  sink ? run.get() : nullptr, out_off.get());
+                                                                   sink ? run.get() : nullptr, out_off.get());
     APPROX_CUDA_LAUNCHED();
     int64_t matches = 0;
     if (!sink) {
@@ -181,9 +185,12 @@ Status gpu_join_impl(const JoinSide& build, const JoinSide& probe, JoinSink sink
         APPROX_CUDA_LAUNCHED();
         APPROX_TRY(lap.stop(stream, kernels));
         APPROX_TRY(lap.start(stream));
-        APPROX_CUDA(cudaMemcpyAsync(h_keys.get(), out_keys.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
-        APPROX_CUDA(cudaMemcpyAsync(h_build.get(), out_build.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
-        APPROX_CUDA(cudaMemcpyAsync(h_probe.get(), out_probe.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+        APPROX_CUDA(cudaMemcpyAsync(h_keys.get(), out_keys.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost,
+                                    stream));
+        APPROX_CUDA(cudaMemcpyAsync(h_build.get(), out_build.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost,
+                                    stream));
+        APPROX_CUDA(cudaMemcpyAsync(h_probe.get(), out_probe.get(), len * sizeof(int64_t), cudaMemcpyDeviceToHost,
+                                    stream));
         APPROX_TRY(lap.stop(stream, transfer));
         APPROX_TRY(emit_chunk(sink, user, h_keys.get(), h_build.get(), h_probe.get(), len, info));
     }

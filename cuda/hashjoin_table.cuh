@@ -19,10 +19,10 @@ namespace approx::hashjoin {
 
 namespace {
 
+using gpu::blocks_for;
 using gpu::CubTemp;
 using gpu::DeviceBuffer;
 using gpu::PinnedBuffer;
-using gpu::blocks_for;
 
 constexpr unsigned kThreads = 256;
 constexpr int kBuildThreads = kBucketCapacity;  // one thread per key of a bucket
@@ -105,10 +105,9 @@ __device__ __forceinline__ uint32_t pick(uint32_t a, uint32_t b, uint32_t c, int
 
 // `gate` decides which converged attempts stand (hashjoin_build.hpp).
 template <class Gate>
-__global__ void __launch_bounds__(kBuildThreads) bucket_kernel(const Slot* __restrict__ pairs,
-                                                               const uint32_t* __restrict__ offsets, uint64_t seed,
-                                                               BuildParams p, Gate gate, Slot* __restrict__ slots,
-                                                               BucketMeta* __restrict__ meta, BuildFlags* flags) {
+__global__ void __launch_bounds__(kBuildThreads)
+    bucket_kernel(const Slot* __restrict__ pairs, const uint32_t* __restrict__ offsets, uint64_t seed, BuildParams p,
+                  Gate gate, Slot* __restrict__ slots, BucketMeta* __restrict__ meta, BuildFlags* flags) {
     __shared__ int64_t s_key[kBucketCapacity];
     __shared__ int64_t s_val[kBucketCapacity];
     __shared__ int s_slot[kBucketSlots];
@@ -262,8 +261,16 @@ public:
 
     GpuBuild(const int64_t* d_keys, const int64_t* d_values, size_t n, const int64_t* host_keys, uint32_t buckets,
              const ExecContext& ctx, const BuildOptions& o, cudaStream_t stream, GpuTable& table, double& kernel_ms)
-        : d_keys_(d_keys), d_values_(d_values), n_(n), host_keys_(host_keys), buckets_(buckets), ctx_(ctx), o_(o),
-          stream_(stream), table_(table), kernel_ms_(kernel_ms) {}
+        : d_keys_(d_keys),
+          d_values_(d_values),
+          n_(n),
+          host_keys_(host_keys),
+          buckets_(buckets),
+          ctx_(ctx),
+          o_(o),
+          stream_(stream),
+          table_(table),
+          kernel_ms_(kernel_ms) {}
 
     Status init() {
         APPROX_TRY(counts_.alloc(ctx_, static_cast<size_t>(buckets_) + 1));
@@ -285,7 +292,7 @@ public:
         APPROX_CUDA(cudaMemsetAsync(flags_.get(), 0, sizeof(BuildFlags), stream_));
         if (n_ > 0) {
             count_kernel<<<blocks_for(n_, kThreads), kThreads, 0, stream_>>>(d_keys_, n_, seed, buckets_, counts_.get(),
-                                                                           rank_.get(), flags_.get());
+                                                                             rank_.get(), flags_.get());
             APPROX_CUDA_LAUNCHED();
         }
         APPROX_TRY(read_flags());
@@ -293,8 +300,9 @@ public:
         if (overflow) return Status::Ok();
         APPROX_TRY(scan());
         if (n_ > 0) {
-            scatter_kernel<<<blocks_for(n_, kThreads), kThreads, 0, stream_>>>(
-                d_keys_, d_values_, n_, seed, buckets_, offsets_.get(), rank_.get(), pairs_.get());
+            scatter_kernel<<<blocks_for(n_, kThreads), kThreads, 0, stream_>>>(d_keys_, d_values_, n_, seed, buckets_,
+                                                                               offsets_.get(), rank_.get(),
+                                                                               pairs_.get());
             APPROX_CUDA_LAUNCHED();
         }
         return Status::Ok();
@@ -379,8 +387,7 @@ class GpuStorage final : public TableStorage {
 public:
     GpuTable table;
 
-    Status find(const int64_t* keys, size_t m, int64_t* values, uint8_t* found,
-                const ExecContext& ctx) const override {
+    Status find(const int64_t* keys, size_t m, int64_t* values, uint8_t* found, const ExecContext& ctx) const override {
         Stopwatch wall;
         cudaStream_t stream;
         APPROX_TRY(gpu::begin(ctx, stream));
@@ -396,7 +403,7 @@ public:
         APPROX_TRY(lap.stop(stream, transfer));
         APPROX_TRY(lap.start(stream));
         find_kernel<<<blocks_for(m, kThreads), kThreads, 0, stream>>>(d_keys.get(), m, table.view(), d_values.get(),
-                                                                     d_found.get());
+                                                                      d_found.get());
         APPROX_CUDA_LAUNCHED();
         APPROX_TRY(lap.stop(stream, kernels));
         APPROX_TRY(lap.start(stream));
@@ -412,7 +419,6 @@ public:
     }
 };
 
-
 // From the reader's staged device copy when it uploaded src while reading.
 Status upload(const ExecContext& ctx, int64_t* dst, const int64_t* src, size_t n, cudaStream_t stream,
               double& transfer_ms) {
@@ -422,7 +428,6 @@ Status upload(const ExecContext& ctx, int64_t* dst, const int64_t* src, size_t n
     APPROX_CUDA(gpu::copy_input(ctx, dst, src, n, stream));
     return lap.stop(stream, transfer_ms);
 }
-
 
 // gpu_build_table() with the phases of Backend: uploads the pairs, builds,
 // records the timings.
@@ -439,8 +444,8 @@ Status build_gpu_table(const int64_t* keys, const int64_t* values, size_t n, con
     APPROX_TRY(upload(ctx, d_keys.get(), keys, n, stream, transfer));
     if (values) APPROX_TRY(upload(ctx, d_values.get(), values, n, stream, transfer));
     std::unique_ptr<GpuStorage> st(new GpuStorage);
-    APPROX_TRY(build_on_device<Backend>(d_keys.get(), values ? d_values.get() : nullptr, n, keys, ctx, o, stream, st->table,
-                               info, kernels));
+    APPROX_TRY(build_on_device<Backend>(d_keys.get(), values ? d_values.get() : nullptr, n, keys, ctx, o, stream,
+                                        st->table, info, kernels));
     out = std::move(st);
     if (ctx.stats) {
         ctx.stats->ms_transfer = transfer;

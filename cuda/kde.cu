@@ -132,9 +132,9 @@ __device__ __forceinline__ void psi_step(const float (&r)[RPT], float (&a)[RPT],
 // u: sorted, u = z / g. Tile T = kBlock * RPT. Diagonal tiles cover their full
 // square (i = j included) with weight 1, the others weight 2.
 template <int R, int RPT>
-__global__ void __launch_bounds__(kBlock) psi_kernel(const float* __restrict__ u, long long n, long long nt,
-                                                     long long t_begin, long long t_end, float cut, float khi,
-                                                     float klo, double* __restrict__ partial) {
+__global__ void __launch_bounds__(kBlock)
+    psi_kernel(const float* __restrict__ u, long long n, long long nt, long long t_begin, long long t_end, float cut,
+               float khi, float klo, double* __restrict__ partial) {
     constexpr int T = kBlock * RPT;
     __shared__ __align__(16) float s_col[T];
     const int tid = threadIdx.x;
@@ -196,8 +196,8 @@ __global__ void __launch_bounds__(kBlock) psi_kernel(const float* __restrict__ u
 
 // ---- LSCV: many h per pass -----------------------------------------------------
 
-constexpr int kGridTile = 64;        // points per tile side: 4096 Y per tile
-constexpr int kGridMaxGroups = 8;    // h groups of 32 (one per lane): 256 h per launch
+constexpr int kGridTile = 64;      // points per tile side: 4096 Y per tile
+constexpr int kGridMaxGroups = 8;  // h groups of 32 (one per lane): 256 h per launch
 constexpr int kWarps = kBlock / 32;
 
 // z: n x DP fp32, zero-padded. coef[k] = log2(e) / (4 h_k^2) as a (hi, lo)
@@ -207,10 +207,9 @@ constexpr int kWarps = kBlock / 32;
 // +inf, which times a negative lo coefficient would give NaN).
 // partial[(q) * P + blockIdx.x * kWarps + warp], q < nh for s4, nh + k for s2.
 template <int DP>
-__global__ void __launch_bounds__(kBlock, 4) lscv_grid_kernel(const float* __restrict__ z, long long n, long long nt,
-                                                           long long t_begin, long long t_end,
-                                                           const float2* __restrict__ coef, int nh, int hgroups,
-                                                           double* __restrict__ partial, long long P) {
+__global__ void __launch_bounds__(kBlock, 4)
+    lscv_grid_kernel(const float* __restrict__ z, long long n, long long nt, long long t_begin, long long t_end,
+                     const float2* __restrict__ coef, int nh, int hgroups, double* __restrict__ partial, long long P) {
     constexpr int T = kGridTile, S = DP + 1, SLICE = T * T / kWarps;
     __shared__ float sA[T * S];
     __shared__ float sB[T * S];
@@ -286,8 +285,8 @@ __global__ void __launch_bounds__(kBlock, 4) lscv_grid_kernel(const float* __res
 // partial[q * P + blockIdx.x], q < NH for s4, NH + k for s2.
 template <int DP, int NH, bool PRECISE, bool DIAG>
 __device__ __forceinline__ void lscv_pass_run(const float (&zr)[DP], const float* s_col, int c0, int c1, int tid,
-                                              const float (&chi)[2], const float (&clo)[2],
-                                              const float (&ymax)[2], float (&f4)[NH], float (&f2)[NH]) {
+                                              const float (&chi)[2], const float (&clo)[2], const float (&ymax)[2],
+                                              float (&f4)[NH], float (&f2)[NH]) {
 #pragma unroll 2
     for (int c = c0; c < c1; ++c) {
         float y = 0.0f;
@@ -324,9 +323,9 @@ __device__ __forceinline__ void lscv_pass_run(const float (&zr)[DP], const float
 }
 
 template <int DP, int NH, bool PRECISE>
-__global__ void __launch_bounds__(kBlock) lscv_pass_kernel(const float* __restrict__ z, long long n, long long nt,
-                                                           long long t_begin, long long t_end, float4 coef,
-                                                           double* __restrict__ partial, long long P) {
+__global__ void __launch_bounds__(kBlock)
+    lscv_pass_kernel(const float* __restrict__ z, long long n, long long nt, long long t_begin, long long t_end,
+                     float4 coef, double* __restrict__ partial, long long P) {
     __shared__ __align__(16) float s_col[kBlock * DP];
     const int tid = threadIdx.x;
     const float chi[2] = {coef.x, coef.z}, clo[2] = {coef.y, coef.w};
@@ -382,9 +381,9 @@ __global__ void __launch_bounds__(kBlock) lscv_pass_kernel(const float* __restri
 // Same tiles as lscv_pass_kernel; the column tile goes through shared memory
 // in chunks of CT columns (16 KiB). partial[blockIdx.x] (s4), [P + blockIdx.x] (s2).
 template <int DP>
-__global__ void __launch_bounds__(kBlock) lscv_precise_kernel(const double* __restrict__ z, long long n, long long nt,
-                                                              long long t_begin, long long t_end, double c,
-                                                              double* __restrict__ partial, long long P) {
+__global__ void __launch_bounds__(kBlock)
+    lscv_precise_kernel(const double* __restrict__ z, long long n, long long nt, long long t_begin, long long t_end,
+                        double c, double* __restrict__ partial, long long P) {
     constexpr int CT = 2048 / DP < kBlock ? 2048 / DP : kBlock;
     __shared__ double s_col[CT * DP];
     const int tid = threadIdx.x;
@@ -613,8 +612,8 @@ private:
         APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(double(T) * T, grid),
                               [&](long long t0, long long t1) -> Status {
                                   unsigned blocks = static_cast<unsigned>(std::min(grid, t1 - t0));
-                                  psi_kernel<R, RPT><<<blocks, kBlock, 0, stream_>>>(
-                                      u, n, nt, t0, t1, cut, khi, klo, partial);
+                                  psi_kernel<R, RPT>
+                                      <<<blocks, kBlock, 0, stream_>>>(u, n, nt, t0, t1, cut, khi, klo, partial);
                                   return Status::Ok();
                               }));
         double total = 0;
@@ -658,8 +657,8 @@ public:
         for (long long i = 0; i < n_; ++i)
             for (int k = 0; k < d_; ++k) host64[i * dp_ + k] = z[i * d_ + k];
         APPROX_TRY(z64_.alloc(ctx_, host64.size()));
-        APPROX_CUDA(cudaMemcpyAsync(z64_.get(), host64.data(), sizeof(double) * host64.size(),
-                                    cudaMemcpyHostToDevice, stream_));
+        APPROX_CUDA(cudaMemcpyAsync(z64_.get(), host64.data(), sizeof(double) * host64.size(), cudaMemcpyHostToDevice,
+                                    stream_));
         APPROX_CUDA(cudaStreamSynchronize(stream_));
         gpu::add_transfer_ms(ctx_, sw.ms());
         return Status::Ok();
@@ -790,8 +789,8 @@ private:
         APPROX_TRY(run_chunks(ctx_, stream_, events_, tiles, chunk_tiles_for(pairs_per_tile, blocks_max),
                               [&](long long t0, long long t1) -> Status {
                                   unsigned blocks = static_cast<unsigned>(std::min(blocks_max, t1 - t0));
-                                  lscv_grid_kernel<DP><<<blocks, kBlock, 0, stream_>>>(z, n, nt, t0, t1, coef, nh,
-                                                                                        hgroups, partial, P);
+                                  lscv_grid_kernel<DP>
+                                      <<<blocks, kBlock, 0, stream_>>>(z, n, nt, t0, t1, coef, nh, hgroups, partial, P);
                                   return Status::Ok();
                               }));
         std::vector<double> out(2 * static_cast<size_t>(nh));

@@ -117,8 +117,8 @@ public:
             sidx0_.bytes() + sidx_.bytes() + ent_hs_.bytes() + dkey_.bytes() + dkey2_.bytes() + dval_.bytes() +
             dval2_.bytes() + ikey_.bytes() + ikey2_.bytes() + inp_.bytes() + seg_.bytes() + alloc_.bytes() +
             alloc_off_.bytes() + freeb_.bytes() + free_off_.bytes() + rects_.bytes() + qcnt_.bytes() + qr_.bytes() +
-            ncand_.bytes() + cand_off_.bytes() + cand_c_.bytes() + cand_q_.bytes() + nb_buf_.bytes() +
-            wb_off_.bytes() + out_.bytes());
+            ncand_.bytes() + cand_off_.bytes() + cand_c_.bytes() + cand_q_.bytes() + nb_buf_.bytes() + wb_off_.bytes() +
+            out_.bytes());
     }
 
     Status count_ranges(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) override {
@@ -183,9 +183,7 @@ private:
         d_xs_.reset(), d_ys_.reset(), ikey_.reset(), ikey2_.reset(), inp_.reset();
     }
 
-    Store store() {
-        return Store{count_.get(), dir_off_.get(), dir_.get(), pid_.get(), px_.get(), py_.get()};
-    }
+    Store store() { return Store{count_.get(), dir_off_.get(), dir_.get(), pid_.get(), px_.get(), py_.get()}; }
     DevHash hash() { return DevHash{hslot_.get(), hcap_ - 1}; }
 
     // Copies device -> host and waits (small read-backs). The queued kernels
@@ -610,10 +608,8 @@ private:
                 APPROX_TRY(fetch(&wb, wb_off_.get() + tc, 1, stream, ctx));
                 if (wb > 0) {
                     int64_t warps = (wb + kItemsPerWarp - 1) / kItemsPerWarp;
-                    count_buckets_kernel<<<moving_grid(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb,
-                                                                                           cand_c_.get(), cand_q_.get(),
-                                                                                           rects_.get(), s,
-                                                                                           qcnt_.get());
+                    count_buckets_kernel<<<moving_grid(warps * 32), kThreads, 0, stream>>>(
+                        wb_off_.get(), tc, wb, cand_c_.get(), cand_q_.get(), rects_.get(), s, qcnt_.get());
                     APPROX_CUDA_LAUNCHED();
                 }
                 bs.candidate_cells += tc;
@@ -658,10 +654,8 @@ private:
             APPROX_CUDA(cudaMemsetAsync(counters_.get(), 0, sizeof(unsigned long long), stream));
             if (wb > 0) {
                 int64_t warps = (wb + kItemsPerWarp - 1) / kItemsPerWarp;
-                emit_buckets_kernel<<<moving_grid(warps * 32), kThreads, 0, stream>>>(wb_off_.get(), tc, wb,
-                                                                                      cand_c_.get(), cand_q_.get(), q,
-                                                                                      store(), out_.get(), n,
-                                                                                      counters_.get());
+                emit_buckets_kernel<<<moving_grid(warps * 32), kThreads, 0, stream>>>(
+                    wb_off_.get(), tc, wb, cand_c_.get(), cand_q_.get(), q, store(), out_.get(), n, counters_.get());
                 APPROX_CUDA_LAUNCHED();
             }
             unsigned long long emitted = 0;

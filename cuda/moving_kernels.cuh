@@ -30,7 +30,7 @@ constexpr unsigned long long kLocMask = (1ull << 62) - 1;
 constexpr uint64_t kNoSlot = ~uint64_t(0);
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kThreads = 256;
-constexpr int kItemsPerWarp = 8;           // bucket work items a warp takes at once
+constexpr int kItemsPerWarp = 8;  // bucket work items a warp takes at once
 
 // Counters of the classify step (device, read back once).
 enum { kCntDel = 0, kCntIns, kCntInp, kCntNew, kCntDistinct, kCntBad, kCntFlag, kCntMin, kCntMax, kCntN };
@@ -93,8 +93,10 @@ template <class T>
 __device__ int64_t lower_bound_dev(const T* a, int64_t lo, int64_t hi, T v) {
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v) lo = mid + 1;
-        else hi = mid;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -105,8 +107,10 @@ __device__ int64_t upper_bound_dev(const T* a, int64_t n, T v) {
     int64_t lo = 0, hi = n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] <= v) lo = mid + 1;
-        else hi = mid;
+        if (a[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -280,8 +284,10 @@ __global__ void insert_kernel(const uint64_t* ikey, int64_t n_ins, const int32_t
         s.py[dst] = ys[orig];
         uint64_t loc = pack(c, static_cast<uint32_t>(p));
         uint64_t hs = ent_hs[j];
-        if (hs != kNoSlot) h.set_loc(static_cast<int64_t>(hs), loc);
-        else hash_insert_new(h, id, loc);
+        if (hs != kNoSlot)
+            h.set_loc(static_cast<int64_t>(hs), loc);
+        else
+            hash_insert_new(h, id, loc);
     }
 }
 

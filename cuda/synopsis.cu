@@ -28,9 +28,9 @@ namespace approx::synopsis {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kFields = 6;                 // sc, ss, scc, sss, scs, support
+constexpr int kFields = 6;  // sc, ss, scc, sss, scs, support
 constexpr int64_t kMinTaskRows = 4 * kThreads;
-constexpr int64_t kTargetBlocks = 2048;    // blocks that fill an H100 / H200 a few times over
+constexpr int64_t kTargetBlocks = 2048;  // blocks that fill an H100 / H200 a few times over
 constexpr int64_t kTasksPerLaunch = 1 << 16;
 
 // One task: rows [begin, end) of box `box` (relative to the launch's first
@@ -109,8 +109,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
-                      const ExecContext& ctx, BoxSums* sums) {
+Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n, const ExecContext& ctx,
+                      BoxSums* sums) {
     for (int64_t i = 0; i < n; ++i) sums[i] = BoxSums();
     if (n == 0 || s.m == 0) return Status::Ok();
     const int d = s.d;
@@ -176,7 +176,8 @@ Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pie
     APPROX_CUDA(cudaStreamSynchronize(stream));
     gpu::add_transfer_ms(ctx, transfer.ms());
 
-    std::vector<double> h_partial(static_cast<size_t>(kFields) * max_tasks), h_shift(static_cast<size_t>(2) * max_tasks);
+    std::vector<double> h_partial(static_cast<size_t>(kFields) * max_tasks),
+        h_shift(static_cast<size_t>(2) * max_tasks);
     std::vector<Task> h_tasks(static_cast<size_t>(max_tasks));
     std::vector<unsigned char> started(static_cast<size_t>(n), 0);
     for (const Batch& bt : batches) {

@@ -71,8 +71,8 @@ struct BufSrc {
 // Appends the lanes' pairs that `want` to out[count..] (gpu::warp_append: one
 // atomic per warp); slots at or past cap are counted but not written. Every
 // lane of the warp must call it.
-__device__ __forceinline__ void warp_append(bool want, unsigned long long* count, unsigned long long cap,
-                                            Key128* keys, uint64_t* idxs, uint64_t hi, uint64_t lo, uint64_t idx) {
+__device__ __forceinline__ void warp_append(bool want, unsigned long long* count, unsigned long long cap, Key128* keys,
+                                            uint64_t* idxs, uint64_t hi, uint64_t lo, uint64_t idx) {
     unsigned long long slot = gpu::warp_append(want, count);
     if (want && slot < cap) {
         keys[slot] = Key128{hi, lo};
@@ -115,7 +115,9 @@ __global__ void __launch_bounds__(kBlock) pass_kernel(Src src, size_t n, PassPar
             bool have_lo = false;
             uint32_t d = 0;
             int state = radix::kOut;
-            if (i < n) state = radix::classify(h[it], [&] { return src.lo(i); }, lo, have_lo, pp, d);
+            if (i < n)
+                state = radix::classify(
+                    h[it], [&] { return src.lo(i); }, lo, have_lo, pp, d);
             if (do_hist) {
                 const bool hv = state == radix::kIn;
                 unsigned mask = __ballot_sync(0xffffffffu, hv);
@@ -190,8 +192,8 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
-__global__ void gather_kernel(const uint64_t* idx, size_t k, const int64_t* ids, const double* scores,
-                              int64_t* out_ids, double* out_scores) {
+__global__ void gather_kernel(const uint64_t* idx, size_t k, const int64_t* ids, const double* scores, int64_t* out_ids,
+                              double* out_scores) {
     size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= k) return;
     uint64_t j = idx[i];
@@ -307,8 +309,8 @@ public:
     Status fast_filter(size_t n, size_t cap, unsigned long long& passed) {
         APPROX_CUDA(cudaMemsetAsync(w_.counters.get() + 2, 0, sizeof(unsigned long long), s_));
         fast_pass_kernel<<<grid_for(n, size_t(kBlock) * kItems), kBlock, 0, s_>>>(
-            full_.scores, full_.ids, n, full_.order, w_.threshold.get(), cap, w_.mat_keys[0].get(),
-            w_.mat_idx[0].get(), w_.counters.get() + 2);
+            full_.scores, full_.ids, n, full_.order, w_.threshold.get(), cap, w_.mat_keys[0].get(), w_.mat_idx[0].get(),
+            w_.counters.get() + 2);
         APPROX_CUDA_LAUNCHED();
         return read_counter(2, passed);
     }
@@ -325,12 +327,12 @@ public:
         unsigned long long written = 0;
         APPROX_TRY(read_counter(0, written));
         if (written != c_sure)
-            return Status::Error(StatusCode::Internal, "top-k selection wrote %llu sure pairs, expected %zu",
-                                 written, c_sure);
+            return Status::Error(StatusCode::Internal, "top-k selection wrote %llu sure pairs, expected %zu", written,
+                                 c_sure);
         if (c_sure > 0) {
             APPROX_TRY(sort(w_.sure_keys.get(), w_.sure_idx.get(), c_sure));
-            APPROX_CUDA(
-                cudaMemcpyAsync(out_, w_.sort_idx.get(), c_sure * sizeof(uint64_t), cudaMemcpyDeviceToDevice, s_));
+            APPROX_CUDA(cudaMemcpyAsync(out_, w_.sort_idx.get(), c_sure * sizeof(uint64_t), cudaMemcpyDeviceToDevice,
+                                        s_));
         }
         return Status::Ok();
     }
@@ -566,8 +568,8 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 __global__ void __launch_bounds__(kBlock)
-    nra_check_kernel(const int64_t* cid, const uint32_t* seen, const double* sc, const double* w, size_t cap,
-                     size_t n, NraBounds b, double wk, int64_t idk, unsigned long long* blocked) {
+    nra_check_kernel(const int64_t* cid, const uint32_t* seen, const double* sc, const double* w, size_t cap, size_t n,
+                     NraBounds b, double wk, int64_t idk, unsigned long long* blocked) {
     for (size_t c = size_t(blockIdx.x) * kBlock + threadIdx.x; c < n; c += size_t(gridDim.x) * kBlock) {
         double wc = w[c];
         int64_t id = cid[c];
@@ -724,8 +726,7 @@ Status nra_kth(NraGpu* g, const ExecContext& ctx, size_t kk, double& wk, int64_t
     APPROX_TRY(ensure(g->sel_idx, ctx, kk));
     APPROX_TRY(ensure(g->out_ids, ctx, kk));
     APPROX_TRY(ensure(g->out_w, ctx, kk));
-    APPROX_TRY(device_select(g->w.get(), g->cid.get(), g->count, kk, Order::Desc, ctx, g->s, g->sel,
-                             g->sel_idx.get()));
+    APPROX_TRY(device_select(g->w.get(), g->cid.get(), g->count, kk, Order::Desc, ctx, g->s, g->sel, g->sel_idx.get()));
     APPROX_TRY(gather(g->sel_idx.get() + (kk - 1), 1, g->cid.get(), g->w.get(), g->out_ids.get(), g->out_w.get(),
                       g->s));
     APPROX_CUDA(cudaMemcpyAsync(&idk, g->out_ids.get(), sizeof(int64_t), cudaMemcpyDeviceToHost, g->s));
@@ -795,8 +796,8 @@ Status nra_gpu_round(NraGpu* g, NraShared& sh, const NraList* lists, const ExecC
     APPROX_TRY(nra_kth(g, ctx, g->k, wk, idk));
     APPROX_CUDA(cudaMemsetAsync(g->counters.get() + 2, 0, sizeof(unsigned long long), g->s));
     nra_check_kernel<<<grid_for(g->count, kBlock), kBlock, 0, g->s>>>(g->cid.get(), g->seen.get(), g->sc.get(),
-                                                                      g->w.get(), g->cap, g->count, bounds_of(sh),
-                                                                      wk, idk, g->counters.get() + 2);
+                                                                      g->w.get(), g->cap, g->count, bounds_of(sh), wk,
+                                                                      idk, g->counters.get() + 2);
     APPROX_CUDA_LAUNCHED();
     APPROX_CUDA(cudaMemcpyAsync(g->h_counters.get() + 2, g->counters.get() + 2, sizeof(unsigned long long),
                                 cudaMemcpyDeviceToHost, g->s));
@@ -827,8 +828,7 @@ Status nra_gpu_winners(NraGpu* g, NraShared& sh, const ExecContext& ctx, int64_t
     if (kk == 0) return Status::Ok();
     APPROX_TRY(ensure(g->sel_idx, ctx, kk));
     APPROX_TRY(ensure(g->out_ids, ctx, kk));
-    APPROX_TRY(device_select(g->w.get(), g->cid.get(), g->count, kk, Order::Desc, ctx, g->s, g->sel,
-                             g->sel_idx.get()));
+    APPROX_TRY(device_select(g->w.get(), g->cid.get(), g->count, kk, Order::Desc, ctx, g->s, g->sel, g->sel_idx.get()));
     APPROX_TRY(gather(g->sel_idx.get(), kk, g->cid.get(), g->w.get(), g->out_ids.get(), nullptr, g->s));
     APPROX_CUDA(cudaMemcpyAsync(ids, g->out_ids.get(), kk * sizeof(int64_t), cudaMemcpyDeviceToHost, g->s));
     APPROX_CUDA(cudaStreamSynchronize(g->s));
@@ -852,8 +852,7 @@ Status nra_gpu_export(NraGpu* g, const NraShared& sh, std::vector<int64_t>& ids,
                                   n * sizeof(double), g->m, cudaMemcpyDeviceToHost, g->s));
     APPROX_CUDA(cudaStreamSynchronize(g->s));
     for (size_t c = 0; c < n; ++c)
-        for (int j = 0; j < g->m; ++j)
-            scores[c * g->m + j] = (seen[c] >> j & 1u) ? by_list[size_t(j) * n + c] : 0.0;
+        for (int j = 0; j < g->m; ++j) scores[c * g->m + j] = (seen[c] >> j & 1u) ? by_list[size_t(j) * n + c] : 0.0;
     return Status::Ok();
 }
 

@@ -45,9 +45,9 @@ enum AqpPlanKind { AQP_PLAN_BOXES = 1 };
 
 // A box condition's form.
 enum AqpCondKind {
-    AQP_COND_CMP = 0,      // col op value: strategy 1..5 (BTLess..BTGreater) or AQP_STRATEGY_NE
-    AQP_COND_IN = 1,       // col = ANY (array value)
-    AQP_COND_NOT_IN = 2,   // col <> ALL (array value)
+    AQP_COND_CMP = 0,     // col op value: strategy 1..5 (BTLess..BTGreater) or AQP_STRATEGY_NE
+    AQP_COND_IN = 1,      // col = ANY (array value)
+    AQP_COND_NOT_IN = 2,  // col <> ALL (array value)
     AQP_COND_IS_NULL = 3,
     AQP_COND_NOT_NULL = 4,
 };
@@ -55,33 +55,33 @@ constexpr int AQP_STRATEGY_NE = 6;  // ROWCOMPARE_NE: `<>` found as the negator 
 
 // One WHERE clause over a synopsis column.
 struct AqpBoxCondition {
-    int col;           // synopsis column
+    int col;  // synopsis column
     AqpCondKind kind;
-    int strategy;      // btree strategy (CMP; IN: equality; NOT_IN: AQP_STRATEGY_NE), else 0
-    int value;         // index of the compared value in AqpPlanSpec::values, -1 for NULL tests
+    int strategy;  // btree strategy (CMP; IN: equality; NOT_IN: AQP_STRATEGY_NE), else 0
+    int value;     // index of the compared value in AqpPlanSpec::values, -1 for NULL tests
 };
 
 // One approx_* aggregate the node returns.
 struct AqpAggregateSpec {
     AqpAggKind kind;
-    bool ci;           // the _ci form
-    int col;           // synopsis column of the argument, -1 for approx_count(*)
+    bool ci;  // the _ci form
+    int col;  // synopsis column of the argument, -1 for approx_count(*)
 };
 
 // The box path: one box per group and condition interval, answered by the
 // synopsis engine.
 struct AqpBoxSpec {
     int n_cols;
-    AttrNumber* attnums;       // the table's attnum of each synopsis column
+    AttrNumber* attnums;  // the table's attnum of each synopsis column
     int n_groups;
-    int* group_cols;           // synopsis column of each group column, in
-                               // custom_scan_tlist order (its first entries)
-    bool groups_are_strata;    // the group columns are the synopsis's stratify columns
+    int* group_cols;         // synopsis column of each group column, in
+                             // custom_scan_tlist order (its first entries)
+    bool groups_are_strata;  // the group columns are the synopsis's stratify columns
     int n_aggs;
-    AqpAggregateSpec* aggs;    // custom_scan_tlist's remaining entries, in order;
-                               // none on the path (the plan's target list gives them)
+    AqpAggregateSpec* aggs;  // custom_scan_tlist's remaining entries, in order;
+                             // none on the path (the plan's target list gives them)
     int n_conds;
-    AqpBoxCondition* conds;    // the WHERE clauses, all ANDed
+    AqpBoxCondition* conds;  // the WHERE clauses, all ANDed
 };
 
 struct AqpPlanSpec {
@@ -123,7 +123,7 @@ struct AqpQueryCondition {
 //   SELECT [group cols,] approx_*(...) FROM t WHERE <AND of col op value>
 //   [GROUP BY plain columns] [HAVING ...]
 struct AqpQueryShape {
-    Index rti;           // t's range table index
+    Index rti;  // t's range table index
     Oid relid;
     List* conds;         // AqpQueryCondition*, one per WHERE clause
     List* group_vars;    // Var*, in GROUP BY order
@@ -135,8 +135,7 @@ struct AqpQueryShape {
 bool aqp_mentions_approx(Node* node);
 // nullptr and *shape filled in when the query has the shape (some synopsis
 // may answer it), else the reason.
-const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
-                                AqpQueryShape* shape);
+const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel, AqpQueryShape* shape);
 bool aqp_is_number_type(Oid type);
 // An aggregate's argument without the implicit casts to float8 the parser
 // added (int2/4/8, float4, numeric -> float8): the Var, or nullptr.

@@ -98,9 +98,9 @@ struct AggName {
     AqpAgg agg;
 };
 static const AggName kAggs[] = {
-    {"approx_count", 0, {AQP_COUNT, false}},  {"approx_sum", 1, {AQP_SUM, false}},
-    {"approx_avg", 1, {AQP_AVG, false}},      {"approx_count_ci", 0, {AQP_COUNT, true}},
-    {"approx_sum_ci", 1, {AQP_SUM, true}},    {"approx_avg_ci", 1, {AQP_AVG, true}},
+    {"approx_count", 0, {AQP_COUNT, false}}, {"approx_sum", 1, {AQP_SUM, false}},
+    {"approx_avg", 1, {AQP_AVG, false}},     {"approx_count_ci", 0, {AQP_COUNT, true}},
+    {"approx_sum_ci", 1, {AQP_SUM, true}},   {"approx_avg_ci", 1, {AQP_AVG, true}},
 };
 constexpr int kNumAggs = sizeof kAggs / sizeof kAggs[0];
 static Oid agg_oids[kNumAggs];
@@ -146,8 +146,8 @@ static bool check_confidence(double* newval, void** extra, GucSource source) {
 void aqp_define_settings(void) {
     DefineCustomRealVariable("approx_gpu.confidence",
                              "Confidence level of the intervals of approx_count_ci, approx_sum_ci and approx_avg_ci.",
-                             "Strictly between 0 and 1.", &aqp_confidence, 0.95, 0, 1, PGC_USERSET, 0,
-                             check_confidence, nullptr, nullptr);
+                             "Strictly between 0 and 1.", &aqp_confidence, 0.95, 0, 1, PGC_USERSET, 0, check_confidence,
+                             nullptr, nullptr);
     DefineCustomRealVariable("approx_gpu.max_relative_error",
                              "Largest relative interval half-width a synopsis answer may have (0 = off).",
                              "When a group's half-width at approx_gpu.confidence exceeds this fraction of its "

@@ -41,8 +41,8 @@ static List* form_boxes(const AqpBoxSpec& b) {
     for (int j = 0; j < b.n_cols; ++j) attnums = lappend(attnums, makeInteger(b.attnums[j]));
     List* aggs = NIL;
     for (int a = 0; a < b.n_aggs; ++a)
-        aggs = lappend(aggs, list_make3(makeInteger(b.aggs[a].kind), makeBoolean(b.aggs[a].ci),
-                                        makeInteger(b.aggs[a].col)));
+        aggs = lappend(aggs,
+                       list_make3(makeInteger(b.aggs[a].kind), makeBoolean(b.aggs[a].ci), makeInteger(b.aggs[a].col)));
     List* conds = NIL;
     for (int c = 0; c < b.n_conds; ++c) {
         const AqpBoxCondition& k = b.conds[c];

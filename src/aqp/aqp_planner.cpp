@@ -80,13 +80,14 @@ static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* 
         int j = synopsis_column(ts, v->varattno);
         if (j < 0) return psprintf("column %s not in synopsis %s", attname(shape->relid, v->varattno), ts->name);
         if (ts->encoding[j] != ValueEncoding::Dictionary && ts->model.cols[j].mode != Mode::Exact)
-            return psprintf("GROUP BY column %s is smoothed in synopsis %s", attname(shape->relid, v->varattno), ts->name);
+            return psprintf("GROUP BY column %s is smoothed in synopsis %s", attname(shape->relid, v->varattno),
+                            ts->name);
     }
     foreach (lc, shape->agg_attnos) {
         int j = synopsis_column(ts, static_cast<AttrNumber>(lfirst_int(lc)));
         if (j < 0)
-            return psprintf("column %s not in synopsis %s", attname(shape->relid, static_cast<AttrNumber>(lfirst_int(lc))),
-                            ts->name);
+            return psprintf("column %s not in synopsis %s",
+                            attname(shape->relid, static_cast<AttrNumber>(lfirst_int(lc))), ts->name);
         if (ts->encoding[j] != ValueEncoding::Number)
             return psprintf("approx_sum / approx_avg of non-number column %s",
                             attname(shape->relid, static_cast<AttrNumber>(lfirst_int(lc))));

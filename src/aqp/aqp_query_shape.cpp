@@ -115,20 +115,30 @@ static int commute_strategy(int s) {
     }
 }
 
-static bool var_of(Var* v, Index rti) { return v != nullptr && v->varno == static_cast<int>(rti) && v->varlevelsup == 0; }
+static bool var_of(Var* v, Index rti) {
+    return v != nullptr && v->varno == static_cast<int>(rti) && v->varlevelsup == 0;
+}
 
 // Parses one baserestrictinfo clause into shape->conds; false with shape->reason.
 static bool parse_clause(AqpQueryShape* shape, Node* clause) {
     AqpQueryCondition* c = static_cast<AqpQueryCondition*>(palloc0(sizeof(AqpQueryCondition)));
     if (IsA(clause, Var) && var_of(reinterpret_cast<Var*>(clause), shape->rti) &&
         reinterpret_cast<Var*>(clause)->vartype == BOOLOID) {  // WHERE flag
-        *c = {reinterpret_cast<Var*>(clause)->varattno, AQP_COND_CMP, BTEqualStrategyNumber,
-              reinterpret_cast<Node*>(makeBoolConst(true, false)), BOOLOID, InvalidOid};
+        *c = {reinterpret_cast<Var*>(clause)->varattno,
+              AQP_COND_CMP,
+              BTEqualStrategyNumber,
+              reinterpret_cast<Node*>(makeBoolConst(true, false)),
+              BOOLOID,
+              InvalidOid};
     } else if (is_notclause(clause) && IsA(get_notclausearg(reinterpret_cast<Expr*>(clause)), Var) &&
                var_of(reinterpret_cast<Var*>(get_notclausearg(reinterpret_cast<Expr*>(clause))), shape->rti) &&
                reinterpret_cast<Var*>(get_notclausearg(reinterpret_cast<Expr*>(clause)))->vartype == BOOLOID) {
-        *c = {reinterpret_cast<Var*>(get_notclausearg(reinterpret_cast<Expr*>(clause)))->varattno, AQP_COND_CMP,
-              BTEqualStrategyNumber, reinterpret_cast<Node*>(makeBoolConst(false, false)), BOOLOID, InvalidOid};
+        *c = {reinterpret_cast<Var*>(get_notclausearg(reinterpret_cast<Expr*>(clause)))->varattno,
+              AQP_COND_CMP,
+              BTEqualStrategyNumber,
+              reinterpret_cast<Node*>(makeBoolConst(false, false)),
+              BOOLOID,
+              InvalidOid};
     } else if (IsA(clause, NullTest)) {
         NullTest* nt = reinterpret_cast<NullTest*>(clause);
         Var* v = IsA(nt->arg, Var) ? reinterpret_cast<Var*>(nt->arg) : nullptr;
@@ -155,8 +165,9 @@ static bool parse_clause(AqpQueryShape* shape, Node* clause) {
             return false;
         }
         if (!is_runtime_constant(other)) {
-            shape->reason = contain_volatile_functions(other) ? "volatile function in WHERE"
-                                                          : "a WHERE condition compares a column with a non-constant";
+            shape->reason = contain_volatile_functions(other)
+                                ? "volatile function in WHERE"
+                                : "a WHERE condition compares a column with a non-constant";
             return false;
         }
         Oid ltype, rtype;
@@ -198,8 +209,7 @@ static bool parse_clause(AqpQueryShape* shape, Node* clause) {
         return false;
     }
     if (OidIsValid(c->collation) && !get_collation_isdeterministic(c->collation)) {
-        shape->reason =
-            psprintf("nondeterministic collation on column %s", get_attname(shape->relid, c->attno, false));
+        shape->reason = psprintf("nondeterministic collation on column %s", get_attname(shape->relid, c->attno, false));
         return false;
     }
     shape->conds = lappend(shape->conds, c);
@@ -210,9 +220,9 @@ static bool parse_clause(AqpQueryShape* shape, Node* clause) {
 static bool check_aggregates(PlannerInfo* root, RelOptInfo* output_rel, AqpQueryShape* shape) {
     List* nodes = pull_var_clause(reinterpret_cast<Node*>(output_rel->reltarget->exprs),
                                   PVC_INCLUDE_AGGREGATES | PVC_INCLUDE_PLACEHOLDERS | PVC_INCLUDE_WINDOWFUNCS);
-    nodes = list_concat(nodes, pull_var_clause(root->parse->havingQual, PVC_INCLUDE_AGGREGATES |
-                                                                           PVC_INCLUDE_PLACEHOLDERS |
-                                                                           PVC_INCLUDE_WINDOWFUNCS));
+    nodes = list_concat(nodes,
+                        pull_var_clause(root->parse->havingQual,
+                                        PVC_INCLUDE_AGGREGATES | PVC_INCLUDE_PLACEHOLDERS | PVC_INCLUDE_WINDOWFUNCS));
     ListCell* lc;
     foreach (lc, nodes) {
         Node* n = static_cast<Node*>(lfirst(lc));

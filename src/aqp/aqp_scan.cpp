@@ -34,7 +34,8 @@ static Plan* plan_aqp_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* best_
     AqpPlanSpec* spec = aqp_plan_spec_deform(static_cast<List*>(list_nth(path_priv, AQP_PATH_SPEC)),
                                              static_cast<List*>(list_nth(path_priv, AQP_PATH_VALUES)));
     List* group_vars = static_cast<List*>(list_nth(path_priv, AQP_PATH_GROUP_VARS));
-    List* having = reinterpret_cast<List*>(root->parse->havingQual);  // implicit-AND (preprocess_expression, EXPRKIND_QUAL)
+    List* having =
+        reinterpret_cast<List*>(root->parse->havingQual);  // implicit-AND (preprocess_expression, EXPRKIND_QUAL)
 
     List* scan_tlist = NIL;
     ListCell* lc;
@@ -95,8 +96,8 @@ static void explain_aqp(CustomScanState* node, List* ancestors, ExplainState* es
 // ---- methods ----------------------------------------------------------------------
 
 static const CustomExecMethods aqp_exec_methods = {
-    kNodeName, aqp_begin, aqp_exec, aqp_end, aqp_rescan, nullptr, nullptr, nullptr,
-    nullptr,   nullptr,   nullptr,  nullptr, explain_aqp,
+    kNodeName, aqp_begin, aqp_exec, aqp_end, aqp_rescan, nullptr,     nullptr,
+    nullptr,   nullptr,   nullptr,  nullptr, nullptr,    explain_aqp,
 };
 
 static Node* create_aqp_state(CustomScan* cs) {

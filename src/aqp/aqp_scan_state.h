@@ -22,7 +22,6 @@ extern "C" {
 #include "utils/typcache.h"
 }
 
-
 constexpr int64 kMaxBoxes = int64{1} << 24;  // boxes of one query (groups x condition boxes)
 
 // ---- executor state ------------------------------------------------------------------

@@ -36,15 +36,15 @@ void closure_init(void) {
                             "Largest closure bit matrix (host or GPU) a closure call may allocate.",
                             "The matrix needs about n^2 / 8 bytes for n vertices (n strongly connected components "
                             "when the graph is condensed); a call that needs more fails with SQLSTATE 54000.",
-                            &max_kb_setting, 4 * 1024 * 1024, 1, INT_MAX, PGC_USERSET, GUC_UNIT_KB, nullptr,
-                            nullptr, nullptr);
+                            &max_kb_setting, 4 * 1024 * 1024, 1, INT_MAX, PGC_USERSET, GUC_UNIT_KB, nullptr, nullptr,
+                            nullptr);
     DefineCustomEnumVariable("approx_gpu.closure_algorithm",
                              "How closures are computed: auto, blocked, condensed or star.",
                              "blocked closes the vertex bit matrix by blocked Floyd-Warshall; condensed (and auto) "
                              "contracts strongly connected components first and closes their DAG; star runs the "
                              "paper's WARSHALL-adapt on the STAR bit-slice machine (slower, same result).",
-                             &algorithm_setting, static_cast<int>(cl::Algorithm::Auto), algorithm_options,
-                             PGC_USERSET, 0, nullptr, nullptr, nullptr);
+                             &algorithm_setting, static_cast<int>(cl::Algorithm::Auto), algorithm_options, PGC_USERSET,
+                             0, nullptr, nullptr, nullptr);
 }
 
 static cl::Options closure_options() {
@@ -116,8 +116,8 @@ static Datum closure_pairs(FunctionCallInfo fcinfo, bool relation) {
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
 
-    ResultHolder* h = static_cast<ResultHolder*>(
-        MemoryContextAllocZero(rsinfo->econtext->ecxt_per_query_memory, sizeof(ResultHolder)));
+    ResultHolder* h = static_cast<ResultHolder*>(MemoryContextAllocZero(rsinfo->econtext->ecxt_per_query_memory,
+                                                                        sizeof(ResultHolder)));
     h->callback.func = release_holder;
     h->callback.arg = h;
     MemoryContextRegisterResetCallback(rsinfo->econtext->ecxt_per_query_memory, &h->callback);

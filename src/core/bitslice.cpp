@@ -70,8 +70,8 @@ Status check_where(const Table& t, Slice w, Slice x) {
     if (w.n != t.cols || x.n != t.rows)
         return Status::Error(StatusCode::InvalidArgument,
                              "or_cols_where: word of %lld bits and slice of %lld bits for a %lld x %lld table",
-                             static_cast<long long>(w.n), static_cast<long long>(x.n),
-                             static_cast<long long>(t.rows), static_cast<long long>(t.cols));
+                             static_cast<long long>(w.n), static_cast<long long>(x.n), static_cast<long long>(t.rows),
+                             static_cast<long long>(t.cols));
     const uint64_t* tb = t.w;
     const uint64_t* te = t.w + t.ld * t.cols;
     const uint64_t* xb = x.w;
@@ -370,8 +370,7 @@ Status warshall_cols(Machine& m, const Table& t, const ExecContext& ctx) {
 
 // Listing 4 (adapted): all columns of round k at once.
 Status warshall_adapt(Machine& m, const Table& t, const ExecContext& ctx) {
-    return warshall_rounds(m, t, ctx, 64,
-                           [&](Slice& x, Slice& w) { return m.or_cols_where(t, w, x); });
+    return warshall_rounds(m, t, ctx, 64, [&](Slice& x, Slice& w) { return m.or_cols_where(t, w, x); });
 }
 
 }  // namespace approx::bitslice

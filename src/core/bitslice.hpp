@@ -104,7 +104,8 @@ public:
     virtual Status set_col(const Table& t, int64_t j, Slice x) = 0;
     virtual Status row(const Table& t, int64_t i, Slice out) = 0;  // out.n = t.cols
     virtual Status set_row(const Table& t, int64_t i, Slice w) = 0;
-    virtual Status or_cols_where(const Table& t, Slice w, Slice x) = 0;  // w.n = t.cols, x.n = t.rows; x must not alias T
+    virtual Status or_cols_where(const Table& t, Slice w,
+                                 Slice x) = 0;  // w.n = t.cols, x.n = t.rows; x must not alias T
 };
 
 // A STAR machine on `device`. The GPU machine needs a usable GPU (NoGpu

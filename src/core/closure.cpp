@@ -43,8 +43,8 @@ Status check_matrix_bytes(int64_t items, int64_t rows, int64_t words, bool conde
     return Status::Error(StatusCode::ProgramLimit,
                          "the closure bit matrix of %lld %s needs %.0f bytes%s, more than "
                          "approx_gpu.closure_max_memory (%lld bytes)",
-                         static_cast<long long>(items), condensed ? "strongly connected components" : "vertices",
-                         bytes, human, static_cast<long long>(opt.max_bytes));
+                         static_cast<long long>(items), condensed ? "strongly connected components" : "vertices", bytes,
+                         human, static_cast<long long>(opt.max_bytes));
 }
 
 void add_stats(const ExecContext& ctx, int64_t vertices, int64_t comps, int64_t dag_edges, bool condensed,
@@ -345,8 +345,8 @@ Status propagate_cpu(const Dag& dag, uint64_t* bits, int64_t ld, const ExecConte
 }
 
 // The CPU engine for the graph-level calls: a HostResult with the closure.
-Status cpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
-                   const ExecContext& ctx, HostResult& r) {
+Status cpu_closure(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt, const ExecContext& ctx,
+                   HostResult& r) {
     Mapped m;
     APPROX_TRY(map_ids_cpu(src, dst, n_edges, m));
     const int64_t V = static_cast<int64_t>(m.ids.size());
@@ -405,8 +405,9 @@ Status star_closure(Device device, const int64_t* src, const int64_t* dst, size_
         APPROX_TRY(bitslice::make_machine(device, ctx, machine));
         bitslice::Table t;
         APPROX_TRY(machine->new_table(V, V, t));
-        if (t.ld != W) return Status::Error(StatusCode::Internal, "STAR table of %lld words per column, not %lld",
-                                            static_cast<long long>(t.ld), static_cast<long long>(W));
+        if (t.ld != W)
+            return Status::Error(StatusCode::Internal, "STAR table of %lld words per column, not %lld",
+                                 static_cast<long long>(t.ld), static_cast<long long>(W));
         APPROX_TRY(machine->load_table(t, cols.data()));
         APPROX_TRY(bitslice::warshall_adapt(*machine, t, ctx));
         APPROX_TRY(machine->store_table(t, cols.data()));
@@ -475,8 +476,9 @@ Status close_matrix(uint64_t* bits, int64_t n, int64_t ld, const ExecContext& ct
         return Status::Error(StatusCode::InvalidArgument, "close_matrix: %lld rows need at least %lld words per row",
                              static_cast<long long>(n), static_cast<long long>(words_for(n)));
     if (n == 0) return Status::Ok();
-    return dispatch(ctx, n * 64, [&] { return close_matrix_cpu(bits, n, ld, ctx); },
-                    APPROX_GPU(gpu::close_matrix(bits, n, ld, ctx)));
+    return dispatch(
+        ctx, n * 64, [&] { return close_matrix_cpu(bits, n, ld, ctx); },
+        APPROX_GPU(gpu::close_matrix(bits, n, ld, ctx)));
 }
 
 Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
@@ -503,8 +505,8 @@ Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const
         return Status::Ok();
     };
     st = opt.algorithm == Algorithm::Star
-             ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
-                        APPROX_GPU(star(Device::Gpu)))
+             ? dispatch(
+                   ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); }, APPROX_GPU(star(Device::Gpu)))
              : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
                         APPROX_GPU(gpu::count_pairs(src, dst, n_edges, opt, ctx, pairs)));
     if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(pairs));
@@ -537,8 +539,8 @@ Status compute(const int64_t* src, const int64_t* dst, size_t n_edges, const Opt
     };
     if (n_edges == 0) return guarded(cpu);
     st = opt.algorithm == Algorithm::Star
-             ? dispatch(ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); },
-                        APPROX_GPU(star(Device::Gpu)))
+             ? dispatch(
+                   ctx, static_cast<int64_t>(n_edges), [&] { return star(Device::Cpu); }, APPROX_GPU(star(Device::Gpu)))
              : dispatch(ctx, static_cast<int64_t>(n_edges), cpu,
                         APPROX_GPU(gpu::compute(src, dst, n_edges, opt, ctx, out)));
     if (st.ok() && ctx.stats) ctx.stats->add("pairs", static_cast<double>(result_pairs(*out)));
@@ -609,9 +611,9 @@ Status reachable(const int64_t* src, const int64_t* dst, size_t n_edges, int64_t
             return reachable_in_service(src, dst, n_edges, source, c, out, cap, n);
         }))
         return st;
-    return dispatch(ctx, static_cast<int64_t>(n_edges),
-                    [&] { return cpu_reachable(src, dst, n_edges, source, ctx, out, cap, n); },
-                    APPROX_GPU(gpu::reachable(src, dst, n_edges, source, ctx, out, cap, n)));
+    return dispatch(
+        ctx, static_cast<int64_t>(n_edges), [&] { return cpu_reachable(src, dst, n_edges, source, ctx, out, cap, n); },
+        APPROX_GPU(gpu::reachable(src, dst, n_edges, source, ctx, out, cap, n)));
 }
 
 }  // namespace approx::closure

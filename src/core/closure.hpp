@@ -52,8 +52,8 @@ constexpr int kTile = 256;  // k-tile of the blocked closure (vertices)
 // ---- graph-level calls (the SQL functions) ------------------------------------------
 
 // Number of pairs (u, v) with a path of length >= 1, without materialising them.
-Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt,
-                   const ExecContext& ctx, int64_t& pairs);
+Status count_pairs(const int64_t* src, const int64_t* dst, size_t n_edges, const Options& opt, const ExecContext& ctx,
+                   int64_t& pairs);
 
 // The whole closure, kept by the engine for row-wise output (transitive_closure()).
 // Create with compute(); read with next_pairs() until it returns n = 0; free

@@ -15,11 +15,11 @@ namespace approx::closure {
 struct Result {
     virtual ~Result() = default;
 
-    std::vector<int64_t> ids;          // V vertex ids, ascending (vertex index -> id)
-    std::vector<int32_t> comp_start;   // C + 1 offsets into members
-    std::vector<int32_t> members;      // V vertex indices grouped by component
-    int64_t comps = 0;                 // C: rows of the bit matrix, bits per row
-    int64_t pairs = 0;                 // the reachability count
+    std::vector<int64_t> ids;         // V vertex ids, ascending (vertex index -> id)
+    std::vector<int32_t> comp_start;  // C + 1 offsets into members
+    std::vector<int32_t> members;     // V vertex indices grouped by component
+    int64_t comps = 0;                // C: rows of the bit matrix, bits per row
+    int64_t pairs = 0;                // the reachability count
 
     // Rows [first, first + count) of the closure bit matrix: p points at row
     // `first`, consecutive rows `stride` words apart; valid until the next call.
@@ -64,14 +64,14 @@ struct Mapped {
 struct Dag {
     int64_t vertices = 0;
     int64_t comps = 0;
-    std::vector<int32_t> comp;        // vertex -> component
-    std::vector<int32_t> comp_start;  // C + 1
-    std::vector<int32_t> members;     // grouped by component, ascending vertex index within one
-    std::vector<uint8_t> cyclic;      // C
-    std::vector<int64_t> off;         // C + 1
-    std::vector<int32_t> succ;        // distinct successor components
-    std::vector<int32_t> level_start; // levels + 1 offsets into by_level
-    std::vector<int32_t> by_level;    // components grouped by level
+    std::vector<int32_t> comp;         // vertex -> component
+    std::vector<int32_t> comp_start;   // C + 1
+    std::vector<int32_t> members;      // grouped by component, ascending vertex index within one
+    std::vector<uint8_t> cyclic;       // C
+    std::vector<int64_t> off;          // C + 1
+    std::vector<int32_t> succ;         // distinct successor components
+    std::vector<int32_t> level_start;  // levels + 1 offsets into by_level
+    std::vector<int32_t> by_level;     // components grouped by level
     bool trivial() const { return comps == vertices; }
 };
 
@@ -85,8 +85,7 @@ Status check_vertices(int64_t vertices);
 Status check_matrix_bytes(int64_t items, int64_t rows, int64_t words, bool condensed, const Options& opt);
 
 Status map_ids_cpu(const int64_t* src, const int64_t* dst, size_t n, Mapped& out);
-Status condense(int64_t vertices, const int32_t* u, const int32_t* v, size_t n_edges, const ExecContext& ctx,
-                Dag& out);
+Status condense(int64_t vertices, const int32_t* u, const int32_t* v, size_t n_edges, const ExecContext& ctx, Dag& out);
 // Identity grouping (each vertex its own component) for a Result.
 void identity_groups(int64_t vertices, std::vector<int32_t>& comp_start, std::vector<int32_t>& members);
 

@@ -41,7 +41,7 @@ struct ClosureParams {
 struct ClosureReply {
     uint64_t handle = 0;
     int32_t device = -1;  // where a kept result lives (its requests go there)
-    int64_t value = 0;  // pairs (CountPairs, Compute) or ids found (Reachable)
+    int64_t value = 0;    // pairs (CountPairs, Compute) or ids found (Reachable)
     int64_t vertices = 0;
     int64_t comps = 0;
 };
@@ -52,7 +52,9 @@ struct HeldResult final : service::Held {
 };
 
 // Rows per request: about 8 MB of bit matrix.
-int64_t rows_per_request(int64_t words) { return std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(words, 1)); }
+int64_t rows_per_request(int64_t words) {
+    return std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(words, 1));
+}
 // Layout entries per request.
 constexpr int64_t kLayoutEntries = int64_t(1) << 22;
 
@@ -145,12 +147,12 @@ Status serve_closure(const ExecContext& ctx, const service::Served& req) {
     APPROX_TRY(req.output(0, 1, reply));
     const size_t n = static_cast<size_t>(p.n_edges);
     const int64_t *src = nullptr, *dst = nullptr;
-    const bool edges = p.what == ClosureOp::CountPairs || p.what == ClosureOp::Reachable || p.what == ClosureOp::Compute;
+    const bool edges = p.what == ClosureOp::CountPairs || p.what == ClosureOp::Reachable ||
+                       p.what == ClosureOp::Compute;
     APPROX_TRY(req.input(1, edges ? n : 0, src));
     APPROX_TRY(req.input(2, edges ? n : 0, dst));
     switch (p.what) {
-        case ClosureOp::CountPairs:
-            return count_pairs(src, dst, n, p.opt, ctx, reply->value);
+        case ClosureOp::CountPairs: return count_pairs(src, dst, n, p.opt, ctx, reply->value);
         case ClosureOp::Reachable: {
             int64_t* out = nullptr;
             APPROX_TRY(req.output(1, static_cast<size_t>(p.count), out));
@@ -174,11 +176,8 @@ Status serve_closure(const ExecContext& ctx, const service::Served& req) {
             reply->comps = h->result->comps;
             return Status::Ok();
         }
-        case ClosureOp::Release:
-            service::unhold(p.handle);
-            return Status::Ok();
-        default:
-            break;
+        case ClosureOp::Release: service::unhold(p.handle); return Status::Ok();
+        default: break;
     }
     std::shared_ptr<HeldResult> h =
         std::static_pointer_cast<HeldResult>(service::held(req, p.handle, service::Op::Closure));
@@ -190,19 +189,23 @@ Status serve_closure(const ExecContext& ctx, const service::Served& req) {
         size_t elem = 0, total = 0;
         switch (p.part) {
             case LayoutPart::Ids: from = r.ids.data(), elem = sizeof(int64_t), total = r.ids.size(); break;
-            case LayoutPart::CompStart: from = r.comp_start.data(), elem = sizeof(int32_t), total = r.comp_start.size(); break;
+            case LayoutPart::CompStart:
+                from = r.comp_start.data(), elem = sizeof(int32_t), total = r.comp_start.size();
+                break;
             case LayoutPart::Members: from = r.members.data(), elem = sizeof(int32_t), total = r.members.size(); break;
         }
         if (elem == 0 || static_cast<size_t>(p.first + p.count) > total)
             return Status::Error(StatusCode::Internal, "GPU service: closure layout request past its end");
         char* out = nullptr;
         APPROX_TRY(req.output(1, static_cast<size_t>(p.count) * elem, out));
-        if (p.count > 0) std::memcpy(out, static_cast<const char*>(from) + p.first * elem, static_cast<size_t>(p.count) * elem);
+        if (p.count > 0)
+            std::memcpy(out, static_cast<const char*>(from) + p.first * elem, static_cast<size_t>(p.count) * elem);
         return Status::Ok();
     }
     if (p.what == ClosureOp::Rows) {
         const int64_t words = words_for(r.comps);
-        if (p.first + p.count > r.comps) return Status::Error(StatusCode::Internal, "GPU service: closure rows past the end");
+        if (p.first + p.count > r.comps)
+            return Status::Error(StatusCode::Internal, "GPU service: closure rows past the end");
         uint64_t* out = nullptr;
         APPROX_TRY(req.output(1, static_cast<size_t>(p.count * words), out));
         // In blocks the result itself likes (a GPU result copies its rows to the host).
@@ -217,7 +220,8 @@ Status serve_closure(const ExecContext& ctx, const service::Served& req) {
         }
         return Status::Ok();
     }
-    return Status::Error(StatusCode::Internal, "GPU service: unknown closure operation %u", static_cast<unsigned>(p.what));
+    return Status::Error(StatusCode::Internal, "GPU service: unknown closure operation %u",
+                         static_cast<unsigned>(p.what));
 }
 
 // ---- the backend's side (called by the engine functions in closure.cpp) -----------------

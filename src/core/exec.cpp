@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <pthread.h>
 
-
 #include "gpu.hpp"
 
 namespace approx {
@@ -17,9 +16,7 @@ SignalBlock::SignalBlock() {
     pthread_sigmask(SIG_BLOCK, &all, reinterpret_cast<sigset_t*>(old_));
 }
 
-SignalBlock::~SignalBlock() {
-    pthread_sigmask(SIG_SETMASK, reinterpret_cast<sigset_t*>(old_), nullptr);
-}
+SignalBlock::~SignalBlock() { pthread_sigmask(SIG_SETMASK, reinterpret_cast<sigset_t*>(old_), nullptr); }
 
 const char* device_name(Device d) { return d == Device::Gpu ? "gpu" : "cpu"; }
 
@@ -40,9 +37,7 @@ void RunStats::add(const char* key, double value) {
     ++n_extra;
 }
 
-Status cancelled_status() {
-    return Status::Error(StatusCode::Cancelled, "canceling statement due to user request");
-}
+Status cancelled_status() { return Status::Error(StatusCode::Cancelled, "canceling statement due to user request"); }
 
 bool gpu_compiled_in() {
 #ifdef APPROX_WITH_CUDA

@@ -51,7 +51,6 @@ void stage_free(StagedColumns* s);
 // Milliseconds the uploads took that the read did not hide (stage_finish's wait).
 double stage_wait_ms(const StagedColumns* s);
 
-
 // ---- the GPU service (src/service/) ---------------------------------------
 
 // The calling thread's engines use device `device` (default 0) and its own

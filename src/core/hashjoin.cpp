@@ -70,8 +70,8 @@ bool find_duplicate(const int64_t* keys, size_t n, int64_t& dup) {
 }
 
 // The table build itself is hashjoin_cpu.hpp.
-using cpu::CpuStorage;
 using cpu::build_cpu_storage;
+using cpu::CpuStorage;
 using cpu::kRowsPerTask;
 using cpu::partition;
 using cpu::tasks_for;
@@ -115,8 +115,9 @@ Status emit_chunks(const ExecContext& ctx, const std::vector<int64_t>& out_off, 
         APPROX_TRY(parallel_for(ctx, tasks_for(len, per_task), [&](size_t t, size_t) {
             int64_t s = o0 + static_cast<int64_t>(t * per_task);
             int64_t e = std::min<int64_t>(o1, s + static_cast<int64_t>(per_task));
-            size_t row = static_cast<size_t>(std::upper_bound(out_off.begin(), out_off.begin() + m + 1, s) -
-                                             out_off.begin()) - 1;
+            size_t row =
+                static_cast<size_t>(std::upper_bound(out_off.begin(), out_off.begin() + m + 1, s) - out_off.begin()) -
+                1;
             for (int64_t x = s; x < e; ++x) {
                 while (out_off[row + 1] <= x) ++row;
                 fill(static_cast<size_t>(x - o0), row, x - out_off[row]);
@@ -136,7 +137,9 @@ Status cpu_join(const JoinSide& build, const JoinSide& probe, JoinSink sink, voi
     const size_t n = build.n, m = probe.n;
     // Partition the build side by a hash of the key, then sort each part.
     size_t threads = ctx.cpu_threads < 1 ? 1 : static_cast<size_t>(ctx.cpu_threads);
-    uint32_t parts = n < (size_t(1) << 16) ? 1u : static_cast<uint32_t>(std::min<size_t>(4096, std::max<size_t>(threads * 8, n >> 16)));
+    uint32_t parts = n < (size_t(1) << 16)
+                         ? 1u
+                         : static_cast<uint32_t>(std::min<size_t>(4096, std::max<size_t>(threads * 8, n >> 16)));
     const uint64_t part_seed = splitmix64(o.table.seed ^ 0x7061727469746e21ull);
     std::vector<KeyValue> sorted(n);
     std::vector<uint64_t> part_off;

@@ -35,7 +35,7 @@
 
 namespace approx::hashjoin {
 
-constexpr int kBucketCapacity = 512;   // keys per bucket at most
+constexpr int kBucketCapacity = 512;  // keys per bucket at most
 constexpr int kSubtables = 3;
 constexpr int kSubtableSlots = 192;
 constexpr int kBucketSlots = kSubtables * kSubtableSlots;  // 576
@@ -44,12 +44,12 @@ constexpr int kDefaultBucketLoad = 409;                    // average keys per b
 constexpr uint64_t kMaxTableKeys = 0xFFFFFFF0ull;
 
 struct BuildOptions {
-    uint64_t seed = 0x5eed0f3a1c2b4d6eull;  // first hash seed (later ones derive from it)
+    uint64_t seed = 0x5eed0f3a1c2b4d6eull;        // first hash seed (later ones derive from it)
     int target_bucket_load = kDefaultBucketLoad;  // average keys per bucket, 1..kBucketCapacity
-    int max_phase1_attempts = 8;    // seeds tried by phase 1 in one table build
-    int max_bucket_attempts = 16;   // hash-function sets tried per bucket before a rebuild
-    int max_table_builds = 4;       // whole-table builds before giving up
-    int max_cuckoo_rounds = 128;    // eviction rounds per bucket attempt
+    int max_phase1_attempts = 8;                  // seeds tried by phase 1 in one table build
+    int max_bucket_attempts = 16;                 // hash-function sets tried per bucket before a rebuild
+    int max_table_builds = 4;                     // whole-table builds before giving up
+    int max_cuckoo_rounds = 128;                  // eviction rounds per bucket attempt
 };
 
 // What a build did and what the table costs.
@@ -57,13 +57,13 @@ struct TableInfo {
     Device device = Device::Cpu;
     int64_t keys = 0;
     int64_t buckets = 0;
-    int64_t slots = 0;             // buckets * kBucketSlots
-    int table_builds = 0;          // 1 = no whole-table rebuild
-    int phase1_attempts = 0;       // seeds tried by phase 1, over all table builds
-    int64_t bucket_restarts = 0;   // bucket attempts that failed and were retried with new functions
-    int max_bucket_keys = 0;       // fullest bucket of the final table
-    double load_factor = 0;        // keys / slots
-    double memory_ratio = 0;       // table bytes / (16 bytes * keys)
+    int64_t slots = 0;            // buckets * kBucketSlots
+    int table_builds = 0;         // 1 = no whole-table rebuild
+    int phase1_attempts = 0;      // seeds tried by phase 1, over all table builds
+    int64_t bucket_restarts = 0;  // bucket attempts that failed and were retried with new functions
+    int max_bucket_keys = 0;      // fullest bucket of the final table
+    double load_factor = 0;       // keys / slots
+    double memory_ratio = 0;      // table bytes / (16 bytes * keys)
     int64_t table_bytes = 0;
 };
 
@@ -109,8 +109,8 @@ struct JoinSide {
 // Receives consecutive chunks of the join's output on the calling thread
 // (a plain function pointer, so nothing C++ crosses into the caller). Returns
 // true to go on; false stops the join, which then returns Cancelled.
-using JoinSink = bool (*)(void* user, const int64_t* keys, const int64_t* build_values,
-                          const int64_t* probe_values, size_t count);
+using JoinSink = bool (*)(void* user, const int64_t* keys, const int64_t* build_values, const int64_t* probe_values,
+                          size_t count);
 
 struct JoinOptions {
     size_t chunk_rows = size_t(1) << 20;  // output rows per sink call at most

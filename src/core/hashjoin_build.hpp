@@ -38,8 +38,8 @@ struct EveryAttempt {
 };
 
 struct BucketsResult {
-    bool failed = false;   // some bucket failed every attempt: rebuild the table
-    bool dup = false;      // a repeated key was found (dup_key)
+    bool failed = false;  // some bucket failed every attempt: rebuild the table
+    bool dup = false;     // a repeated key was found (dup_key)
     int64_t dup_key = 0;
     int64_t restarts = 0;  // bucket attempts that failed
     int max_keys = 0;      // fullest bucket

@@ -24,8 +24,8 @@ inline size_t tasks_for(size_t n, size_t per_task) { return (n + per_task - 1) /
 // (returning false stops, e.g. a bucket over capacity); place(i, dest) moves
 // row i to position dest. offsets gets parts + 1 entries.
 template <class PartOf, class Check, class Place>
-Status partition(const ExecContext& ctx, size_t n, uint32_t parts, PartOf&& part_of, Check&& check,
-                 Place&& place, std::vector<uint64_t>& offsets, bool& stopped) {
+Status partition(const ExecContext& ctx, size_t n, uint32_t parts, PartOf&& part_of, Check&& check, Place&& place,
+                 std::vector<uint64_t>& offsets, bool& stopped) {
     stopped = false;
     size_t threads = ctx.cpu_threads < 1 ? 1 : static_cast<size_t>(ctx.cpu_threads);
     size_t chunks = std::max<size_t>(1, std::min(threads, n / (size_t(1) << 15)));
@@ -83,9 +83,7 @@ public:
     uint64_t seed = 0;
     uint32_t buckets = 0;
 
-    bool get(int64_t key, int64_t& value) const {
-        return lookup(slots.data(), meta.data(), buckets, seed, key, value);
-    }
+    bool get(int64_t key, int64_t& value) const { return lookup(slots.data(), meta.data(), buckets, seed, key, value); }
 
     // Lookups of keys[0..count) in groups, with the bucket metadata and the
     // first two candidate slots prefetched a group ahead: a single lookup is
@@ -115,8 +113,7 @@ public:
         }
     }
 
-    Status find(const int64_t* keys, size_t m, int64_t* values, uint8_t* found,
-                const ExecContext& ctx) const override {
+    Status find(const int64_t* keys, size_t m, int64_t* values, uint8_t* found, const ExecContext& ctx) const override {
         Stopwatch sw;
         Status st = parallel_for(ctx, tasks_for(m, kRowsPerTask), [&](size_t t, size_t) {
             size_t lo = t * kRowsPerTask, hi = std::min(m, lo + kRowsPerTask);
@@ -215,8 +212,16 @@ public:
 
     CpuBuild(const int64_t* keys, const int64_t* values, size_t n, uint32_t buckets, const ExecContext& ctx,
              const BuildOptions& o, bool check_duplicates, CpuStorage& st)
-        : keys_(keys), values_(values), n_(n), buckets_(buckets), ctx_(ctx), o_(o),
-          check_duplicates_(check_duplicates), st_(st), bk_(n), bv_(n) {}
+        : keys_(keys),
+          values_(values),
+          n_(n),
+          buckets_(buckets),
+          ctx_(ctx),
+          o_(o),
+          check_duplicates_(check_duplicates),
+          st_(st),
+          bk_(n),
+          bv_(n) {}
 
     Status spread(uint64_t seed, bool& overflow) {
         bool stopped = false;
@@ -260,8 +265,8 @@ public:
                 bool dup = false;
                 int64_t dup_key = 0;
                 bool ok = build_bucket(bk_.data() + offsets_[b], bv_.data() + offsets_[b], c, static_cast<uint32_t>(b),
-                                       seed, o_, gate, *work[worker], st_.slots.data() + b * kBucketSlots,
-                                       st_.meta[b], local_restarts, dup, dup_key);
+                                       seed, o_, gate, *work[worker], st_.slots.data() + b * kBucketSlots, st_.meta[b],
+                                       local_restarts, dup, dup_key);
                 if (dup && !dup_found.exchange(true)) dup_key_shared.store(dup_key);
                 if (!ok) failed.store(true);
             }

@@ -136,8 +136,7 @@ Status plugin_impl(const double* x, size_t n, PluginTarget target, const ExecCon
     APPROX_TRY(prepare_1d(x, n, &z, m));
     double hz = 0;
     st = dispatch(
-        ctx, static_cast<int64_t>(n),
-        [&] { return plugin_with(detail::cpu_psi_sums, z, target, ctx, hz); },
+        ctx, static_cast<int64_t>(n), [&] { return plugin_with(detail::cpu_psi_sums, z, target, ctx, hz); },
         APPROX_GPU(plugin_with(detail::gpu_psi_sums, z, target, ctx, hz)));
     APPROX_TRY(st);
     return unscale_bandwidth(hz * m.sd(), m, h);
@@ -147,9 +146,9 @@ Status plugin_impl(const double* x, size_t n, PluginTarget target, const ExecCon
 
 // Whitened points and what the objective needs of S (Sigma or diag(Sigma)).
 struct LscvData {
-    std::vector<double> z;  // n x d, Y_ij = |z_i - z_j|^2 = (x_i - x_j)' S^-1 (x_i - x_j)
-    std::vector<double> S;  // d x d, scaled: Sigma_ab = S_ab 2^(exp_a + exp_b)
-    std::vector<int> exp;   // per column power-of-two scale
+    std::vector<double> z;    // n x d, Y_ij = |z_i - z_j|^2 = (x_i - x_j)' S^-1 (x_i - x_j)
+    std::vector<double> S;    // d x d, scaled: Sigma_ab = S_ab 2^(exp_a + exp_b)
+    std::vector<int> exp;     // per column power-of-two scale
     double log_sqrt_det = 0;  // log sqrt(det Sigma)
 };
 
@@ -171,8 +170,8 @@ Status prepare_lscv(const double* x, size_t n, int d, Covariance cov, LscvData& 
     out.S.assign(D * D, 0.0);
     for (size_t a = 0; a < D; ++a)
         for (size_t b = 0; b <= a; ++b) {
-            double v = (cov == Covariance::Diagonal && a != b) ? 0.0
-                                                                : stats::scaled_covariance(x, n, D, a, b, mom[a], mom[b]);
+            double v =
+                (cov == Covariance::Diagonal && a != b) ? 0.0 : stats::scaled_covariance(x, n, D, a, b, mom[a], mom[b]);
             out.S[a * D + b] = out.S[b * D + a] = v;
         }
     for (size_t a = 0; a < D; ++a)
@@ -305,9 +304,8 @@ Status lscv_impl(const double* x, size_t n, int d, int grid, Covariance cov, con
     ExecContext ctx = caller;
     Status st;
     if (d >= 1 && d <= kMaxLscvDim &&  // another d is an argument error, answered here
-        service::try_run(ctx, static_cast<int64_t>(n), st, [&](const ExecContext& c) {
-            return detail::lscv_in_service(x, n, d, grid, cov, c, out);
-        }))
+        service::try_run(ctx, static_cast<int64_t>(n), st,
+                         [&](const ExecContext& c) { return detail::lscv_in_service(x, n, d, grid, cov, c, out); }))
         return st;
     LscvData data;
     APPROX_TRY(prepare_lscv(x, n, d, cov, data));
@@ -315,8 +313,7 @@ Status lscv_impl(const double* x, size_t n, int d, int grid, Covariance cov, con
     if (ctx.stats) ctx.stats->add("grid", grid);
     SearchResult r;
     st = dispatch(
-        ctx, static_cast<int64_t>(n),
-        [&] { return lscv_with(detail::cpu_lscv_sums, data, n, d, grid, ctx, r); },
+        ctx, static_cast<int64_t>(n), [&] { return lscv_with(detail::cpu_lscv_sums, data, n, d, grid, ctx, r); },
         APPROX_GPU(lscv_with(detail::gpu_lscv_sums, data, n, d, grid, ctx, r)));
     APPROX_TRY(st);
     out = LscvResult();

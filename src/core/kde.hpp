@@ -32,9 +32,9 @@ Status plugin_bandwidth(const double* x, size_t n, PluginTarget target, const Ex
 
 struct LscvResult {
     int d = 0;
-    double h = 0;          // scalar: H = h^2 * S, S = Sigma (Full) or diag(Sigma) (Diagonal)
-    double objective = 0;  // LSCV g(h) at h
-    double h0 = 0;         // normal-reference start (4/(d+2))^(1/(d+4)) n^(-1/(d+4))
+    double h = 0;              // scalar: H = h^2 * S, S = Sigma (Full) or diag(Sigma) (Diagonal)
+    double objective = 0;      // LSCV g(h) at h
+    double h0 = 0;             // normal-reference start (4/(d+2))^(1/(d+4)) n^(-1/(d+4))
     bool at_boundary = false;  // minimum at h0/4 or 4 h0
     double bandwidth_matrix[kMaxLscvDim * kMaxLscvDim] = {0};  // h^2 * S, row-major d x d
 };

@@ -21,13 +21,13 @@ namespace approx::stats {
 // Statistics of one column in scaled units: the data are ldexp(y, exp).
 struct ColumnMoments {
     size_t n = 0;
-    int exp = 0;        // max |x| = ldexp(m, exp), m in [0.5, 1); 0 for an all-zero column
-    double mean = 0;    // scaled mean
-    double var = 0;     // scaled sample variance (n - 1); 0 when n < 2
-    double sd() const { return std::sqrt(var); }                     // scaled
-    double mean_units() const { return std::ldexp(mean, exp); }       // data units
-    double sd_units() const { return std::ldexp(sd(), exp); }         // data units; inf if it overflows
-    double scaled(double x) const { return std::ldexp(x, -exp); }     // a data value in scaled units
+    int exp = 0;                                  // max |x| = ldexp(m, exp), m in [0.5, 1); 0 for an all-zero column
+    double mean = 0;                              // scaled mean
+    double var = 0;                               // scaled sample variance (n - 1); 0 when n < 2
+    double sd() const { return std::sqrt(var); }  // scaled
+    double mean_units() const { return std::ldexp(mean, exp); }    // data units
+    double sd_units() const { return std::ldexp(sd(), exp); }      // data units; inf if it overflows
+    double scaled(double x) const { return std::ldexp(x, -exp); }  // a data value in scaled units
 };
 
 namespace detail {

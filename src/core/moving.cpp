@@ -39,8 +39,7 @@ Status check_grid(const Grid& g, int64_t max_cells) {
         return Status::Error(StatusCode::ProgramLimit, "%lld cells (%d x %d) exceed the limit of %lld",
                              static_cast<long long>(cells), g.cells_x, g.cells_y, static_cast<long long>(kMaxCells));
     if (cells > max_cells)
-        return Status::Error(StatusCode::ProgramLimit,
-                             "%lld cells (%d x %d) exceed approx_gpu.moving_max_cells (%lld)",
+        return Status::Error(StatusCode::ProgramLimit, "%lld cells (%d x %d) exceed approx_gpu.moving_max_cells (%lld)",
                              static_cast<long long>(cells), g.cells_x, g.cells_y, static_cast<long long>(max_cells));
     GridMap m = grid_map(g);
     if (!std::isfinite(g.xmax - g.xmin) || !std::isfinite(g.ymax - g.ymin) || !(m.cw > 0) || !(m.ch > 0))

@@ -50,10 +50,10 @@
 
 namespace approx::moving {
 
-constexpr int kBucketSlots = 32;                    // one warp reads one bucket
+constexpr int kBucketSlots = 32;                     // one warp reads one bucket
 constexpr int64_t kMaxObjects = (int64_t(1) << 30);  // (cell, k) packs into 64 bits, k < 2^31
 constexpr int64_t kMaxBatch = (int64_t(1) << 31) - 1;
-constexpr int64_t kMaxCells = int64_t(1) << 28;     // a location (cell << 32 | k) stays below 2^62
+constexpr int64_t kMaxCells = int64_t(1) << 28;  // a location (cell << 32 | k) stays below 2^62
 
 struct Grid {
     double xmin = 0, ymin = 0, xmax = 1, ymax = 1;
@@ -154,14 +154,16 @@ APPROX_MO_HD inline bool delete_move(const uint64_t* keys, int64_t b, int64_t e,
         int64_t lo = b, hi = e;
         while (lo < hi) {
             int64_t mid = lo + (hi - lo) / 2;
-            if (pos(mid) < v) lo = mid + 1;
-            else hi = mid;
+            if (pos(mid) < v)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         return lo;
     };
     int64_t L = lower(p);
-    if (L < e && pos(L) == p) return false;  // p itself is deleted
-    int64_t holes = lower(n1) - b;           // deleted positions < n1
+    if (L < e && pos(L) == p) return false;    // p itself is deleted
+    int64_t holes = lower(n1) - b;             // deleted positions < n1
     int64_t r = (p - n1) - (L - (b + holes));  // survivors in [n1, p)
     from = p;
     to = pos(b + r);
@@ -170,19 +172,19 @@ APPROX_MO_HD inline bool delete_move(const uint64_t* keys, int64_t b, int64_t e,
 
 // Timings and counts of the last batch of one kind.
 struct BatchStats {
-    char op[16] = {0};          // "update", "delete", "range_count", "range"
-    int64_t entries = 0;        // input entries (updates, ids or queries)
-    int64_t distinct = 0;       // distinct ids after dedupe (updates, deletes)
-    int64_t inserted = 0;       // new ids
-    int64_t moved = 0;          // cross-cell updates
-    int64_t in_place = 0;       // same-cell updates
-    int64_t deleted = 0;        // ids removed
+    char op[16] = {0};            // "update", "delete", "range_count", "range"
+    int64_t entries = 0;          // input entries (updates, ids or queries)
+    int64_t distinct = 0;         // distinct ids after dedupe (updates, deletes)
+    int64_t inserted = 0;         // new ids
+    int64_t moved = 0;            // cross-cell updates
+    int64_t in_place = 0;         // same-cell updates
+    int64_t deleted = 0;          // ids removed
     int64_t candidate_cells = 0;  // boundary cells checked object by object (queries)
     int64_t checked_objects = 0;  // objects tested against a rectangle (CPU: exact; GPU: bucket slots)
-    int64_t results = 0;        // objects reported (queries)
-    double ms_transfer = 0;     // host <-> device copies
-    double ms_stage = 0;        // validate, dedupe, classify, plan, grow (updates); setup (queries)
-    double ms_apply = 0;        // the apply phases (updates); the search (queries)
+    int64_t results = 0;          // objects reported (queries)
+    double ms_transfer = 0;       // host <-> device copies
+    double ms_stage = 0;          // validate, dedupe, classify, plan, grow (updates); setup (queries)
+    double ms_apply = 0;          // the apply phases (updates); the search (queries)
     double ms_total = 0;
 };
 
@@ -191,15 +193,15 @@ struct Info {
     Grid grid;
     int64_t objects = 0;
     int64_t cells = 0;
-    int64_t buckets_used = 0;      // buckets holding objects (sum over cells of ceil(count / 32))
-    int64_t bucket_capacity = 0;   // buckets in the pool
+    int64_t buckets_used = 0;     // buckets holding objects (sum over cells of ceil(count / 32))
+    int64_t bucket_capacity = 0;  // buckets in the pool
     int bucket_slots = kBucketSlots;
-    int64_t hash_capacity = 0;     // slots of the id -> (cell, k) table
-    int64_t device_bytes = 0;      // GPU memory held (0 on the CPU engine)
-    int64_t host_bytes = 0;        // host memory held
-    BatchStats last_update;        // last update or delete batch
-    BatchStats last_query;         // last range query batch
-    bool in_service = false;       // the GPU service holds the index (moving_served.cpp)
+    int64_t hash_capacity = 0;  // slots of the id -> (cell, k) table
+    int64_t device_bytes = 0;   // GPU memory held (0 on the CPU engine)
+    int64_t host_bytes = 0;     // host memory held
+    BatchStats last_update;     // last update or delete batch
+    BatchStats last_query;      // last range query batch
+    bool in_service = false;    // the GPU service holds the index (moving_served.cpp)
 };
 
 // What an index may hold: at most limit - others bytes (others = what the
@@ -272,8 +274,7 @@ protected:
     virtual Status apply_batch(bool is_delete, const int64_t* ids, const double* xs, const double* ys, size_t n,
                                const ExecContext& ctx, int64_t& applied) = 0;
     virtual Status count_ranges(const Rect* qs, size_t nq, const ExecContext& ctx, int64_t* counts) = 0;
-    virtual Status list_range(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity,
-                              size_t& found) = 0;
+    virtual Status list_range(const Rect& q, const ExecContext& ctx, int64_t* out, size_t capacity, size_t& found) = 0;
     // ProgramLimit when `extra` more bytes would pass the budget.
     Status charge(int64_t extra, const char* what) const { return check_budget(budget_, bytes(), extra, what); }
 

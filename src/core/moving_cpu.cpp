@@ -120,8 +120,8 @@ struct Chunks {
 // Stable LSD radix sort (8-bit digits) of (keys, vals)[0, n) on the low `bits`
 // bits of the keys, in parallel; passes whose digit is the same everywhere are
 // skipped. k2/v2 are scratch (grown as needed); the result is in keys/vals.
-Status radix_sort(RawBuf<uint64_t>& keys, RawBuf<uint32_t>& vals, RawBuf<uint64_t>& k2, RawBuf<uint32_t>& v2,
-                  size_t n, int bits, const ExecContext& ctx) {
+Status radix_sort(RawBuf<uint64_t>& keys, RawBuf<uint32_t>& vals, RawBuf<uint64_t>& k2, RawBuf<uint32_t>& v2, size_t n,
+                  int bits, const ExecContext& ctx) {
     if (n <= 1) return Status::Ok();
     ensure_size(k2, n);
     ensure_size(v2, n);
@@ -138,8 +138,10 @@ Status radix_sort(RawBuf<uint64_t>& keys, RawBuf<uint32_t>& vals, RawBuf<uint64_
         for (int d = 0; d < 256 && !trivial; ++d) {
             size_t total = 0;
             for (size_t c = 0; c < ch.count; ++c) total += hist[c * 256 + d];
-            if (total == n) trivial = true;
-            else if (total != 0) break;
+            if (total == n)
+                trivial = true;
+            else if (total != 0)
+                break;
         }
         if (trivial) continue;
         size_t run = 0;
@@ -245,16 +247,15 @@ public:
                       h_.bytes() + sat_.capacity() * 8;
         host += skey_.capacity() * 8 + skey2_.capacity() * 8 + dkey_.capacity() * 8 + ikey_.capacity() * 8;
         host += (sval_.capacity() + sval2_.capacity() + uidx_.capacity() + dval_.capacity() + ival_.capacity() +
-                 inp_.capacity() + ecell_.capacity()) * 4;
+                 inp_.capacity() + ecell_.capacity()) *
+                4;
         host += cat_.capacity() + ehs_.capacity() * 8 + eloc_.capacity() * 8;
         host += uslot_.capacity() * sizeof(SlotSave) + uhash_.capacity() * sizeof(HashSave) + uinp_.capacity() * 8;
         return static_cast<int64_t>(host);
     }
 
     // Bytes of an empty index of `cells` cells.
-    static int64_t empty_bytes(int64_t cells) {
-        return cells * static_cast<int64_t>(4 + sizeof(std::vector<int32_t>));
-    }
+    static int64_t empty_bytes(int64_t cells) { return cells * static_cast<int64_t>(4 + sizeof(std::vector<int32_t>)); }
 
 private:
     struct Seg {
@@ -344,11 +345,12 @@ private:
             size_t i = first_bad[c];
             if (i == SIZE_MAX) continue;
             if (!std::isfinite(xs[i]) || !std::isfinite(ys[i]))
-                return Status::Error(StatusCode::InvalidArgument, "point %zu has a non-finite coordinate (x = %g, y = %g)",
-                                     i + 1, xs[i], ys[i]);
-            return Status::Error(StatusCode::OutOfRange,
-                                 "point %zu (x = %.17g, y = %.17g) lies outside the extent [%.17g, %.17g] x [%.17g, %.17g]",
-                                 i + 1, xs[i], ys[i], g_.xmin, g_.xmax, g_.ymin, g_.ymax);
+                return Status::Error(StatusCode::InvalidArgument,
+                                     "point %zu has a non-finite coordinate (x = %g, y = %g)", i + 1, xs[i], ys[i]);
+            return Status::Error(
+                StatusCode::OutOfRange,
+                "point %zu (x = %.17g, y = %.17g) lies outside the extent [%.17g, %.17g] x [%.17g, %.17g]", i + 1,
+                xs[i], ys[i], g_.xmin, g_.xmax, g_.ymin, g_.ymax);
         }
         return Status::Ok();
     }
@@ -394,10 +396,10 @@ private:
             APPROX_TRY(charge(extra, "a batch of this size (scratch and the id table)"));
         }
         // (growing a buffer fills it: one poll per buffer)
-#define APPROX_MO_GROW(v)                                      \
-    do {                                                       \
-        ensure_size(v, n);                                     \
-        if (ctx.cancelled()) return cancelled_status();        \
+#define APPROX_MO_GROW(v)                               \
+    do {                                                \
+        ensure_size(v, n);                              \
+        if (ctx.cancelled()) return cancelled_status(); \
     } while (0)
         APPROX_MO_GROW(skey_);
         APPROX_MO_GROW(skey2_);
@@ -596,11 +598,9 @@ private:
                 dir_extra += static_cast<int64_t>(static_cast<size_t>(t.after) + t.after / 2 + 1 - d.capacity());
         }
         {
-            int64_t pool_extra =
-                total_alloc > free_top_ ? pool_growth(total_alloc - free_top_) * (B * 24 + 4) : 0;
+            int64_t pool_extra = total_alloc > free_top_ ? pool_growth(total_alloc - free_top_) * (B * 24 + 4) : 0;
             int64_t extra = pool_extra + dir_extra * 4 + growth_bytes(uslot_, static_cast<size_t>(total_uslot)) +
-                            growth_bytes(uhash_, static_cast<size_t>(total_uhash)) +
-                            growth_bytes(uinp_, 2 * n_inp);
+                            growth_bytes(uhash_, static_cast<size_t>(total_uhash)) + growth_bytes(uinp_, 2 * n_inp);
             APPROX_TRY(charge(extra, "this batch (bucket pool, cell lists and undo log)"));
         }
         if (ctx.cancelled()) return cancelled_status();
@@ -680,7 +680,8 @@ private:
             });
             (void)parallel_for(actx, n_tasks, [&](size_t task, size_t) {
                 if (!task_done[task]) return Status::Ok();
-                for (size_t ti = tasks[task]; ti < tasks[task + 1]; ++ti) undo_cell(touched[ti], uslot_n[ti], uhash_n[ti]);
+                for (size_t ti = tasks[task]; ti < tasks[task + 1]; ++ti)
+                    undo_cell(touched[ti], uslot_n[ti], uhash_n[ti]);
                 return Status::Ok();
             });
             return st;
@@ -850,8 +851,10 @@ private:
             const HashSave& h = uh[k - 1];
             size_t hs = static_cast<size_t>(h.hs & kSaveMask);
             uint64_t kind = h.hs & ~kSaveMask;
-            if (kind == kSaveVal) h_.val[hs] = h.val;
-            else state_store(&h_.state[hs], kind == kSaveTomb ? kFull : kEmpty);
+            if (kind == kSaveVal)
+                h_.val[hs] = h.val;
+            else
+                state_store(&h_.state[hs], kind == kSaveTomb ? kFull : kEmpty);
         }
         const SlotSave* us = uslot_.data() + t.uslot_off;
         for (uint32_t k = uslot_n; k > 0; --k) {
@@ -938,7 +941,8 @@ private:
                     for (int64_t t = 0; t < ring; ++t) {
                         int32_t cx, cy;
                         ring_cell(c0, c1, r0, r1, t, cx, cy);
-                        uint32_t c = static_cast<uint32_t>(cy) * static_cast<uint32_t>(g_.nx) + static_cast<uint32_t>(cx);
+                        uint32_t c = static_cast<uint32_t>(cy) * static_cast<uint32_t>(g_.nx) +
+                                     static_cast<uint32_t>(cx);
                         my_checked += count_[c];
                         hits += count_in_cell(c, qs[i]);
                     }
@@ -1022,7 +1026,7 @@ private:
     std::vector<std::vector<int32_t>> dir_;  // per cell: its buckets in order
     RawBuf<int64_t> pid_;
     RawBuf<double> px_, py_;
-    size_t dir_elems_ = 0;                   // sum of the bucket lists' capacities
+    size_t dir_elems_ = 0;  // sum of the bucket lists' capacities
     RawBuf<int32_t> free_;  // free bucket stack, [0, free_top_)
     int64_t free_top_ = 0, nb_ = 0;
     int64_t objects_ = 0;

@@ -40,10 +40,10 @@ struct IndexParams {
     Grid grid;            // Create
     int64_t max_cells = 0;
     MemoryBudget budget;
-    int64_t n = 0;        // entries of this part (Update, Remove, Count); Ids: offset into the result
-    int64_t capacity = 0;  // Ids: ids wanted from the offset (0: only count them)
+    int64_t n = 0;                          // entries of this part (Update, Remove, Count); Ids: offset into the result
+    int64_t capacity = 0;                   // Ids: ids wanted from the offset (0: only count them)
     int32_t first_part = 1, last_part = 1;  // Update, Remove
-    Rect q{0, 0, 0, 0};   // Ids
+    Rect q{0, 0, 0, 0};                     // Ids
 };
 
 struct IndexReply {
@@ -82,8 +82,7 @@ void reply_for(const Held& h, uint64_t handle, int64_t result, IndexReply& r) {
 }
 
 // An update or delete part: collected until the last one, then applied.
-Status apply_part(Held& h, const IndexParams& p, const service::Served& req, const ExecContext& ctx,
-                  int64_t& applied) {
+Status apply_part(Held& h, const IndexParams& p, const service::Served& req, const ExecContext& ctx, int64_t& applied) {
     const bool is_delete = p.what == IndexOp::Remove;
     const size_t n = static_cast<size_t>(p.n);
     const int64_t* ids = nullptr;
@@ -138,7 +137,8 @@ Status ids_page(Held& h, const IndexParams& p, const service::Served& req, const
         }));
         size_t filled = 0;
         APPROX_TRY(h.index->range_ids(p.q, ctx, h.list.data(), n, filled));
-        if (filled != n) return Status::Error(StatusCode::Internal, "the index reported %zu objects, then %zu", n, filled);
+        if (filled != n)
+            return Status::Error(StatusCode::Internal, "the index reported %zu objects, then %zu", n, filled);
         h.listed = true;
         h.listed_q = p.q;
     }
@@ -185,9 +185,7 @@ Status serve_index(const ExecContext& ctx, const service::Served& req) {
     int64_t result = 0;
     switch (p.what) {
         case IndexOp::Update:
-        case IndexOp::Remove:
-            APPROX_TRY(apply_part(*h, p, req, ctx, result));
-            break;
+        case IndexOp::Remove: APPROX_TRY(apply_part(*h, p, req, ctx, result)); break;
         case IndexOp::Count: {
             const Rect* qs = nullptr;
             int64_t* counts = nullptr;
@@ -197,9 +195,7 @@ Status serve_index(const ExecContext& ctx, const service::Served& req) {
             result = p.n;
             break;
         }
-        case IndexOp::Ids:
-            APPROX_TRY(ids_page(*h, p, req, ctx, result));
-            break;
+        case IndexOp::Ids: APPROX_TRY(ids_page(*h, p, req, ctx, result)); break;
         default:
             return Status::Error(StatusCode::Internal, "GPU service: unknown index operation %u",
                                  static_cast<unsigned>(p.what));
@@ -249,7 +245,8 @@ protected:
             p.last_part = at + take == n;
             IndexReply r;
             Status st = send(ctx, p, ids + at, sizeof(int64_t) * take, is_delete ? nullptr : xs + at,
-                             sizeof(double) * take, is_delete ? nullptr : ys + at, sizeof(double) * take, nullptr, 0, r);
+                             sizeof(double) * take, is_delete ? nullptr : ys + at, sizeof(double) * take, nullptr, 0,
+                             r);
             if (st.code == StatusCode::NotServed && part > kMinPartEntries && take > 1) {
                 part /= 2;
                 continue;

@@ -39,8 +39,7 @@ Status parallel_for(const ExecContext& ctx, size_t n_tasks, Body&& body) {
             if (stop.load(std::memory_order_relaxed)) return;
             size_t task = next.fetch_add(1, std::memory_order_relaxed);
             if (task >= n_tasks) return;
-            Status st = ctx.cancelled() ? cancelled_status()
-                                        : guarded([&] { return body(task, worker_index); });
+            Status st = ctx.cancelled() ? cancelled_status() : guarded([&] { return body(task, worker_index); });
             if (!st.ok()) {
                 std::lock_guard<std::mutex> g(first_error_lock);
                 if (first_error.ok()) first_error = st;

@@ -124,7 +124,7 @@ struct Cache {
     std::mutex lock;
     int64_t limit = 0;
     bool on_device = false;
-    std::list<CacheEntry> lru;  // front: most recently used
+    std::list<CacheEntry> lru;                                            // front: most recently used
     std::unordered_map<uint64_t, std::list<CacheEntry>::iterator> index;  // (device, key) folded
     CacheStats stats;
 };
@@ -182,8 +182,7 @@ Status cache_insert(const ExecContext&, int device, uint64_t key, const void* by
         std::lock_guard<std::mutex> g(cache.lock);
         if (cache.limit <= 0 || static_cast<int64_t>(n) > cache.limit)
             return Status::Error(StatusCode::GpuOutOfMemory, "larger than the resident cache");
-        if (cache.index.count(slot_key(device, key)))
-            return Status::Error(StatusCode::Internal, "already resident");
+        if (cache.index.count(slot_key(device, key))) return Status::Error(StatusCode::Internal, "already resident");
         evict_for(device, static_cast<int64_t>(n));
         if (cache.stats.bytes + static_cast<int64_t>(n) > cache.limit)
             return Status::Error(StatusCode::GpuOutOfMemory, "the resident cache is full of inputs in use");

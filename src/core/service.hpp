@@ -163,7 +163,6 @@ bool try_run(ExecContext& ctx, int64_t rows, Status& st, Send&& send) {
 // cancel flag). Outputs are written into req.out.
 Status serve(const ExecContext& ctx, const Served& req);
 
-
 // 64-bit hash of a byte range (the resident cache's key).
 uint64_t content_hash(const void* p, size_t bytes);
 

@@ -15,19 +15,19 @@ namespace approx {
 
 enum class StatusCode {
     Ok = 0,
-    InvalidArgument,    // 22023 invalid_parameter_value
-    DataException,      // 22000 data_exception (NaN, constant data, ...)
-    OutOfRange,         // 22003 numeric_value_out_of_range
-    ProgramLimit,       // 54000 program_limit_exceeded (value would pass 1 GB, d too large)
-    OutOfMemory,        // 53200 out_of_memory (host)
-    GpuOutOfMemory,     // 53200, but `auto` may retry on the CPU
-    NoGpu,              // 55000 object_not_in_prerequisite_state
-    Cancelled,          // 57014 query_canceled (the glue lets CHECK_FOR_INTERRUPTS raise it)
-    GpuError,           // XX000 internal_error from the CUDA runtime
-    Internal,           // XX000 internal_error
-    ServiceBusy,        // 53200: the GPU service's queue timed out (`auto` runs on the CPU)
-    ServiceDown,        // 58000 system_error: the GPU service exited (`auto` runs on the CPU)
-    NotServed,          // not an error: the call does not fit the service; run it in the backend
+    InvalidArgument,  // 22023 invalid_parameter_value
+    DataException,    // 22000 data_exception (NaN, constant data, ...)
+    OutOfRange,       // 22003 numeric_value_out_of_range
+    ProgramLimit,     // 54000 program_limit_exceeded (value would pass 1 GB, d too large)
+    OutOfMemory,      // 53200 out_of_memory (host)
+    GpuOutOfMemory,   // 53200, but `auto` may retry on the CPU
+    NoGpu,            // 55000 object_not_in_prerequisite_state
+    Cancelled,        // 57014 query_canceled (the glue lets CHECK_FOR_INTERRUPTS raise it)
+    GpuError,         // XX000 internal_error from the CUDA runtime
+    Internal,         // XX000 internal_error
+    ServiceBusy,      // 53200: the GPU service's queue timed out (`auto` runs on the CPU)
+    ServiceDown,      // 58000 system_error: the GPU service exited (`auto` runs on the CPU)
+    NotServed,        // not an error: the call does not fit the service; run it in the backend
 };
 
 struct Status {
@@ -54,10 +54,10 @@ struct Status {
 };
 
 // Return early from the enclosing function when a Status-returning call fails.
-#define APPROX_TRY(expr)                      \
-    do {                                      \
-        ::approx::Status st_try_ = (expr);    \
-        if (!st_try_.ok()) return st_try_;    \
+#define APPROX_TRY(expr)                   \
+    do {                                   \
+        ::approx::Status st_try_ = (expr); \
+        if (!st_try_.ok()) return st_try_; \
     } while (0)
 
 }  // namespace approx

@@ -24,8 +24,9 @@ namespace {
 
 constexpr int kLscvGrid = 150;
 constexpr double kCategoricalBandwidth = 0.5;  // half the distance of two dictionary codes (never used to smooth)
-constexpr uint64_t kGuardSeed = 0x6a09e667f3bcc909ULL;  // the guard's folds and boxes: a synopsis is a function of its sample
-constexpr int64_t kCpuRowsPerTask = 2048;  // sample rows per task when boxes are few
+constexpr uint64_t kGuardSeed =
+    0x6a09e667f3bcc909ULL;                       // the guard's folds and boxes: a synopsis is a function of its sample
+constexpr int64_t kCpuRowsPerTask = 2048;        // sample rows per task when boxes are few
 constexpr int64_t kCpuSingleThreadWork = 20000;  // box x row evaluations below which one thread runs
 
 uint64_t splitmix64(uint64_t& x) {
@@ -218,9 +219,7 @@ int64_t hypergeometric(Rng& rng, int64_t population, int64_t successes, int64_t 
     return found;
 }
 
-int64_t merged_size(int64_t k1, int64_t n1, int64_t k2, int64_t n2) {
-    return std::min(std::min(k1, k2), n1 + n2);
-}
+int64_t merged_size(int64_t k1, int64_t n1, int64_t k2, int64_t n2) { return std::min(std::min(k1, k2), n1 + n2); }
 
 Status merge_samples(const double* a, int64_t m1, int64_t n1, int64_t k1, const double* b, int64_t m2, int64_t n2,
                      int64_t k2, int d, Rng& rng, double* out, int64_t& m_out) {
@@ -318,9 +317,8 @@ Status congressional_allocation(const int64_t* group_rows, int64_t groups, int64
         }
         // Largest remainders first (ties: the lower group), within [f_g, rows_g].
         std::vector<int64_t> by_frac(order);
-        std::sort(by_frac.begin(), by_frac.end(), [&](int64_t a, int64_t b) {
-            return frac[a] != frac[b] ? frac[a] > frac[b] : a < b;
-        });
+        std::sort(by_frac.begin(), by_frac.end(),
+                  [&](int64_t a, int64_t b) { return frac[a] != frac[b] ? frac[a] > frac[b] : a < b; });
         for (int pass = 0; pass < 2 && total != sample_size; ++pass)
             for (int64_t i = 0; i < groups && total != sample_size; ++i) {
                 if (total < sample_size) {
@@ -501,7 +499,8 @@ static void legacy_mean_sd(const double* x, size_t m, size_t stride, double& mea
 static Status validate_unguarded(const Synopsis& s) {
     auto bad = [](const char* what) { return Status::Error(StatusCode::InvalidArgument, "%s", what); };
     if (s.d < 1 || s.d > kMaxDim) return bad("d must be between 1 and 32");
-    if (s.n_rows < 1 || s.m < 1 || s.sample_size < 1 || s.skipped < 0) return bad("N, m and sample_size must be positive");
+    if (s.n_rows < 1 || s.m < 1 || s.sample_size < 1 || s.skipped < 0)
+        return bad("N, m and sample_size must be positive");
     if (s.n_strata < 0) return bad("the number of strata must not be negative");
     if (s.n_strata == 0) {
         if (s.m != std::min(s.sample_size, s.n_rows)) return bad("m must equal min(sample_size, N)");
@@ -533,7 +532,8 @@ static Status validate_unguarded(const Synopsis& s) {
             !std::isfinite(c.step))
             return bad("column statistics must be finite");
         if (c.sd < 0 || c.min > c.max || c.step < 0) return bad("inconsistent column statistics");
-        if (!valid_positive(c.density_h) || !valid_positive(c.box_h)) return bad("bandwidths must be positive and finite");
+        if (!valid_positive(c.density_h) || !valid_positive(c.box_h))
+            return bad("bandwidths must be positive and finite");
         if (static_cast<uint8_t>(c.mode) >= kModes) return bad("unknown column mode");
         if (c.discrete != (c.mode == Mode::Exact)) return bad("discrete flag and mode disagree");
         if (c.categorical && c.mode != Mode::Exact) return bad("a categorical column must be exact");
@@ -710,8 +710,8 @@ BoxEstimate estimate_one(double N, double m, Aggregate agg, const BoxSums& t) {
 
 }  // namespace
 
-Status piece_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
-                      const ExecContext& exec, BoxSums* sums) {
+Status piece_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n, const ExecContext& exec,
+                      BoxSums* sums) {
     return guarded([&]() -> Status {
         // Small batches (one box of a 10^4 sample) run on the calling thread:
         // starting threads would cost more than the work.
@@ -743,8 +743,8 @@ Status piece_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pie
                 const Piece& pc = pieces[i];
                 BoxSums& out = sums[i];
                 shift(pc, out);
-                accumulate(s, p, boxes.lo + pc.box * d, boxes.hi + pc.box * d, box_nulls(boxes, pc.box, d), k,
-                           pc.begin, pc.end, out.c0, out.s0, out);
+                accumulate(s, p, boxes.lo + pc.box * d, boxes.hi + pc.box * d, box_nulls(boxes, pc.box, d), k, pc.begin,
+                           pc.end, out.c0, out.s0, out);
                 return Status::Ok();
             });
         }
@@ -822,8 +822,8 @@ BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& 
 BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* pieces, const BoxSums* sums,
                                  int64_t n) {
     if (n == 1)  // one stratum, or an unstratified sample: the plain formulas
-        return estimate_one(piece_population(s, pieces[0]), static_cast<double>(pieces[0].end - pieces[0].begin),
-                            agg, sums[0]);
+        return estimate_one(piece_population(s, pieces[0]), static_cast<double>(pieces[0].end - pieces[0].begin), agg,
+                            sums[0]);
     // Stratified: totals and their variances summed over the strata.
     double C = 0, S = 0, var_c = 0, var_s = 0, N_all = 0;
     int64_t support = 0;
@@ -863,7 +863,8 @@ BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* 
             double resid = 0;
             for (int64_t i = 0; i < n; ++i) {
                 const BoxSums& t = sums[i];
-                const double N = piece_population(s, pieces[i]), m = static_cast<double>(pieces[i].end - pieces[i].begin);
+                const double N = piece_population(s, pieces[i]),
+                             m = static_cast<double>(pieces[i].end - pieces[i].begin);
                 if (!(m > 0)) continue;
                 const double fpc = m >= N ? 0.0 : (N - m) / (N - 1);
                 const double w = N * N * fpc / (m > 1 ? m - 1 : 1) / m;
@@ -945,8 +946,9 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& cal
             if (s.n_strata > 0) ctx.stats->add("pieces", static_cast<double>(n));
         }
         if (n > 0)
-            APPROX_TRY(dispatch(ctx, rows, [&] { return piece_sums_cpu(s, boxes, pieces.data(), n, ctx, sums.data()); },
-                                APPROX_GPU(piece_sums_gpu(s, boxes, pieces.data(), n, ctx, sums.data()))));
+            APPROX_TRY(dispatch(
+                ctx, rows, [&] { return piece_sums_cpu(s, boxes, pieces.data(), n, ctx, sums.data()); },
+                APPROX_GPU(piece_sums_gpu(s, boxes, pieces.data(), n, ctx, sums.data()))));
         for (int64_t b = 0; b < boxes.q; ++b) {
             const int64_t np = first[b + 1] - first[b];
             double population = 0;
@@ -968,12 +970,12 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& cal
 double normal_quantile(double p) {
     // Acklam's rational approximation (relative error 1.15e-9), refined by one
     // Halley step with erfc (about 1e-15).
-    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                               1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                               1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
     static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
                                6.680131188771972e+01, -1.328068155288572e+01};
     static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                               -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+                               -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
     static const double dd[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
                                 3.754408661907416e+00};
     if (!(p > 0 && p < 1)) return std::numeric_limits<double>::quiet_NaN();
@@ -997,8 +999,7 @@ double normal_quantile(double p) {
     return x - u / (1 + x * u / 2);
 }
 
-void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower,
-              double& upper) {
+void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower, double& upper) {
     double z = normal_quantile(0.5 + confidence / 2);
     lower = e.estimate - z * e.se;
     upper = e.estimate + z * e.se;

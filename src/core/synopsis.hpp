@@ -26,7 +26,7 @@
 
 namespace approx::synopsis {
 
-constexpr int kMaxDim = 32;                 // d limit (LSCV's limit too)
+constexpr int kMaxDim = 32;  // d limit (LSCV's limit too)
 // Version byte of the stored/binary form. 1: per-column discrete flag only
 // (still read, and answered exactly as before); 2: per-column mode
 // (exact / KDE / KDE on a log scale), the transform's shift and bandwidth,
@@ -136,8 +136,8 @@ struct Rng {
     uint64_t s[4] = {0, 0, 0, 0};
     void seed(uint64_t seed);
     uint64_t next();
-    double uniform();                 // [0, 1), 53 random bits
-    uint64_t below(uint64_t bound);   // uniform integer in [0, bound), exact (Lemire); bound > 0
+    double uniform();                // [0, 1), 53 random bits
+    uint64_t below(uint64_t bound);  // uniform integer in [0, bound), exact (Lemire); bound > 0
 };
 
 // Reservoir sampling, Vitter's algorithm R: row number `seen` (0-based) of the
@@ -245,8 +245,7 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx
 // Confidence interval estimate -/+ z se, z = Phi^-1((1 + confidence) / 2);
 // COUNT intervals are clipped to [0, e.n_rows] (the population the box was
 // evaluated over; s.n_rows when e.n_rows is 0). confidence in (0, 1).
-void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower,
-              double& upper);
+void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower, double& upper);
 
 // Product-kernel density at x (d values) with the density bandwidths
 // (every column smoothed). CPU: O(m d) for one point.

@@ -40,8 +40,8 @@ constexpr double kZ95 = 1.959963984540054;
 constexpr double kMaxIntervalScale = 1e3;
 
 struct Folds {
-    std::vector<int> of;                      // fold of each row
-    std::vector<std::vector<int64_t>> rows;   // rows of each fold
+    std::vector<int> of;                     // fold of each row
+    std::vector<std::vector<int64_t>> rows;  // rows of each fold
 };
 
 Folds make_folds(int64_t m, Rng& rng) {
@@ -412,7 +412,8 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                     double w = 0.05 * std::pow(0.9 / 0.05, rng.uniform());
                     double u = rng.uniform() * (1 - w);
                     size_t lo_pos = static_cast<size_t>(u * (n_f - 1));
-                    size_t hi_pos = std::min(rows.size() - 1, std::max(lo_pos + 1, static_cast<size_t>((u + w) * (n_f - 1))));
+                    size_t hi_pos = std::min(rows.size() - 1,
+                                             std::max(lo_pos + 1, static_cast<size_t>((u + w) * (n_f - 1))));
                     lo[j] = col_copy[j][rows[lo_pos]];
                     hi[j] = col_copy[j][rows[hi_pos]];
                     edges.push_back(rows[lo_pos]);
@@ -437,8 +438,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
             policy[t] = boxes.lo[t] == -HUGE_VAL && boxes.hi[t] == HUGE_VAL ? math::kNullAny : math::kNullNotNull;
         CvResult r;
         APPROX_TRY(cross_validate(
-            m, folds, boxes, 2, ctx,
-            [&](int64_t i, size_t b) { return inside(i, &boxes.lo[b * d], &boxes.hi[b * d]); },
+            m, folds, boxes, 2, ctx, [&](int64_t i, size_t b) { return inside(i, &boxes.lo[b * d], &boxes.hi[b * d]); },
             [&](int64_t i, size_t b, int c) {
                 double p, unused;
                 math::row_terms(sample + i * d, &boxes.lo[b * d], &boxes.hi[b * d], c == 0 ? exact : chosen, d, -1,

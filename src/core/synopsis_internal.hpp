@@ -53,10 +53,10 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
 // The per-box sums every engine produces: g_i shifted by the box's first
 // sample row (c0, s0) so that the variance needs no large cancellation.
 struct BoxSums {
-    double c0 = 0, s0 = 0;                    // shift: g of sample row 0
-    double sc = 0, ss = 0;                    // sum (c_i - c0), sum (s_i - s0)
-    double scc = 0, sss = 0, scs = 0;         // sums of squares / cross products of the shifted values
-    int64_t support = 0;                      // rows with c_i > 0 (BoxEstimate::support)
+    double c0 = 0, s0 = 0;             // shift: g of sample row 0
+    double sc = 0, ss = 0;             // sum (c_i - c0), sum (s_i - s0)
+    double scc = 0, sss = 0, scs = 0;  // sums of squares / cross products of the shifted values
+    int64_t support = 0;               // rows with c_i > 0 (BoxEstimate::support)
 };
 
 // A piece of a box: its sample rows [begin, end) of one stratum (stratum >= 0)
@@ -80,10 +80,10 @@ struct Piece {
 // order, boxes in order, every piece has begin < end <= m.
 Status box_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
 Status box_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx, BoxSums* sums);
-Status piece_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
-                      const ExecContext& ctx, BoxSums* sums);
-Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n,
-                      const ExecContext& ctx, BoxSums* sums);
+Status piece_sums_cpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n, const ExecContext& ctx,
+                      BoxSums* sums);
+Status piece_sums_gpu(const Synopsis& s, const BoxBatch& boxes, const Piece* pieces, int64_t n, const ExecContext& ctx,
+                      BoxSums* sums);
 
 // The per-column constants both engines evaluate boxes with (box bandwidth,
 // the sample's range for the boundary reflection, discrete flag).
@@ -109,8 +109,7 @@ BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& 
 // AVG = S / C with the delta method
 // se = sqrt(Var(S) - 2 R Cov(S, C) + R^2 Var(C)) / C. The standard error is
 // not yet multiplied by box_interval_scale. support and n_rows are summed.
-BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* pieces, const BoxSums* sums,
-                                 int64_t n);
+BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* pieces, const BoxSums* sums, int64_t n);
 
 // Phi^-1(p), p in (0, 1), to about 1e-15 (Acklam + one Halley step).
 double normal_quantile(double p);

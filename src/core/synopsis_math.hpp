@@ -151,8 +151,8 @@ constexpr unsigned char kNullAny = 0, kNullNotNull = 1, kNullIsNull = 2;
 // over the box as SQL defines it (k behaves as NotNull; IsNull on k leaves
 // nothing). Factors of 1 multiply exactly: without NULLs the products are
 // the same as without the policies.
-SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const ColumnParams& cp, int d,
-                           int k, const unsigned char* nulls, double& c, double& s) {
+SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const ColumnParams& cp, int d, int k,
+                           const unsigned char* nulls, double& c, double& s) {
     double prod = 1.0, others = 1.0, sk = 0.0;
     c = 0.0;
     s = 0.0;
@@ -163,7 +163,7 @@ SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi
             const unsigned char policy = nulls ? nulls[j] : kNullAny;
             if (isnan(x)) {
                 if (j == k || policy == kNullNotNull) return;  // NULL fails the box (or is not an x of SUM/AVG)
-                continue;                                       // NULL passes: factor 1
+                continue;                                      // NULL passes: factor 1
             }
             if (policy == kNullIsNull) return;
             double p, sj;
@@ -180,8 +180,8 @@ SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi
 }
 
 // The same without NULL policies (Any on every column).
-SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const ColumnParams& cp, int d,
-                           int k, double& c, double& s) {
+SYNOPSIS_HD void row_terms(const double* row, const double* lo, const double* hi, const ColumnParams& cp, int d, int k,
+                           double& c, double& s) {
     row_terms(row, lo, hi, cp, d, k, nullptr, c, s);
 }
 

@@ -271,8 +271,8 @@ public:
                 }
                 if (dead_[idx]) continue;
                 if (seen_[idx] & bit)
-                    return Status::Error(StatusCode::InvalidArgument, "list %d holds id %lld more than once",
-                                         j + 1, static_cast<long long>(l.ids[e]));
+                    return Status::Error(StatusCode::InvalidArgument, "list %d holds id %lld more than once", j + 1,
+                                         static_cast<long long>(l.ids[e]));
                 sc_[static_cast<size_t>(idx) * m_ + j] = l.scores[e];
                 seen_[idx] |= bit;
                 if (stamp_of_[idx] != stamp_) {
@@ -438,7 +438,7 @@ private:
     uint32_t stamp_ = 0;
     std::vector<uint32_t> touched_;
     std::vector<uint32_t> alive_;  // candidates not yet ruled out (checked in phase 2)
-    std::vector<uint32_t> heap_;  // the k best by (W DESC, id ASC), worst at the root
+    std::vector<uint32_t> heap_;   // the k best by (W DESC, id ASC), worst at the root
 };
 
 struct Nra {

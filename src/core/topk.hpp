@@ -126,10 +126,10 @@ Status prune(int64_t* ids, double* scores, size_t n, size_t k, Order order, size
 constexpr int kMaxNraLists = 32;
 
 struct NraConfig {
-    int m = 0;                           // lists, 1..kMaxNraLists
-    int64_t k = 0;                       // answer size, >= 1
-    const double* min_score = nullptr;   // m finite values: each list's minimum (the missing-score bound)
-    int64_t rows_hint = 0;               // expected objects (device choice under `auto`)
+    int m = 0;                          // lists, 1..kMaxNraLists
+    int64_t k = 0;                      // answer size, >= 1
+    const double* min_score = nullptr;  // m finite values: each list's minimum (the missing-score bound)
+    int64_t rows_hint = 0;              // expected objects (device choice under `auto`)
 };
 
 // One round's entries of one list, in the list's order (scores non-increasing,
@@ -166,7 +166,7 @@ struct NraInfo {
     int64_t rounds = 0;
     int64_t candidates = 0;  // objects ever tracked
     int64_t depth[kMaxNraLists] = {0};
-    bool phase2 = false;     // the k-th lower bound passed the threshold (new objects ignored)
+    bool phase2 = false;  // the k-th lower bound passed the threshold (new objects ignored)
 };
 NraInfo nra_info(const Nra* nra) noexcept;
 

@@ -249,7 +249,8 @@ Status select_k(B& b, size_t n, size_t k, const Limits& lim = Limits()) {
             APPROX_TRY(b.sample_threshold(n, r));
             unsigned long long passed = 0;
             APPROX_TRY(b.fast_filter(n, cap, passed));
-            if (passed >= k && passed <= cap) return exact_select(b, SrcDesc{false, 0, static_cast<size_t>(passed)}, k, lim);
+            if (passed >= k && passed <= cap)
+                return exact_select(b, SrcDesc{false, 0, static_cast<size_t>(passed)}, k, lim);
         }
     }
     return exact_select(b, SrcDesc{true, 0, n}, k, lim);

@@ -33,9 +33,9 @@ struct JoinInputs {
 
 // How a call names its inputs.
 enum class InputForm {
-    Queries,        // (build_query text, probe_query text)
-    Relations,      // (build, build_key_column, build_value_column, probe, probe_key_column, probe_value_column)
-    RelationKeys,   // (build, build_key_column, probe, probe_key_column): keys only
+    Queries,       // (build_query text, probe_query text)
+    Relations,     // (build, build_key_column, build_value_column, probe, probe_key_column, probe_value_column)
+    RelationKeys,  // (build, build_key_column, probe, probe_key_column): keys only
 };
 
 static void read_inputs(FunctionCallInfo fcinfo, const char* fn, InputForm form, JoinInputs* in) {
@@ -132,7 +132,7 @@ struct SinkState {
 
 static inline void output_value(const QueryColumns& q, bool by_row, int64 v, Datum* d, bool* isnull) {
     if (by_row && q.nulls[1][v]) {
-        *d = (Datum) 0;
+        *d = (Datum)0;
         *isnull = true;
         return;
     }
@@ -143,8 +143,8 @@ static inline void output_value(const QueryColumns& q, bool by_row, int64 v, Dat
 // Called by the engine on this (the backend's) thread. An ERROR must not
 // longjmp through the engine's C++ frames: it is caught here, kept, and the
 // engine is told to stop; the caller rethrows it once the engine is gone.
-static bool tuplestore_sink(void* user, const int64_t* keys, const int64_t* build_values,
-                            const int64_t* probe_values, size_t count) {
+static bool tuplestore_sink(void* user, const int64_t* keys, const int64_t* build_values, const int64_t* probe_values,
+                            size_t count) {
     SinkState* s = static_cast<SinkState*>(user);
     MemoryContext old = CurrentMemoryContext;
     volatile bool ok = true;
@@ -191,7 +191,7 @@ static Datum join_rows(FunctionCallInfo fcinfo, InputForm form) {
     approx::Status st = run_join_engine(fn, in, glue_clock_ms() - t0, tuplestore_sink, sink, &matches);
     if (sink->error != nullptr) ReThrowError(sink->error);
     check_engine_result(st, fn);
-    return (Datum) 0;
+    return (Datum)0;
 }
 
 APPROX_FUNCTION(approx_gpu_hash_join) { return join_rows(fcinfo, InputForm::Queries); }

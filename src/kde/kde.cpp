@@ -35,8 +35,7 @@ static int grid_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
 }
 
 // Engine calls: each returns the Status; the callers raise after it.
-static double bandwidth_or_raise(const double* x, int64 n, int64 skipped, double ms_read, int method,
-                                 const char* fn) {
+static double bandwidth_or_raise(const double* x, int64 n, int64 skipped, double ms_read, int method, const char* fn) {
     double h = 0;
     approx::Status st = run_engine(fn, skipped, ms_read, [&](const approx::ExecContext& ctx) {
         return kde::bandwidth(x, static_cast<size_t>(n), kMethods[method], ctx, h);
@@ -105,10 +104,10 @@ APPROX_FUNCTION(approx_gpu_kde_lscv) {
 // One state type for both aggregates: the points (n x d, row-major) and the
 // optional extra argument, which must be equal on every row of a group.
 struct KdePointsState {
-    int32 d;          // 0 until the first point
-    int32 param;      // method index (bandwidth) or grid (lscv)
-    bool has_param;   // the extra argument was given
-    int64 skipped;    // rows skipped for a NULL
+    int32 d;         // 0 until the first point
+    int32 param;     // method index (bandwidth) or grid (lscv)
+    bool has_param;  // the extra argument was given
+    int64 skipped;   // rows skipped for a NULL
     DoubleColumn values;
 };
 
@@ -171,13 +170,13 @@ APPROX_FUNCTION(approx_gpu_kde_lscv_sfunc) {
         PG_RETURN_POINTER(s);
     }
     if (x.n > kde::kMaxLscvDim)
-        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                        errmsg("%s: x has %lld coordinates; at most %d are supported", fn,
-                               static_cast<long long>(x.n), kde::kMaxLscvDim)));
+        ereport(ERROR,
+                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("%s: x has %lld coordinates; at most %d are supported",
+                                                                 fn, static_cast<long long>(x.n), kde::kMaxLscvDim)));
     if (s->d != 0 && s->d != x.n)
-        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-                        errmsg("%s: every x must have the same length (%d), got %lld", fn, s->d,
-                               static_cast<long long>(x.n))));
+        ereport(ERROR,
+                (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s: every x must have the same length (%d), got %lld",
+                                                                fn, s->d, static_cast<long long>(x.n))));
     s->d = static_cast<int32>(x.n);
     double_column_append(&s->values, mcxt, x.data, x.n);
     pfree(x.data);
@@ -224,7 +223,8 @@ APPROX_FUNCTION(approx_gpu_kde_points_deserial) {
     ByteReader r;
     byte_reader_init(&r, PG_GETARG_BYTEA_PP(0), "kde aggregate state");
     if (get_u8(&r) != kStateVersion)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("unsupported kde aggregate state version")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("unsupported kde aggregate state version")));
     KdePointsState* s = static_cast<KdePointsState*>(MemoryContextAllocZero(mcxt, sizeof(KdePointsState)));
     double_column_init(&s->values);
     s->d = get_i32(&r);

@@ -98,8 +98,7 @@ static void moving_at_exit(int, Datum) {
 static const char* name_arg(FunctionCallInfo fcinfo, const char* fn) {
     char* name = text_to_cstring(PG_GETARG_TEXT_PP(0));
     size_t len = strlen(name);
-    if (len == 0)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: name must not be empty", fn)));
+    if (len == 0) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: name must not be empty", fn)));
     if (len >= NAMEDATALEN)
         ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),
                         errmsg("%s: name must be at most %d bytes long", fn, NAMEDATALEN - 1)));
@@ -193,9 +192,8 @@ APPROX_FUNCTION(approx_gpu_mo_create) {
     budget.limit = session_limit_bytes();
     budget.others = session_bytes();
     gpu_service_register_session();  // before the engine: the service frees the index if this backend exits
-    st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
-        return mo::create(g, max_cells, ctx, index, budget);
-    });
+    st = run_engine(fn, 0, 0,
+                    [&](const approx::ExecContext& ctx) { return mo::create(g, max_cells, ctx, index, budget); });
     if (!st.ok()) pfree(e);
     check_engine_result(st, fn);
     e->index = index;
@@ -233,7 +231,8 @@ static Datum load_objects(FunctionCallInfo fcinfo, bool relation) {
     static const char* const args[3] = {"id_column", "x_column", "y_column"};
     QueryColumns cols;
     if (relation) {
-        const char* colnames[3] = {NameStr(*PG_GETARG_NAME(2)), NameStr(*PG_GETARG_NAME(3)), NameStr(*PG_GETARG_NAME(4))};
+        const char* colnames[3] = {NameStr(*PG_GETARG_NAME(2)), NameStr(*PG_GETARG_NAME(3)),
+                                   NameStr(*PG_GETARG_NAME(4))};
         cols = read_relation_columns(fn, "relation", PG_GETARG_OID(1), 3, colnames, args, kinds, false);
     } else {
         char* query = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -243,10 +242,10 @@ static Datum load_objects(FunctionCallInfo fcinfo, bool relation) {
     // re-created) the index: look it up again.
     MoEntry* e = find_entry(name_arg(fcinfo, fn));
     if (e == nullptr || e->serial != serial)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("%s: moving-object index \"%s\" was dropped while its query ran", fn,
-                               name_arg(fcinfo, fn)),
-                        errdetail("Nothing was loaded.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("%s: moving-object index \"%s\" was dropped while its query ran", fn, name_arg(fcinfo, fn)),
+                 errdetail("Nothing was loaded.")));
     int64 applied = 0;
     mo::Index* index = budgeted(e);
     approx::Status st = run_engine(fn, cols.rows_skipped, cols.ms_read, [&](const approx::ExecContext& ctx) {
@@ -270,10 +269,10 @@ APPROX_FUNCTION(approx_gpu_mo_update) {
     FloatArray xs = coord_array_arg(fcinfo, 2, fn, "xs", false);
     FloatArray ys = coord_array_arg(fcinfo, 3, fn, "ys", false);
     if (ids.n != xs.n || ids.n != ys.n)
-        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-                        errmsg("%s: ids, xs and ys must have the same length (got %lld, %lld and %lld)", fn,
-                               static_cast<long long>(ids.n), static_cast<long long>(xs.n),
-                               static_cast<long long>(ys.n))));
+        ereport(ERROR,
+                (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                 errmsg("%s: ids, xs and ys must have the same length (got %lld, %lld and %lld)", fn,
+                        static_cast<long long>(ids.n), static_cast<long long>(xs.n), static_cast<long long>(ys.n))));
     int64 applied = 0;
     mo::Index* index = budgeted(e);
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
@@ -321,9 +320,10 @@ APPROX_FUNCTION(approx_gpu_mo_range) {
             return index->range_ids(q, ctx, nullptr, 0, found);
         });
         check_engine_result(st, fn);
-        RangeResult* r = static_cast<RangeResult*>(MemoryContextAllocZero(funcctx->multi_call_memory_ctx, sizeof(RangeResult)));
-        r->ids = static_cast<int64*>(
-            MemoryContextAllocHuge(funcctx->multi_call_memory_ctx, sizeof(int64) * (found > 0 ? found : 1)));
+        RangeResult* r =
+            static_cast<RangeResult*>(MemoryContextAllocZero(funcctx->multi_call_memory_ctx, sizeof(RangeResult)));
+        r->ids = static_cast<int64*>(MemoryContextAllocHuge(funcctx->multi_call_memory_ctx,
+                                                            sizeof(int64) * (found > 0 ? found : 1)));
         size_t filled = 0;
         st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
             return index->range_ids(q, ctx, r->ids, found, filled);
@@ -352,10 +352,11 @@ APPROX_FUNCTION(approx_gpu_mo_range_count) {
                        coord_array_arg(fcinfo, 3, fn, "xmax", true), coord_array_arg(fcinfo, 4, fn, "ymax", true)};
     int64 n = a[0].n;
     if (a[1].n != n || a[2].n != n || a[3].n != n)
-        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-                        errmsg("%s: xmin, ymin, xmax and ymax must have the same length (got %lld, %lld, %lld and %lld)",
-                               fn, static_cast<long long>(a[0].n), static_cast<long long>(a[1].n),
-                               static_cast<long long>(a[2].n), static_cast<long long>(a[3].n))));
+        ereport(ERROR,
+                (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                 errmsg("%s: xmin, ymin, xmax and ymax must have the same length (got %lld, %lld, %lld and %lld)", fn,
+                        static_cast<long long>(a[0].n), static_cast<long long>(a[1].n), static_cast<long long>(a[2].n),
+                        static_cast<long long>(a[3].n))));
     mo::Rect* qs = static_cast<mo::Rect*>(palloc(sizeof(mo::Rect) * (n > 0 ? n : 1)));
     for (int64 i = 0; i < n; ++i) qs[i] = mo::Rect{a[0].data[i], a[1].data[i], a[2].data[i], a[3].data[i]};
     int64* counts = static_cast<int64*>(palloc(sizeof(int64) * (n > 0 ? n : 1)));

@@ -27,8 +27,8 @@ struct IndexReader {
     IndexScanDesc scan;
     ScanDirection dir;  // backward, or forward on a DESC index
     Snapshot snapshot;
-    bool index_only;     // id and score from the index tuple when the page is all-visible
-    AttrNumber id_pos;   // index_only: the id's 0-based position in the index tuple
+    bool index_only;               // id and score from the index tuple when the page is all-visible
+    AttrNumber id_pos;             // index_only: the id's 0-based position in the index tuple
     AttrNumber score_att, id_att;  // heap attributes (the heap-fetch path)
     Oid score_type, id_type;
     Buffer vmbuffer;
@@ -84,9 +84,8 @@ Oid index_reader_find(Relation heap, AttrNumber score_att, AttrNumber id_att, bo
         Form_pg_index ix = index->rd_index;
         // The default family's order is the order of ORDER BY col DESC; another
         // family (a custom opclass) may order differently.
-        const bool usable = index->rd_rel->relam == BTREE_AM_OID && ix->indisvalid && ix->indisready &&
-                            ix->indislive && ix->indkey.values[0] == score_att &&
-                            index->rd_opfamily[0] == default_family &&
+        const bool usable = index->rd_rel->relam == BTREE_AM_OID && ix->indisvalid && ix->indisready && ix->indislive &&
+                            ix->indkey.values[0] == score_att && index->rd_opfamily[0] == default_family &&
                             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, nullptr);
         const bool with_id = usable && index_position(index, id_att) >= 0;
         if (usable && (!OidIsValid(found) || (with_id && !*holds_id))) {

@@ -44,7 +44,7 @@ struct ColumnarReceiver {
     const char* const* names;
     bool allow_infinity;
     const bool* nullable;  // per column, or nullptr
-    MemoryContext mcxt;  // where the columns live (the caller's context)
+    MemoryContext mcxt;    // where the columns live (the caller's context)
     Oid types[8];
     int64 capacity;
     QueryColumns* out;
@@ -66,7 +66,6 @@ void receiver_startup(void* self, TupleDesc desc) {
     }
 }
 
-
 void receiver_slot(void* self, TupleTableSlot* slot) {
     ColumnarReceiver* r = static_cast<ColumnarReceiver*>(self);
     slot_getsomeattrs(slot, r->ncols);
@@ -75,7 +74,8 @@ void receiver_slot(void* self, TupleTableSlot* slot) {
             ++r->out->rows_skipped;
             return;
         }
-    if (r->out->rows == r->capacity) reserve_columns(r->out, r->kinds, r->nullable, r->mcxt, &r->capacity, r->out->rows + 1);
+    if (r->out->rows == r->capacity)
+        reserve_columns(r->out, r->kinds, r->nullable, r->mcxt, &r->capacity, r->out->rows + 1);
     int64 row = r->out->rows;
     for (int c = 0; c < r->ncols; ++c) {
         if (r->out->nulls[c]) {
@@ -114,11 +114,11 @@ static void* grow_column(MemoryContext mcxt, void* old, Size bytes) {
     // pages their page faults cost as much as the reading (measured: 39,000
     // faults per 10^7-row call). Transparent huge pages where the kernel
     // offers them on request; a refusal changes nothing.
-    if (bytes >= (Size) 4 * 1024 * 1024) {
-        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-        uintptr_t begin = ((uintptr_t) p + page - 1) & ~(page - 1);
-        uintptr_t end = ((uintptr_t) p + bytes) & ~(page - 1);
-        if (end > begin) (void) madvise((void*) begin, end - begin, MADV_HUGEPAGE);
+    if (bytes >= (Size)4 * 1024 * 1024) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1);
+        uintptr_t end = ((uintptr_t)p + bytes) & ~(page - 1);
+        if (end > begin) (void)madvise((void*)begin, end - begin, MADV_HUGEPAGE);
     }
 #endif
     return p;
@@ -176,8 +176,8 @@ void run_inner_query(const char* fn, const char* arg, const char* query, bool re
     // completion into the receiver, as a top-level SELECT would.
     SPIPlanPtr plan = SPI_prepare_cursor(query, 0, nullptr, CURSOR_OPT_PARALLEL_OK);
     if (plan == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR), errmsg("%s: cannot prepare %s: %s", fn, arg,
-                                                              SPI_result_code_string(SPI_result))));
+        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
+                        errmsg("%s: cannot prepare %s: %s", fn, arg, SPI_result_code_string(SPI_result))));
     if (!SPI_is_cursor_plan(plan))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: %s must be a single query that returns rows (a SELECT)", fn, arg)));
@@ -194,9 +194,8 @@ void run_inner_query(const char* fn, const char* arg, const char* query, bool re
     pfree(r);
 }
 
-QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
-                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity,
-                                const bool* nullable) {
+QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols, const ColumnKind* kinds,
+                                const char* const* column_names, bool allow_infinity, const bool* nullable) {
     Assert(ncols > 0 && ncols <= 8);
     double t0 = glue_clock_ms();
     QueryColumns out;

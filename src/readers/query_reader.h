@@ -39,13 +39,13 @@ struct StagedInput;  // relation_reader.h: columns uploaded to the GPU while rea
 
 struct QueryColumns {
     int ncols;
-    int64 rows;          // rows kept
-    int64 rows_skipped;  // rows with a NULL in a needed (non-nullable) column
-    int64* ints[8];      // ints[c] for Integer columns (nullptr otherwise)
-    double* floats[8];   // floats[c] for Float columns
-    bool* nulls[8];      // nulls[c][row] for nullable columns (nullptr otherwise or when no row came); value 0 there
-    int64 null_counts[8];  // NULLs kept per nullable column
-    double ms_read;      // time spent running the query and collecting rows
+    int64 rows;             // rows kept
+    int64 rows_skipped;     // rows with a NULL in a needed (non-nullable) column
+    int64* ints[8];         // ints[c] for Integer columns (nullptr otherwise)
+    double* floats[8];      // floats[c] for Float columns
+    bool* nulls[8];         // nulls[c][row] for nullable columns (nullptr otherwise or when no row came); value 0 there
+    int64 null_counts[8];   // NULLs kept per nullable column
+    double ms_read;         // time spent running the query and collecting rows
     const char* read_path;  // how the rows were read, for last_run(): "query", "parallel scan", ...
     int read_workers;       // parallel workers that read besides the backend
     int64 worker_rows;      // rows (kept or skipped) those workers read
@@ -67,6 +67,5 @@ void reserve_columns(QueryColumns* out, const ColumnKind* kinds, const bool* nul
 // float values must be finite unless allow_infinity (NaN is always an error).
 // nullable (optional, one flag per column): a NULL in a nullable column keeps
 // the row and is recorded in nulls[c]; a NULL in any other column skips it.
-QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols,
-                                const ColumnKind* kinds, const char* const* column_names, bool allow_infinity,
-                                const bool* nullable = nullptr);
+QueryColumns read_query_columns(const char* fn, const char* arg, const char* query, int ncols, const ColumnKind* kinds,
+                                const char* const* column_names, bool allow_infinity, const bool* nullable = nullptr);

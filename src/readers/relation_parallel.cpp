@@ -74,7 +74,8 @@ ReaderShared* relscan::reader_shared_create(int nworkers, Relation* rels, int nr
     EnterParallelMode();
     ParallelContext* p = CreateParallelContext("approx_gpu", "approx_gpu_relation_reader_worker", nworkers);
     shm_toc_estimate_chunk(&p->estimator, shared_bytes);
-    for (int r = 0; r < nrels; ++r) shm_toc_estimate_chunk(&p->estimator, table_parallelscan_estimate(rels[r], snapshot));
+    for (int r = 0; r < nrels; ++r)
+        shm_toc_estimate_chunk(&p->estimator, table_parallelscan_estimate(rels[r], snapshot));
     shm_toc_estimate_keys(&p->estimator, 1 + nrels);
     InitializeParallelDSM(p);
     ReaderShared* sh = static_cast<ReaderShared*>(shm_toc_allocate(p->toc, shared_bytes));
@@ -82,7 +83,8 @@ ReaderShared* relscan::reader_shared_create(int nworkers, Relation* rels, int nr
     shm_toc_insert(p->toc, kKeyShared, sh);
     ParallelTableScanDesc* scans = static_cast<ParallelTableScanDesc*>(palloc(sizeof(ParallelTableScanDesc) * nrels));
     for (int r = 0; r < nrels; ++r) {
-        scans[r] = static_cast<ParallelTableScanDesc>(shm_toc_allocate(p->toc, table_parallelscan_estimate(rels[r], snapshot)));
+        scans[r] = static_cast<ParallelTableScanDesc>(shm_toc_allocate(p->toc,
+                                                                       table_parallelscan_estimate(rels[r], snapshot)));
         table_parallelscan_initialize(rels[r], scans[r], snapshot);
         shm_toc_insert(p->toc, kKeyScanBase + r, scans[r]);
     }

@@ -131,8 +131,7 @@ QueryColumns read_through_query(const char* fn, const char* rel_arg, const char*
     StringInfoData q;
     initStringInfo(&q);
     appendStringInfoString(&q, "SELECT ");
-    for (int c = 0; c < ncols; ++c)
-        appendStringInfo(&q, "%s%s", c ? ", " : "", quote_identifier(column_names[c]));
+    for (int c = 0; c < ncols; ++c) appendStringInfo(&q, "%s%s", c ? ", " : "", quote_identifier(column_names[c]));
     appendStringInfo(&q, " FROM %s", relname);
     QueryColumns out = read_query_columns(fn, rel_arg, q.data, ncols, kinds, column_names, allow_infinity, nullable);
     out.read_path = why;
@@ -173,9 +172,9 @@ void resolve_read(const char* fn, const char* rel_arg, Oid relid, int ncols, con
     for (int c = 0; c < ncols; ++c) {
         AttrNumber a = get_attnum(relid, column_names[c]);
         if (a == InvalidAttrNumber || a < 0)
-            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                            errmsg("%s: %s: column \"%s\" of relation %s does not exist", fn, column_args[c],
-                                   column_names[c], relname)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_UNDEFINED_COLUMN), errmsg("%s: %s: column \"%s\" of relation %s does not exist",
+                                                               fn, column_args[c], column_names[c], relname)));
         t->top_atts[c] = a;
     }
     if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
@@ -230,9 +229,9 @@ void resolve_read(const char* fn, const char* rel_arg, Oid relid, int ncols, con
 
 struct ReadPlan {
     int nrels;
-    Relation* rels;                 // the members, open (rels[i] == top for top itself)
-    double tuples;                  // the statistics' row count (0: none)
-    Snapshot snapshot;              // the statement's
+    Relation* rels;     // the members, open (rels[i] == top for top itself)
+    double tuples;      // the statistics' row count (0: none)
+    Snapshot snapshot;  // the statement's
     ReaderShared* sh;
     ParallelContext* pcxt;          // nullptr: no workers
     ParallelTableScanDesc* pscans;  // nullptr: serial scans
@@ -255,9 +254,9 @@ void plan_read(const char* fn, Oid relid, int ncols, const char* const* column_n
         for (int c = 0; c < ncols; ++c) {
             AttrNumber a = child == relid ? t->top_atts[c] : get_attnum(child, column_names[c]);
             if (a <= 0)
-                ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                                errmsg("%s: column \"%s\" is missing in %s", fn, column_names[c],
-                                       RelationGetRelationName(rels[r]))));
+                ereport(ERROR,
+                        (errcode(ERRCODE_UNDEFINED_COLUMN), errmsg("%s: column \"%s\" is missing in %s", fn,
+                                                                   column_names[c], RelationGetRelationName(rels[r]))));
             atts[r * ncols + c] = a;
             maxatt[r] = Max(maxatt[r], a);
         }
@@ -282,8 +281,8 @@ void plan_read(const char* fn, Oid relid, int ncols, const char* const* column_n
     p->rels = rels;
     p->tuples = tuples;
     p->snapshot = GetActiveSnapshot();
-    ReaderShared* sh =
-        reader_shared_create(nworkers, rels, nrels, p->snapshot, shared_bytes, layout, &p->pcxt, &p->pscans);
+    ReaderShared* sh = reader_shared_create(nworkers, rels, nrels, p->snapshot, shared_bytes, layout, &p->pcxt,
+                                            &p->pscans);
     reader_shared_init(sh, layout, fn, t->relname, rels, nrels, ncols, column_names, t->types, atts, maxatt);
     sh->off_headers = off_headers;
     sh->off_data = off_data;
@@ -323,8 +322,8 @@ QueryColumns run_read(const char* fn, int ncols, const ColumnKind* kinds, const 
     // Uploads that overlap the reading (room for the rows the statistics
     // expect and some more; past that the engine uploads as before).
     StagedInput* staged = stage_for_gpu && p->tuples > 0
-                               ? stage_start(ncols, static_cast<int64>(Min(p->tuples * 1.05 + 16 * kChunkRows, 1e9)))
-                               : nullptr;
+                              ? stage_start(ncols, static_cast<int64>(Min(p->tuples * 1.05 + 16 * kChunkRows, 1e9)))
+                              : nullptr;
 
     LeaderScan ls;
     memset(&ls, 0, sizeof ls);

@@ -73,13 +73,13 @@ void record_read(const QueryColumns* const* inputs, int n);
 // rows whatever the workers or the path. For table synopses; ERRORs only, no
 // C++ object alive while it runs.
 struct RelationSample {
-    int64 rows;              // visible rows
-    int64 m;                 // rows sampled: min(rows, sample_m)
-    ItemPointerData* tids;   // m TIDs, in TID order (fetch them with the same snapshot)
+    int64 rows;             // visible rows
+    int64 m;                // rows sampled: min(rows, sample_m)
+    ItemPointerData* tids;  // m TIDs, in TID order (fetch them with the same snapshot)
     double ms_read;
-    const char* read_path;   // "parallel scan" or "scan"
+    const char* read_path;  // "parallel scan" or "scan"
     int read_workers;
-    int64 worker_rows;       // rows the workers read
+    int64 worker_rows;  // rows the workers read
 };
 RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const AttrNumber* attnums, const Oid* types,
                                const char* const* names, int64 sample_m, uint64 seed);

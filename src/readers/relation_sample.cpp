@@ -99,8 +99,8 @@ RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const A
     out.m = Min(n, sample_m);
     if (n > out.m) std::nth_element(all, all + out.m, all + n, by_priority);
     std::sort(all, all + out.m, [](const Ranked& a, const Ranked& b) { return a.tid < b.tid; });
-    out.tids = static_cast<ItemPointerData*>(
-        MemoryContextAllocHuge(CurrentMemoryContext, sizeof(ItemPointerData) * Max(out.m, 1)));
+    out.tids = static_cast<ItemPointerData*>(MemoryContextAllocHuge(CurrentMemoryContext,
+                                                                    sizeof(ItemPointerData) * Max(out.m, 1)));
     for (int64 i = 0; i < out.m; ++i) unpack_tid(all[i].tid, &out.tids[i]);
     pfree(all);
     out.ms_read = glue_clock_ms() - t0;

@@ -28,7 +28,7 @@ ColumnsView chunk_view(const ReaderShared* sh, int i) {
     for (int c = 0; c < sh->ncols; ++c) {
         v.values[c] = base + static_cast<Size>(c) * kChunkRows * 8;
         v.nulls[c] = sh->nullable[c] ? reinterpret_cast<bool*>(base + static_cast<Size>(sh->ncols) * kChunkRows * 8 +
-                                                                static_cast<Size>(c) * kChunkRows)
+                                                               static_cast<Size>(c) * kChunkRows)
                                      : nullptr;
     }
     return v;
@@ -65,15 +65,13 @@ bool store_row(const ReaderShared* sh, const Datum* values, const bool* isnull, 
             double v = float_datum(values[c], t);
             if (std::isnan(v) || (!sh->allow_infinity && std::isinf(v)))
                 ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("%s: column \"%s\" of relation %s contains %s", sh->fn,
-                                       NameStr(sh->colnames[c]), sh->relname,
-                                       std::isnan(v) ? "NaN" : "an infinite value")));
+                                errmsg("%s: column \"%s\" of relation %s contains %s", sh->fn, NameStr(sh->colnames[c]),
+                                       sh->relname, std::isnan(v) ? "NaN" : "an infinite value")));
             memcpy(p, &v, 8);
         }
     }
     return true;
 }
-
 
 // Sampling: 0 when a value of type t is finite, 1 for NaN, 2 for an infinity.
 int non_finite(Datum d, Oid t) {
@@ -302,9 +300,8 @@ void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
     for (int r = 0; r < sh->nrels; ++r) {
         Relation rel = table_open(relids(sh)[r], AccessShareLock);
         RelScan rs;
-        relscan_begin(&rs, sh, r, rel,
-                      static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)), snapshot,
-                      ParallelWorkerNumber + 1);
+        relscan_begin(&rs, sh, r, rel, static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)),
+                      snapshot, ParallelWorkerNumber + 1);
         while (rs.sample) {  // sampling: no chunks
             int64 none = 0;
             if (!relscan_step(&rs, view, &none, &none, nullptr)) break;

@@ -86,18 +86,18 @@ struct ReaderShared {
     Size off_data;     // nchunks chunks of chunk_bytes
     Size chunk_bytes;
 
-    bool direct;    // heap relations are read page by page (see above)
+    bool direct;  // heap relations are read page by page (see above)
 
     // Sampling mode (sample_m > 0): columns are only checked to be finite.
     int64 sample_m;
     uint64 sample_seed;
-    int nslots;          // participants: the leader and the workers asked for
-    Size off_samples;    // nslots slots of sample_bytes
+    int nslots;        // participants: the leader and the workers asked for
+    Size off_samples;  // nslots slots of sample_bytes
     Size sample_bytes;
 
     slock_t mutex;  // chunk states, workers_done, chunk_waits
     int workers_done;
-    int64 chunk_waits;  // times a worker found no FREE chunk
+    int64 chunk_waits;          // times a worker found no FREE chunk
     ConditionVariable cv_full;  // a chunk became FULL or a worker finished: the leader waits on it
     ConditionVariable cv_free;  // a chunk became FREE: workers wait on it
 };
@@ -107,7 +107,9 @@ inline T* at(const ReaderShared* sh, Size off) {
     return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<ReaderShared*>(sh)) + off);
 }
 inline const Oid* relids(const ReaderShared* sh) { return at<Oid>(sh, sh->off_relids); }
-inline const AttrNumber* attnums(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_attnums) + rel * sh->ncols; }
+inline const AttrNumber* attnums(const ReaderShared* sh, int rel) {
+    return at<AttrNumber>(sh, sh->off_attnums) + rel * sh->ncols;
+}
 inline AttrNumber max_attnum(const ReaderShared* sh, int rel) { return at<AttrNumber>(sh, sh->off_maxatt)[rel]; }
 inline ChunkHeader* header(const ReaderShared* sh, int i) { return at<ChunkHeader>(sh, sh->off_headers) + i; }
 

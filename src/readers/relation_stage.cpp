@@ -19,8 +19,8 @@ namespace gpu = approx::gpu;
 
 struct StagedInput {
     gpu::StagedColumns* cols;
-    int64 queued;   // rows handed to the runtime
-    double ms;      // the backend's time in staging calls
+    int64 queued;  // rows handed to the runtime
+    double ms;     // the backend's time in staging calls
     MemoryContextCallback cb;
 };
 
@@ -68,7 +68,8 @@ void relscan::stage_tail(StagedInput* s, const ColumnsView& view, int64 rows, bo
     bool staged = false;
     const void* host[kMaxCols];
     for (int c = 0; c < kMaxCols; ++c) host[c] = view.values[c];
-    approx::Status st = approx::guarded([&] { return gpu::stage_rows(s->cols, host, s->queued, rows - s->queued, staged); });
+    approx::Status st =
+        approx::guarded([&] { return gpu::stage_rows(s->cols, host, s->queued, rows - s->queued, staged); });
     s->ms += glue_clock_ms() - t0;
     if (!st.ok() || !staged) {
         drop(s);

@@ -14,7 +14,8 @@ void check_float_value(double v, const char* fn, const char* arg, bool allow_inf
     if (std::isnan(v))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: %s contains NaN", fn, arg)));
     if (!allow_infinity && std::isinf(v))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: %s contains an infinite value", fn, arg)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: %s contains an infinite value", fn, arg)));
 }
 
 ArrayType* array_arg_flat(FunctionCallInfo fcinfo, int argno) {
@@ -64,8 +65,8 @@ PointMatrix point_matrix_arg(FunctionCallInfo fcinfo, int argno, const char* fn,
     if (d > max_d)
         ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                         errmsg("%s: %s has %d columns; at most %d are supported", fn, arg, d, max_d)));
-    PointMatrix out{static_cast<double*>(palloc(sizeof(double) * (rows > 0 ? static_cast<size_t>(rows) * d : 1))), 0,
-                    d, 0};
+    PointMatrix out{static_cast<double*>(palloc(sizeof(double) * (rows > 0 ? static_cast<size_t>(rows) * d : 1))), 0, d,
+                    0};
     Float8Cursor elements(a);
     for (int r = 0; r < rows; ++r) {
         bool has_null = false;
@@ -103,8 +104,8 @@ int choice_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* a
 // ---- results -----------------------------------------------------------------------
 
 ArrayType* float8_array(const double* values, int n) {
-    return construct_array(const_cast<Datum*>(reinterpret_cast<const Datum*>(values)), n, FLOAT8OID, 8,
-                           FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+    return construct_array(const_cast<Datum*>(reinterpret_cast<const Datum*>(values)), n, FLOAT8OID, 8, FLOAT8PASSBYVAL,
+                           TYPALIGN_DOUBLE);
 }
 
 ArrayType* float8_matrix(const double* values, int rows, int cols) {

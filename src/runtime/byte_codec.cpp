@@ -55,8 +55,8 @@ void byte_reader_init(ByteReader* r, const bytea* b, const char* what) {
 
 static void need(ByteReader* r, int64 bytes) {
     if (bytes < 0 || r->end - r->p < bytes)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-                        errmsg("invalid %s: value is truncated", r->what)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid %s: value is truncated", r->what)));
 }
 
 static uint64 get_le(ByteReader* r, int bytes) {

@@ -19,9 +19,9 @@ using approx::StatusCode;
 
 static int device_setting = static_cast<int>(DeviceMode::Auto);
 static int gpu_min_rows_setting = 10000;
-static int cpu_threads_setting = 0;       // 0 = one per core (capped)
-static int gpu_memory_limit_kb = 0;       // 0 = no cap
-static int random_seed_setting = -1;      // -1 = fresh seeds
+static int cpu_threads_setting = 0;   // 0 = one per core (capped)
+static int gpu_memory_limit_kb = 0;   // 0 = no cap
+static int random_seed_setting = -1;  // -1 = fresh seeds
 static double progress_interval_setting = 0;
 
 static constexpr int kMaxCpuThreads = 64;
@@ -49,8 +49,8 @@ void runtime_define_settings(void) {
                             "Under device = auto a larger allocation falls back to the CPU.", &gpu_memory_limit_kb, 0,
                             0, INT_MAX, PGC_USERSET, GUC_UNIT_KB, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("approx_gpu.random_seed", "Seed for sampling (-1 = a fresh seed each call).",
-                            "Set it to make sampling reproducible.", &random_seed_setting, -1, -1, INT_MAX,
-                            PGC_USERSET, 0, nullptr, nullptr, nullptr);
+                            "Set it to make sampling reproducible.", &random_seed_setting, -1, -1, INT_MAX, PGC_USERSET,
+                            0, nullptr, nullptr, nullptr);
     DefineCustomRealVariable("approx_gpu.progress_interval",
                              "Seconds between progress NOTICEs of long builds (0 = off).", nullptr,
                              &progress_interval_setting, 0, 0, 86400, PGC_USERSET, GUC_UNIT_S, nullptr, nullptr,

@@ -33,10 +33,10 @@ extern "C" {
 #include "core/exec.hpp"
 
 // Declares an SQL-callable C function with C linkage.
-#define APPROX_FUNCTION(name)                \
-    extern "C" {                             \
-    PG_FUNCTION_INFO_V1(name);               \
-    }                                        \
+#define APPROX_FUNCTION(name)  \
+    extern "C" {               \
+    PG_FUNCTION_INFO_V1(name); \
+    }                          \
     extern "C" Datum name(PG_FUNCTION_ARGS)
 
 // ---- settings (approx_gpu.*) ---------------------------------------------------

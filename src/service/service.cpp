@@ -43,21 +43,18 @@ static const struct config_enum_entry engine_options[] = {
 };
 
 static void define_settings(void) {
-    DefineCustomBoolVariable("approx_gpu.use_service",
-                             "Send GPU engine calls to the GPU service when it runs.",
+    DefineCustomBoolVariable("approx_gpu.use_service", "Send GPU engine calls to the GPU service when it runs.",
                              "Off: this session runs them in its own process (its own CUDA context), as "
                              "without shared_preload_libraries.",
                              &service_use, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("approx_gpu.gpu_queue_timeout",
-                            "How long a call waits for the GPU service to start it.",
+    DefineCustomIntVariable("approx_gpu.gpu_queue_timeout", "How long a call waits for the GPU service to start it.",
                             "Then device = auto runs it on the CPU (with a NOTICE) and device = gpu raises "
                             "an error (53200).",
-                            &service_queue_timeout_ms, 10000, 1, INT_MAX, PGC_USERSET, GUC_UNIT_MS, nullptr,
-                            nullptr, nullptr);
-    DefineCustomIntVariable("approx_gpu.service_test_delay",
-                            "Tests only: each call of this session stays queued in the GPU service this long.",
-                            nullptr, &service_test_delay_ms, 0, 0, 600000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
+                            &service_queue_timeout_ms, 10000, 1, INT_MAX, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
                             nullptr);
+    DefineCustomIntVariable("approx_gpu.service_test_delay",
+                            "Tests only: each call of this session stays queued in the GPU service this long.", nullptr,
+                            &service_test_delay_ms, 0, 0, 600000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomEnumVariable("approx_gpu.service_test_fault",
                              "Tests only: each call of this session fails in the GPU service.",
                              "error: the engine call answers with a GPU error (the service goes on); trap: a "
@@ -70,8 +67,8 @@ static void define_settings(void) {
     DefineCustomEnumVariable("approx_gpu.service_engine", "Which engines the GPU service runs: gpu or cpu.",
                              "cpu runs the CPU engines in the service (for testing the service path on "
                              "machines without a GPU).",
-                             &service_engine, SERVICE_ENGINE_GPU, engine_options, PGC_POSTMASTER, 0, nullptr,
-                             nullptr, nullptr);
+                             &service_engine, SERVICE_ENGINE_GPU, engine_options, PGC_POSTMASTER, 0, nullptr, nullptr,
+                             nullptr);
     DefineCustomIntVariable("approx_gpu.service_memory_limit",
                             "Device memory the GPU service's pool may hold, per GPU (0 = no limit).", nullptr,
                             &service_memory_limit_mb, 4096, 0, INT_MAX / 2, PGC_POSTMASTER, GUC_UNIT_MB, nullptr,
@@ -79,15 +76,15 @@ static void define_settings(void) {
     DefineCustomIntVariable("approx_gpu.service_cache_size",
                             "Memory the GPU service keeps resident inputs (synopsis samples) in.",
                             "Part of approx_gpu.service_memory_limit; least recently used entries go first.",
-                            &service_cache_size_mb, 1024, 0, INT_MAX / 2, PGC_POSTMASTER, GUC_UNIT_MB, nullptr,
-                            nullptr, nullptr);
+                            &service_cache_size_mb, 1024, 0, INT_MAX / 2, PGC_POSTMASTER, GUC_UNIT_MB, nullptr, nullptr,
+                            nullptr);
     DefineCustomIntVariable("approx_gpu.service_staging_size",
                             "Shared memory for the inputs and outputs of calls in the GPU service's queue.",
                             "A call larger than this runs in its backend.", &service_staging_size_mb, 128, 1, 65536,
                             PGC_POSTMASTER, GUC_UNIT_MB, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("approx_gpu.service_queue_size", "Calls the GPU service's queue holds at once.",
-                            nullptr, &service_queue_size, 256, 1, kServiceMaxSlots, PGC_POSTMASTER, 0, nullptr,
-                            nullptr, nullptr);
+    DefineCustomIntVariable("approx_gpu.service_queue_size", "Calls the GPU service's queue holds at once.", nullptr,
+                            &service_queue_size, 256, 1, kServiceMaxSlots, PGC_POSTMASTER, 0, nullptr, nullptr,
+                            nullptr);
 }
 
 // ---- shared memory ---------------------------------------------------------------------
@@ -98,7 +95,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
 static constexpr Size kPage = 4096;
 
-static Size slots_end(void) { return add_size(offsetof(ServiceShared, slots), mul_size(service_queue_size, sizeof(ServiceSlot))); }
+static Size slots_end(void) {
+    return add_size(offsetof(ServiceShared, slots), mul_size(service_queue_size, sizeof(ServiceSlot)));
+}
 
 // The session table (one entry per backend id) after the slots.
 static Size owners_end(void) {

@@ -66,55 +66,55 @@ struct ServiceSlot {
     uint64 seq;               // owner token: a new value every time a backend takes the slot
     uint32 generation;        // the service incarnation the request was sent to
     int backend_pid;
-    sem_t answered;           // posted when the slot is DONE (or the service stops); the backend waits on it
-    double submitted_ms;      // glue_clock_ms() at QUEUED (CLOCK_MONOTONIC: same clock in every process)
+    sem_t answered;       // posted when the slot is DONE (or the service stops); the backend waits on it
+    double submitted_ms;  // glue_clock_ms() at QUEUED (CLOCK_MONOTONIC: same clock in every process)
 
     // The request: the engine call and its settings.
     uint32 op;
-    int32 mode;               // approx::DeviceMode
+    int32 mode;  // approx::DeviceMode
     int64 gpu_min_rows;
     int32 cpu_threads;
     int64 gpu_memory_limit;
-    int32 test_delay_ms;      // approx_gpu.service_test_delay: stay queued this long
-    int32 test_fault;         // approx_gpu.service_test_fault (ServiceTestFault)
+    int32 test_delay_ms;  // approx_gpu.service_test_delay: stay queued this long
+    int32 test_fault;     // approx_gpu.service_test_fault (ServiceTestFault)
     int64 rows;
     int32 n_in, n_out;
     uint64 in_off[approx::service::kMaxIn], in_bytes[approx::service::kMaxIn];
     uint64 out_off[approx::service::kMaxOut], out_bytes[approx::service::kMaxOut];
     uint64 cache_key;
     int32 cache_in;
-    int32 device_affinity;    // only this device's executor takes it (-1: any); Request::device
-    bool detached;            // nobody waits for the answer: the executor frees the slot (Request::detached)
-    uint64 owner;             // the session's token (gpu_service_session_token), 0 if none
-    bool cache_omitted;       // in[cache_in] was not copied: the backend saw its key resident
+    int32 device_affinity;  // only this device's executor takes it (-1: any); Request::device
+    bool detached;          // nobody waits for the answer: the executor frees the slot (Request::detached)
+    uint64 owner;           // the session's token (gpu_service_session_token), 0 if none
+    bool cache_omitted;     // in[cache_in] was not copied: the backend saw its key resident
     uint64 staging_off, staging_bytes;
 
     // The answer.
-    int32 status_code;        // approx::StatusCode
+    int32 status_code;  // approx::StatusCode
     char message[320];
     bool cache_hit;
-    int32 device;             // the executor's device (-1: CPU engine)
+    int32 device;  // the executor's device (-1: CPU engine)
     double ms_queued, ms_run;
     approx::RunStats stats;
 };
 
 struct ServiceShared {
-    slock_t lock;                  // slot FREE <-> FILLING, the staging allocator, owner checks
-    pg_atomic_uint32 ready;        // 1 while a service takes requests
-    pg_atomic_uint32 generation;   // +1 at every service start
+    slock_t lock;                 // slot FREE <-> FILLING, the staging allocator, owner checks
+    pg_atomic_uint32 ready;       // 1 while a service takes requests
+    pg_atomic_uint32 generation;  // +1 at every service start
     pg_atomic_uint64 next_seq;
     int service_pid;
     Latch* service_latch;
-    int n_executors;               // executor_wake[0 .. n_executors) take requests
+    int n_executors;                          // executor_wake[0 .. n_executors) take requests
     sem_t executor_wake[kServiceMaxDevices];  // posted by a backend that queued a request
-    int64 started_at;              // TimestampTz of the current incarnation
+    int64 started_at;                         // TimestampTz of the current incarnation
     uint32 starts;
 
     // What the service found.
-    bool gpu_usable;               // the service runs the GPU engines
-    bool gpu_found;                // a usable GPU is present (also under service_engine = cpu)
-    bool cpu_engine;               // approx_gpu.service_engine = cpu (the CI test setting)
-    char why[256];                 // why there is no usable GPU
+    bool gpu_usable;  // the service runs the GPU engines
+    bool gpu_found;   // a usable GPU is present (also under service_engine = cpu)
+    bool cpu_engine;  // approx_gpu.service_engine = cpu (the CI test setting)
+    char why[256];    // why there is no usable GPU
     int n_devices;
     approx::gpu::DeviceInfo devices[kServiceMaxDevices];
     int runtime_version, driver_version;
@@ -138,7 +138,7 @@ struct ServiceShared {
 
     int n_slots;
     uint64 staging_size;
-    char* staging;                 // page-aligned, inside this segment (same address in every process)
+    char* staging;  // page-aligned, inside this segment (same address in every process)
     ServiceSlot slots[FLEXIBLE_ARRAY_MEMBER];
 };
 

@@ -309,8 +309,9 @@ APPROX_FUNCTION(approx_gpu_service_info) {
     j.begin_object();
     j.add_bool("preloaded", sh != nullptr);
     if (sh == nullptr) {
-        j.add_string("mode", "in-process: each backend runs its GPU calls in its own CUDA context "
-                             "(add approx_gpu to shared_preload_libraries for the service)");
+        j.add_string("mode",
+                     "in-process: each backend runs its GPU calls in its own CUDA context "
+                     "(add approx_gpu to shared_preload_libraries for the service)");
         j.end_object();
         PG_RETURN_JSONB_P(j.finish());
     }

@@ -85,7 +85,6 @@ void publish_cache(void) {
     pg_atomic_write_u32(&sh->n_cache_keys, static_cast<uint32>(n));
 }
 
-
 bool owner_alive(uint64_t owner) { return gpu_service_session_alive(sh, owner); }
 
 // Frees what this device keeps for sessions that have ended (moving-object
@@ -168,10 +167,9 @@ void run_request(int index, int slot_no) {
                 r.in_bytes[ci] = resident.bytes;
             } else {
                 pg_atomic_fetch_add_u64(&sh->cache_misses, 1);
-                if (!s->cache_omitted &&
-                    approx::service::cache_insert(ctx, cache_device, s->cache_key, r.in[ci], r.in_bytes[ci], pinned,
-                                                  resident)
-                        .ok())
+                if (!s->cache_omitted && approx::service::cache_insert(ctx, cache_device, s->cache_key, r.in[ci],
+                                                                       r.in_bytes[ci], pinned, resident)
+                                             .ok())
                     r.in[ci] = resident.host;
             }
             if (pinned) ctx.resident = &resident;
@@ -182,8 +180,9 @@ void run_request(int index, int slot_no) {
             st = Status::Error(StatusCode::GpuError, "a GPU error injected by approx_gpu.service_test_fault");
         else if (s->test_fault == SERVICE_FAULT_TRAP)
             st = device >= 0 ? approx::gpu::test_trap()
-                             : Status::Error(StatusCode::GpuError, "a GPU error injected by approx_gpu.service_test_fault "
-                                                                   "(trap: the service runs the CPU engines)");
+                             : Status::Error(StatusCode::GpuError,
+                                             "a GPU error injected by approx_gpu.service_test_fault "
+                                             "(trap: the service runs the CPU engines)");
         else {
             approx::gpu::request_begin();
             st = approx::service::serve(ctx, r);
@@ -269,7 +268,6 @@ bool start(ServiceShared* shared, int n, bool gpu) noexcept {
 }
 
 void wake() { gpu_service_wake_executors(sh); }
-
 
 void stop() {
     stopping = true;

@@ -95,9 +95,9 @@ uint64 sampling_seed(void);
 
 // ---- reservoir state (synopsis_agg.cpp) ----------------------------------------------------------
 struct SynAgg {
-    int32 d;            // 0 until the first row
-    int32 method;       // Bandwidth
-    int32 smoothing;    // Smoothing
+    int32 d;          // 0 until the first row
+    int32 method;     // Bandwidth
+    int32 smoothing;  // Smoothing
     bool params_set;
     int64 skipped;
     syn::Reservoir res;  // capacity = sample_size, seen = N, size = m

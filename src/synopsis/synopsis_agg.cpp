@@ -124,7 +124,8 @@ void merge_into(SynAgg* st, MemoryContext mcxt, const double* rows, int64 m, int
     int64 seen = add_count(st->res.seen, n, fn, "N");
     int64 target = syn::merged_size(st->res.capacity, st->res.seen, k, n);
     check_size(target, st->d, true, fn);
-    double* out = static_cast<double*>(MemoryContextAllocHuge(mcxt, std::max<Size>(1, static_cast<Size>(target) * st->d * sizeof(double))));
+    double* out = static_cast<double*>(
+        MemoryContextAllocHuge(mcxt, std::max<Size>(1, static_cast<Size>(target) * st->d * sizeof(double))));
     int64 written = 0;
     approx::Status status = syn::merge_samples(st->rows, st->res.size, st->res.seen, st->res.capacity, rows, m, n, k,
                                                st->d, st->res.rng, out, written);
@@ -163,8 +164,9 @@ void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn) {
                         errmsg("%s: merging stratified synopses is not supported", fn)));
     for (int j = 0; j < v->s.d; ++j)
         if (v->encoding[j] == static_cast<uint8>(ValueEncoding::Dictionary))
-            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                            errmsg("%s: merging synopses with dictionary-coded (categorical) columns is not supported", fn)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("%s: merging synopses with dictionary-coded (categorical) columns is not supported", fn)));
     bool first = st->d == 0;
     if (!first && st->res.seen > 0 && memcmp(st->encoding, v->encoding, sizeof(uint8) * v->s.d) != 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -172,7 +174,8 @@ void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn) {
     if (!first && st->d != v->s.d)
         ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
                         errmsg("%s: the synopses have %d and %d columns", fn, st->d, v->s.d)));
-    if (st->params_set && (st->method != static_cast<int>(v->s.method) || st->smoothing != static_cast<int>(v->s.smoothing)))
+    if (st->params_set &&
+        (st->method != static_cast<int>(v->s.method) || st->smoothing != static_cast<int>(v->s.smoothing)))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: the synopses were built with different bandwidth or smoothing settings", fn)));
     if (!st->params_set) {
@@ -191,7 +194,8 @@ void absorb(SynAgg* st, MemoryContext mcxt, const SynValue* v, const char* fn) {
 
 Datum state_final(SynAgg* st, const char* fn) {
     if (st == nullptr || st->res.seen == 0) return (Datum)0;
-    double* sample = static_cast<double*>(palloc_extended(static_cast<Size>(st->res.size) * st->d * sizeof(double), MCXT_ALLOC_HUGE));
+    double* sample = static_cast<double*>(palloc_extended(static_cast<Size>(st->res.size) * st->d * sizeof(double),
+                                                          MCXT_ALLOC_HUGE));
     memcpy(sample, st->rows, sizeof(double) * st->res.size * st->d);
     return finish_synopsis(st->d, st->res.seen, st->res.size, st->res.capacity, st->skipped, sample, st->method,
                            st->smoothing, st->has_names, st->names, fn, st->encoding);
@@ -268,8 +272,9 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_combine) {
     }
     if (other->d != 0) {
         if (st->d != 0 && st->d != other->d)
-            ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-                            errmsg("kde_synopsis_agg: every x must have the same length (%d), got %d", st->d, other->d)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                     errmsg("kde_synopsis_agg: every x must have the same length (%d), got %d", st->d, other->d)));
         bool first = st->d == 0;
         st->d = other->d;
         if (first || st->res.seen == 0) {
@@ -278,8 +283,9 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_combine) {
         } else if (other->res.seen > 0) {
             merge_names(st, other->has_names, other->names, false, fn);
             if (memcmp(st->encoding, other->encoding, sizeof(st->encoding)) != 0)
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("%s: the synopses encode their columns differently (numbers, dates, timestamps)", fn)));
+                ereport(ERROR,
+                        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                         errmsg("%s: the synopses encode their columns differently (numbers, dates, timestamps)", fn)));
         }
     }
     st->skipped = add_count(st->skipped, other->skipped, fn, "skipped");
@@ -319,9 +325,7 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_deserial) {
     const char* what = "kde_synopsis_agg state";
     ByteReader r;
     byte_reader_init(&r, PG_GETARG_BYTEA_PP(0), what);
-    auto bad = [&]() {
-        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid %s", what)));
-    };
+    auto bad = [&]() { ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid %s", what))); };
     if (get_u8(&r) != kStateVersion) bad();
     SynAgg* st = new_state(mcxt);
     st->d = get_i32(&r);
@@ -386,4 +390,3 @@ APPROX_FUNCTION(approx_gpu_kde_merge) {
     absorb(st, CurrentMemoryContext, b, fn);
     return state_final(st, fn);
 }
-

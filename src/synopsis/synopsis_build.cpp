@@ -44,8 +44,9 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                                                                     : "relation of another kind"),
                         relkind == RELKIND_PARTITIONED_TABLE ? errhint("Build synopses of its partitions.") : 0));
     if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("%s: %s is a temporary table; a table synopsis is stored for every session", fn, relname)));
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("%s: %s is a temporary table; a table synopsis is stored for every session", fn, relname)));
     if (relkind == RELKIND_MATVIEW && !RelationIsPopulated(rel))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: materialized view %s has not been populated", fn, relname)));
@@ -57,9 +58,11 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
             if (pg_attribute_aclcheck(relid, attnums[j], user, ACL_SELECT) != ACLCHECK_OK)
                 aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind), RelationGetRelationName(rel));
     if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("%s: row-level security applies to table %s; a synopsis of it would count rows differently "
-                               "for each role", fn, relname)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("%s: row-level security applies to table %s; a synopsis of it would count rows differently "
+                        "for each role",
+                        fn, relname)));
 
     ColumnPlan* cols = static_cast<ColumnPlan*>(palloc0(sizeof(ColumnPlan) * d));
     TupleDesc desc = RelationGetDescr(rel);
@@ -75,10 +78,11 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         c.type = att->atttypid;
         c.name = pstrdup(NameStr(att->attname));
         if (!column_encoding(c.type, &c.encoding))
-            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                            errmsg("%s: column \"%s\" has type %s; a synopsis column must be int2, int4, int8, float4, "
-                                   "float8, numeric, date, timestamp, timestamptz, bool, text, varchar, char or an enum",
-                                   fn, c.name, format_type_be(c.type))));
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATATYPE_MISMATCH),
+                     errmsg("%s: column \"%s\" has type %s; a synopsis column must be int2, int4, int8, float4, "
+                            "float8, numeric, date, timestamp, timestamptz, bool, text, varchar, char or an enum",
+                            fn, c.name, format_type_be(c.type))));
         getTypeOutputInfo(c.type, &c.out_fn, &c.out_varlena);
         any_dict |= c.encoding == ValueEncoding::Dictionary;
         max_att = std::max(max_att, c.attnum);
@@ -93,8 +97,8 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     const int64 capacity = strata.capacity;
 
     // The sample: numbers now, dictionary values as strings until the end.
-    double* sample = static_cast<double*>(
-        MemoryContextAllocHuge(CurrentMemoryContext, std::max<Size>(1, static_cast<Size>(capacity) * d * sizeof(double))));
+    double* sample = static_cast<double*>(MemoryContextAllocHuge(
+        CurrentMemoryContext, std::max<Size>(1, static_cast<Size>(capacity) * d * sizeof(double))));
     char*** strs = static_cast<char***>(palloc0(sizeof(char**) * d));
     for (int j = 0; j < d; ++j)
         if (cols[j].encoding == ValueEncoding::Dictionary)
@@ -121,8 +125,9 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                 if (!strs[j]) continue;
                 const ColumnPlan& c = cols[j];
                 if (strs[j][at]) pfree(strs[j][at]);  // a replaced sample row
-                strs[j][at] =
-                    slot->tts_isnull[c.attnum - 1] ? nullptr : dictionary_string(slot->tts_values[c.attnum - 1], c.out_fn);
+                strs[j][at] = slot->tts_isnull[c.attnum - 1]
+                                  ? nullptr
+                                  : dictionary_string(slot->tts_values[c.attnum - 1], c.out_fn);
             }
     };
     RelationSample drawn;
@@ -140,7 +145,8 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                 check_type[ncheck] = cols[j].type;
                 check_name[ncheck++] = cols[j].name;
             }
-        drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size, random_seed_for_call());
+        drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size,
+                                random_seed_for_call());
         n_rows = drawn.rows;
         m = drawn.m;
         TupleTableSlot* slot = table_slot_create(rel, nullptr);

@@ -19,7 +19,7 @@ struct ColumnPlan {
     Oid type;
     ValueEncoding encoding;
     const char* name;
-    Oid out_fn;       // type output (dictionary strings and stratum keys)
+    Oid out_fn;  // type output (dictionary strings and stratum keys)
     bool out_varlena;
 };
 
@@ -49,8 +49,8 @@ struct Strata {
 void count_strata(Strata* s, Relation rel, const ColumnPlan* cols, int d, AttrNumber max_att, int n_stratify,
                   const int* stratify, int32 sample_size, const char* fn);
 // The stratum of a row of the second pass (same snapshot: the first pass saw it).
-StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, const ColumnPlan* cols, int n_stratify,
-                          const int* stratify, const char* fn);
+StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, const ColumnPlan* cols, int n_stratify, const int* stratify,
+                          const char* fn);
 // The strata as the synopsis stores them.
 syn::Stratum* strata_of(const Strata* s);
 
@@ -71,6 +71,5 @@ inline void end_scan(Scan& s) {
     table_endscan(s.scan);
     ExecDropSingleTupleTableSlot(s.slot);
 }
-
 
 }  // namespace synopsis_glue

@@ -164,8 +164,7 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
     ts.relfilenode = DatumGetObjectId(v[11]);
     ts.built = DatumGetTimestampTz(v[12]);
     ts.unusable = nullptr;
-    if (ts.d != sv->s.d || ts.d > kMaxDim)
-        ts.unusable = "the catalog row does not match its synopsis value";
+    if (ts.d != sv->s.d || ts.d > kMaxDim) ts.unusable = "the catalog row does not match its synopsis value";
     for (int c = 0; c < ts.d && ts.unusable == nullptr; ++c) ts.unusable = column_problem(ts, c, sv);
     if (e->n == f->cap) {
         f->cap = f->cap ? f->cap * 2 : 4;
@@ -197,11 +196,12 @@ Entry* lookup(Oid relid) {
     Fill f = {e, 0};
     Oid types[1] = {OIDOID};
     Datum args[1] = {ObjectIdGetDatum(relid)};
-    as_table_owner("SELECT name, owner::pg_catalog.oid, synopsis, relation::pg_catalog.oid, attnums, "
-                       "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, pending_inserts, "
-                       "relfilenode, created FROM approx_gpu.synopses "
-                       "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
-                       1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
+    as_table_owner(
+        "SELECT name, owner::pg_catalog.oid, synopsis, relation::pg_catalog.oid, attnums, "
+        "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, pending_inserts, "
+        "relfilenode, created FROM approx_gpu.synopses "
+        "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
+        1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
     MemoryContextSwitchTo(old);
     MemoryContextSetParent(cxt, CacheMemoryContext);
     e->valid = true;

@@ -54,7 +54,8 @@ Oid synopses_owner(void) {
 // fixed search_path does; the caller itself cannot write the table).
 // Returns SPI_processed; the first row's columns (if any) go to values/nulls.
 int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const char* arg_nulls, Datum* values,
-                     bool* nulls, int ncols, bool read_only, void (*each)(void*, HeapTuple, TupleDesc), void* each_ctx) {
+                     bool* nulls, int ncols, bool read_only, void (*each)(void*, HeapTuple, TupleDesc),
+                     void* each_ctx) {
     Oid save_userid;
     int save_sec;
     GetUserIdAndSecContext(&save_userid, &save_sec);
@@ -94,9 +95,7 @@ int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const 
     return processed;
 }
 
-bool table_synopses_available(void) {
-    return get_attnum(synopses_relid(), "relation") != InvalidAttrNumber;
-}
+bool table_synopses_available(void) { return get_attnum(synopses_relid(), "relation") != InvalidAttrNumber; }
 
 }  // namespace synopsis_glue
 
@@ -139,9 +138,10 @@ void sample_startup(void* self, TupleDesc desc) {
         Form_pg_attribute att = TupleDescAttr(desc, j);
         Oid t = att->atttypid;
         if (t != FLOAT8OID && t != FLOAT4OID && t != INT2OID && t != INT4OID && t != INT8OID && t != NUMERICOID)
-            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                            errmsg("%s: column \"%s\" of query must be float8, float4, int2, int4, int8 or numeric, not %s",
-                                   r->fn, NameStr(att->attname), format_type_be(t))));
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATATYPE_MISMATCH),
+                     errmsg("%s: column \"%s\" of query must be float8, float4, int2, int4, int8 or numeric, not %s",
+                            r->fn, NameStr(att->attname), format_type_be(t))));
         r->types[j] = t;
         for (int i = 0; i < j; ++i)
             if (strcmp(st->names[i], NameStr(att->attname)) == 0)
@@ -205,9 +205,7 @@ char* captured_search_path(void) {
     return out.data;
 }
 
-bool role_exists(Oid role) {
-    return SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role));
-}
+bool role_exists(Oid role) { return SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)); }
 
 // Runs query as `owner` in a security-restricted operation (as REFRESH
 // MATERIALIZED VIEW does) with search_path = search_path (the path stored
@@ -272,14 +270,11 @@ void check_name(text* name, const char* fn) {
                         errmsg("%s: name must have between 1 and 200 characters", fn)));
 }
 
-
 // 0.2.0 added synopses.search_path and the key (owner, name). A database
 // whose extension objects are still 0.1.0 (this library, before ALTER
 // EXTENSION UPDATE) reads and drops its synopses but builds none: a query
 // without a pinned search_path is never run.
-bool table_is_current(void) {
-    return get_attnum(synopses_relid(), "search_path") != InvalidAttrNumber;
-}
+bool table_is_current(void) { return get_attnum(synopses_relid(), "search_path") != InvalidAttrNumber; }
 
 void require_current_table(const char* fn) {
     if (!table_is_current())
@@ -304,12 +299,14 @@ void owner_grant(Oid owner, bool grant) {
                    nullptr, nullptr, 0);
     Oid types[1] = {OIDOID};
     Datum args[1] = {ObjectIdGetDatum(owner)};
-    bool has = as_table_owner("SELECT 1 FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
-                              "WHERE c.oid OPERATOR(pg_catalog.=) 'approx_gpu.synopses'::pg_catalog.regclass "
-                              "AND a.grantee OPERATOR(pg_catalog.=) $1 AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'",
-                              1, types, args, nullptr, nullptr, nullptr, 0) > 0;
-    if (!grant && as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-                                 1, types, args, nullptr, nullptr, nullptr, 0) > 0)
+    bool has = as_table_owner(
+                   "SELECT 1 FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+                   "WHERE c.oid OPERATOR(pg_catalog.=) 'approx_gpu.synopses'::pg_catalog.regclass "
+                   "AND a.grantee OPERATOR(pg_catalog.=) $1 AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'",
+                   1, types, args, nullptr, nullptr, nullptr, 0) > 0;
+    if (!grant &&
+        as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1", 1,
+                       types, args, nullptr, nullptr, nullptr, 0) > 0)
         return;  // it still owns synopses
     if (has == grant) return;
     const char* role = quote_identifier(GetUserNameFromId(owner, false));
@@ -341,7 +338,6 @@ ArrayType* oid_array_of(const Oid* v, int n) {
     return construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
-
 // Finds the synopsis `name` among the rows the caller may see -- its own and
 // those of roles whose privileges it has (the table's row-level security
 // policy) -- its own first. A row the caller may not see gives exactly the
@@ -370,10 +366,11 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     NamedRow row;
     row.owner = DatumGetObjectId(values[0]);
     if (row.owner != caller && n > 1)
-        ereport(ERROR, (errcode(ERRCODE_AMBIGUOUS_ALIAS),
-                        errmsg("%s: synopsis name \"%s\" is ambiguous", fn, text_to_cstring(name)),
-                        errdetail("Several roles whose privileges you have own a synopsis of this name, and you own none."),
-                        errhint("SET ROLE to the owner of the one you mean.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_AMBIGUOUS_ALIAS),
+                 errmsg("%s: synopsis name \"%s\" is ambiguous", fn, text_to_cstring(name)),
+                 errdetail("Several roles whose privileges you have own a synopsis of this name, and you own none."),
+                 errhint("SET ROLE to the owner of the one you mean.")));
     if (!drop && !role_exists(row.owner))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: the owner of synopsis \"%s\" no longer exists", fn, text_to_cstring(name)),
@@ -422,8 +419,7 @@ int column_by_name(const SynValue* v, const char* name, int len, const char* fn)
     StringInfoData cols;
     initStringInfo(&cols);
     for (int j = 0; j < v->s.d; ++j) appendStringInfo(&cols, "%s%s", j ? ", " : "", v->names[j]);
-    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                    errmsg("%s: synopsis has no column \"%.*s\"", fn, len, name),
+    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN), errmsg("%s: synopsis has no column \"%.*s\"", fn, len, name),
                     errhint("Its columns are: %s.", cols.data)));
     return -1;
 }
@@ -435,7 +431,8 @@ double predicate_bound(const JsonbValue* v, bool upper, const char* key, const c
                         errmsg("%s: predicate bounds of \"%s\" must be numbers or null", fn, key)));
     double x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, NumericGetDatum(v->val.numeric)));
     if (std::isnan(x))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: predicate bound of \"%s\" is NaN", fn, key)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: predicate bound of \"%s\" is NaN", fn, key)));
     return x;  // +-Infinity (a bound beyond float8) = unbounded
 }
 
@@ -459,8 +456,9 @@ void predicate_box(const SynValue* v, Jsonb* pred, double* lo, double* hi, const
         }
         if (val.type != jbvBinary || !JsonContainerIsArray(val.val.binary.data) ||
             JsonContainerSize(val.val.binary.data) != 2)
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("%s: predicate of \"%s\" must be [lo, hi] (null = unbounded) or a number", fn, key)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                     errmsg("%s: predicate of \"%s\" must be [lo, hi] (null = unbounded) or a number", fn, key)));
         lo[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 0), false, key, fn);
         hi[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 1), true, key, fn);
     }
@@ -531,10 +529,11 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
         // resolve the query's names to other roles' objects. The owner itself
         // (nobody else) refreshes it once with its own effective path.
         if (GetUserId() != row.owner)
-            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                            errmsg("%s: synopsis \"%s\" was stored without its search_path; only its owner can refresh it",
-                                   fn, text_to_cstring(name)),
-                            errhint("Refresh it once as its owner (SET ROLE); the owner's search_path is then kept.")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("%s: synopsis \"%s\" was stored without its search_path; only its owner can refresh it", fn,
+                            text_to_cstring(name)),
+                     errhint("Refresh it once as its owner (SET ROLE); the owner's search_path is then kept.")));
         path = captured_search_path();
     }
     // The old value's settings drive the rebuild.
@@ -554,9 +553,9 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
         "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid",
         5, types, args, nullptr, nullptr, nullptr, 0);
     if (updated != 1)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("%s: synopsis \"%s\" was dropped or replaced while its query ran", fn,
-                               text_to_cstring(name))));
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("%s: synopsis \"%s\" was dropped or replaced while its query ran", fn, text_to_cstring(name))));
     owner_grant(row.owner, true);  // a row kept from 0.1.0 gets it here
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
 }
@@ -567,9 +566,10 @@ APPROX_FUNCTION(approx_gpu_drop_synopsis) {
     NamedRow row = resolve_named(name, fn, true, false, true);
     Oid types[2] = {TEXTOID, OIDOID};
     Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(row.owner)};
-    as_table_owner("DELETE FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
-                   "AND name OPERATOR(pg_catalog.=) $1",
-                   2, types, args, nullptr, nullptr, nullptr, 0);
+    as_table_owner(
+        "DELETE FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+        "AND name OPERATOR(pg_catalog.=) $1",
+        2, types, args, nullptr, nullptr, nullptr, 0);
     owner_grant(row.owner, false);
     // Plans over the table that may have used it are replanned.
     if (OidIsValid(row.relation) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(row.relation)))

@@ -18,7 +18,7 @@ struct NamedRow {
     AttrNumber attnums[kMaxDim];
     int n_stratify;
     AttrNumber stratify[kMaxDim];
-    char* ctid;         // the row version read (refresh updates exactly it)
+    char* ctid;  // the row version read (refresh updates exactly it)
 };
 
 // The kde_synopsis type's OID.

@@ -17,15 +17,19 @@ namespace synopsis_glue {
 
 bool column_encoding(Oid type, ValueEncoding* out) {
     switch (type) {
-        case INT2OID: case INT4OID: case INT8OID: case FLOAT4OID: case FLOAT8OID: case NUMERICOID:
-            *out = ValueEncoding::Number;
-            return true;
+        case INT2OID:
+        case INT4OID:
+        case INT8OID:
+        case FLOAT4OID:
+        case FLOAT8OID:
+        case NUMERICOID: *out = ValueEncoding::Number; return true;
         case DATEOID: *out = ValueEncoding::Date; return true;
         case TIMESTAMPOID: *out = ValueEncoding::Timestamp; return true;
         case TIMESTAMPTZOID: *out = ValueEncoding::TimestampTz; return true;
-        case BOOLOID: case TEXTOID: case VARCHAROID: case BPCHAROID:
-            *out = ValueEncoding::Dictionary;
-            return true;
+        case BOOLOID:
+        case TEXTOID:
+        case VARCHAROID:
+        case BPCHAROID: *out = ValueEncoding::Dictionary; return true;
         default:
             if (type_is_enum(type)) {
                 *out = ValueEncoding::Dictionary;
@@ -37,8 +41,12 @@ bool column_encoding(Oid type, ValueEncoding* out) {
 
 bool column_may_be_non_finite(Oid type) {
     switch (type) {
-        case FLOAT4OID: case FLOAT8OID: case NUMERICOID: case DATEOID: case TIMESTAMPOID: case TIMESTAMPTZOID:
-            return true;
+        case FLOAT4OID:
+        case FLOAT8OID:
+        case NUMERICOID:
+        case DATEOID:
+        case TIMESTAMPOID:
+        case TIMESTAMPTZOID: return true;
         default: return false;
     }
 }
@@ -48,9 +56,10 @@ bool column_may_be_non_finite(Oid type) {
 namespace {
 
 [[noreturn]] void not_finite(const char* fn, const char* column, const char* table, bool nan) {
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                    errmsg("%s: column \"%s\" of table %s contains %s", fn, column, table, nan ? "NaN" : "an infinite value"),
-                    errhint("A synopsis needs finite values; NULL is fine.")));
+    ereport(ERROR,
+            (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+             errmsg("%s: column \"%s\" of table %s contains %s", fn, column, table, nan ? "NaN" : "an infinite value"),
+             errhint("A synopsis needs finite values; NULL is fine.")));
     pg_unreachable();
 }
 

@@ -91,8 +91,8 @@ int column_arg(FunctionCallInfo fcinfo, int argno, int d, const char* fn) {
 syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const double* hi, syn::Aggregate agg,
                             int column, const char* fn, syn::BoxEstimate* out) {
     if (out == nullptr)
-        out = static_cast<syn::BoxEstimate*>(
-            palloc_extended(sizeof(syn::BoxEstimate) * std::max<int64>(1, q), MCXT_ALLOC_HUGE));
+        out = static_cast<syn::BoxEstimate*>(palloc_extended(sizeof(syn::BoxEstimate) * std::max<int64>(1, q),
+                                                             MCXT_ALLOC_HUGE));
     syn::BoxBatch batch;
     batch.q = q;
     batch.lo = lo;
@@ -110,9 +110,8 @@ syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const 
                                                                                 : syn::NullPolicy::Any);
         batch.nulls = nulls;
     }
-    approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
-        return syn::evaluate(v->s, batch, ctx, out);
-    });
+    approx::Status st =
+        run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) { return syn::evaluate(v->s, batch, ctx, out); });
     check_engine_result(st, fn);
     return out;
 }
@@ -218,8 +217,8 @@ Datum many_boxes(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
             nulls[i] = std::isnan(e[i].estimate);
             values[i] = Float8GetDatum(nulls[i] ? 0 : e[i].estimate);
         }
-        PG_RETURN_ARRAYTYPE_P(
-            construct_md_array(values, nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+        PG_RETURN_ARRAYTYPE_P(construct_md_array(values, nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL,
+                                                 TYPALIGN_DOUBLE));
     }
     // No NULLs (the usual case): the estimates straight into a flat array.
     const Size bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(double) * static_cast<Size>(q_lo);
@@ -258,10 +257,8 @@ APPROX_FUNCTION(approx_gpu_kde_density) {
         ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
                         errmsg("%s: x has " INT64_FORMAT " values; the synopsis has %d columns", fn, x.n, v->s.d)));
     double f = 0;
-    approx::Status st = run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) {
-        return syn::density(v->s, x.data, ctx, f);
-    });
+    approx::Status st = run_engine(fn, 0, 0,
+                                   [&](const approx::ExecContext& ctx) { return syn::density(v->s, x.data, ctx, f); });
     check_engine_result(st, fn);
     PG_RETURN_FLOAT8(f);
 }
-

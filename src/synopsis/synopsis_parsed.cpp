@@ -58,8 +58,8 @@ const SynValue* synopsis_arg_shared(FunctionCallInfo fcinfo, int argno) {
         // Kept with the value: calls through the GPU service key its resident
         // sample by this hash and need not compute it every time.
         if (v->s.m > 0)
-            v->s.sample_key = approx::service::content_hash(
-                v->s.sample, sizeof(double) * static_cast<size_t>(v->s.m) * static_cast<size_t>(v->s.d));
+            v->s.sample_key = approx::service::content_hash(v->s.sample, sizeof(double) * static_cast<size_t>(v->s.m) *
+                                                                             static_cast<size_t>(v->s.d));
     }
     PG_CATCH();
     {

@@ -15,7 +15,6 @@ namespace {
 
 constexpr int64 kStratumFloor = 100;  // congressional allocation: rows every stratum keeps (or all it has)
 
-
 uint32 key_hash(const void* key, Size) { return string_hash(*static_cast<char* const*>(key), 0); }
 int key_match(const void* a, const void* b, Size) {
     return strcmp(*static_cast<char* const*>(a), *static_cast<char* const*>(b));
@@ -101,8 +100,8 @@ void count_strata(Strata* s, Relation rel, const ColumnPlan* cols, int d, AttrNu
     s->capacity = capacity;
 }
 
-StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, const ColumnPlan* cols, int n_stratify,
-                          const int* stratify, const char* fn) {
+StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, const ColumnPlan* cols, int n_stratify, const int* stratify,
+                          const char* fn) {
     stratum_key(slot, cols, n_stratify, stratify, &s->key);
     char* k = s->key.data;
     StratumEntry* e = static_cast<StratumEntry*>(hash_search(s->table, &k, HASH_FIND, nullptr));

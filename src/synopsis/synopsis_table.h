@@ -20,13 +20,13 @@ extern "C" {
 
 // One table synopsis as the planner sees it (read-only; lives in the cache).
 struct TableSynopsis {
-    const char* name;     // the synopsis name
+    const char* name;  // the synopsis name
     Oid owner;
     Oid relid;
-    int d;                // columns
+    int d;  // columns
     AttrNumber attnum[approx::synopsis::kMaxDim];
-    Oid atttype[approx::synopsis::kMaxDim];     // the column's type at build (a retyped column: unusable)
-    Oid collation[approx::synopsis::kMaxDim];   // the column's collation at build (InvalidOid: none)
+    Oid atttype[approx::synopsis::kMaxDim];    // the column's type at build (a retyped column: unusable)
+    Oid collation[approx::synopsis::kMaxDim];  // the column's collation at build (InvalidOid: none)
     ValueEncoding encoding[approx::synopsis::kMaxDim];
     // Dictionary columns: dict_size values, the type's output strings,
     // sorted by strcmp (code k = dict[k]); values never seen in the sample
@@ -46,7 +46,7 @@ struct TableSynopsis {
     Oid relfilenode;        // of the relation when built
     TimestampTz built;      // when built (the most recent wins; also the plan's identity check)
     // A column dropped, retyped or re-collated since the build: never used.
-    const char* unusable;   // nullptr: usable; else the reason
+    const char* unusable;  // nullptr: usable; else the reason
 };
 
 // The synopses bound to relid, most recently built first, from the

@@ -36,7 +36,8 @@ bool is_dictionary_type(Oid t) {
 int name_array_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const char* arg, char (*out)[NAMEDATALEN]) {
     ArrayType* a = PG_GETARG_ARRAYTYPE_P(argno);
     if (ARR_NDIM(a) > 1)
-        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s: %s must be a one-dimensional array", fn, arg)));
+        ereport(ERROR,
+                (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s: %s must be a one-dimensional array", fn, arg)));
     Datum* elems;
     bool* nulls;
     int n;
@@ -87,7 +88,8 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
                                          static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
-    Oid types[10] = {synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID, OIDOID, TEXTOID, TEXTOID};
+    Oid types[10] = {
+        synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID, OIDOID, TEXTOID, TEXTOID};
     Datum args[10] = {b->value,
                       PointerGetDatum(oid_array_of(b->atttype, row.d)),
                       PointerGetDatum(oid_array_of(b->collation, row.d)),
@@ -107,7 +109,8 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
         10, types, args, nullptr, nullptr, nullptr, 0);
     if (updated != 1)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("%s: synopsis \"%s\" was dropped or replaced while it was rebuilt", fn, text_to_cstring(name))));
+                        errmsg("%s: synopsis \"%s\" was dropped or replaced while it was rebuilt", fn,
+                               text_to_cstring(name))));
     CacheInvalidateRelcacheByRelid(row.relation);
     return info_jsonb(stored_value(DatumGetByteaPP(b->value)));
 }
@@ -133,12 +136,14 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
                         errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
     char* relname = get_rel_name(relid);
     if (relname == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("%s: relation with OID %u does not exist", fn, relid)));
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("%s: relation with OID %u does not exist", fn, relid)));
 
     char names[kMaxDim][NAMEDATALEN];
     int d = name_array_arg(fcinfo, 2, fn, "columns", names);
     if (d < 1)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: columns must name at least one column", fn)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: columns must name at least one column", fn)));
     AttrNumber attnums[kMaxDim];
     for (int j = 0; j < d; ++j) {
         attnums[j] = get_attnum(relid, names[j]);
@@ -155,13 +160,17 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
             int j = 0;
             while (j < d && strcmp(names[j], snames[s]) != 0) ++j;
             if (j == d)
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("%s: stratify column \"%s\" is not one of the synopsis columns", fn, snames[s])));
+                ereport(ERROR,
+                        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                         errmsg("%s: stratify column \"%s\" is not one of the synopsis columns", fn, snames[s])));
             Oid t = get_atttype(relid, attnums[j]);
             if (!is_integer_type(t) && !is_dictionary_type(t))
-                ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                                errmsg("%s: stratify column \"%s\" must be an integer, bool, text, varchar, char or enum column, "
-                                       "not %s", fn, snames[s], format_type_be(t))));
+                ereport(
+                    ERROR,
+                    (errcode(ERRCODE_DATATYPE_MISMATCH),
+                     errmsg("%s: stratify column \"%s\" must be an integer, bool, text, varchar, char or enum column, "
+                            "not %s",
+                            fn, snames[s], format_type_be(t))));
             stratify[s] = j;
         }
     }
@@ -170,8 +179,9 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, fn);
     AttrNumber satt[kMaxDim];
     for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
-    Oid types[12] = {TEXTOID, OIDOID, synopsis_type_oid(), OIDOID, INT2ARRAYOID, OIDARRAYOID,
-                     OIDARRAYOID, INT2ARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID};
+    Oid types[12] = {TEXTOID,     OIDOID,      synopsis_type_oid(), OIDOID,  INT2ARRAYOID,
+                     OIDARRAYOID, OIDARRAYOID, INT2ARRAYOID,        INT8OID, INT8OID,
+                     INT8OID,     OIDOID};
     Datum args[12] = {PointerGetDatum(name),
                       ObjectIdGetDatum(owner),
                       b->value,
@@ -186,11 +196,12 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
                       ObjectIdGetDatum(b->relfilenode)};
     char arg_nulls[13] = "            ";
     if (ns == 0) arg_nulls[7] = 'n';
-    if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, synopsis, created, relation, attnums, atttypes, "
-                       "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode) "
-                       "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
-                       "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12) ON CONFLICT (owner, name) DO NOTHING",
-                       12, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
+    if (as_table_owner(
+            "INSERT INTO approx_gpu.synopses (name, owner, synopsis, created, relation, attnums, atttypes, "
+            "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode) "
+            "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
+            "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12) ON CONFLICT (owner, name) DO NOTHING",
+            12, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
         name_taken(name, fn);
     owner_grant(owner, true);
     CacheInvalidateRelcacheByRelid(relid);

@@ -27,7 +27,8 @@ char* value_to_text(const SynValue* v) {
     StringInfoData out;
     initStringInfo(&out);
     appendStringInfo(&out,
-                     "{\"version\": %d, \"N\": " INT64_FORMAT ", \"m\": " INT64_FORMAT ", \"d\": %d, "
+                     "{\"version\": %d, \"N\": " INT64_FORMAT ", \"m\": " INT64_FORMAT
+                     ", \"d\": %d, "
                      "\"sample_size\": " INT64_FORMAT ", \"skipped\": " INT64_FORMAT
                      ", \"bandwidth\": \"%s\", \"smoothing\": \"%s\", \"joint_cv_error\": [",
                      kValueVersion, s.n_rows, s.m, s.d, s.sample_size, s.skipped, syn::bandwidth_name(s.method),
@@ -47,10 +48,12 @@ char* value_to_text(const SynValue* v) {
             escape_json(&out, v->names[j]);
         else
             appendStringInfoString(&out, "null");
-        const double fields[] = {c.mean, c.sd, c.min, c.max, c.density_h, c.box_h, c.step,
-                                 c.shift, c.log_h, c.interval_scale, c.cv_coverage};
-        const char* keys[] = {"mean", "sd", "min", "max", "density_bandwidth", "box_bandwidth", "step",
-                              "shift", "log_bandwidth", "interval_scale", "cv_coverage"};
+        const double fields[] = {c.mean,       c.sd,   c.min,   c.max,   c.density_h,
+                                 c.box_h,      c.step, c.shift, c.log_h, c.interval_scale,
+                                 c.cv_coverage};
+        const char* keys[] = {"mean",          "sd",   "min",   "max",           "density_bandwidth",
+                              "box_bandwidth", "step", "shift", "log_bandwidth", "interval_scale",
+                              "cv_coverage"};
         for (int f = 0; f < 11; ++f) {
             appendStringInfo(&out, ", \"%s\": ", keys[f]);
             append_double(&out, fields[f]);
@@ -61,7 +64,9 @@ char* value_to_text(const SynValue* v) {
             if (k) appendStringInfoString(&out, ", ");
             append_double(&out, c.cv_error[k]);
         }
-        appendStringInfo(&out, "], \"categorical\": %s, \"null_count\": " INT64_FORMAT ", \"encoding\": \"%s\", \"dictionary\": ",
+        appendStringInfo(&out,
+                         "], \"categorical\": %s, \"null_count\": " INT64_FORMAT
+                         ", \"encoding\": \"%s\", \"dictionary\": ",
                          c.categorical ? "true" : "false", c.null_count, kEncodingNames[v->encoding[j]]);
         if (v->encoding[j] != static_cast<uint8>(ValueEncoding::Dictionary)) {
             appendStringInfoString(&out, "null}");
@@ -125,11 +130,9 @@ int64 json_int(const JsonbValue* v, const char* what) {
 }
 
 JsonbContainer* json_array(const JsonbValue* v, const char* what, uint32 size) {
-    if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data) ||
-        JsonContainerIsScalar(v->val.binary.data))
+    if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data) || JsonContainerIsScalar(v->val.binary.data))
         bad_text(psprintf("%s must be an array", what));
-    if (JsonContainerSize(v->val.binary.data) != size)
-        bad_text(psprintf("%s must have %u elements", what, size));
+    if (JsonContainerSize(v->val.binary.data) != size) bad_text(psprintf("%s must have %u elements", what, size));
     return v->val.binary.data;
 }
 
@@ -166,14 +169,17 @@ SynValue* value_from_text(const char* text) {
     s.sample_size = json_int(json_key(root, "sample_size"), "sample_size");
     s.skipped = json_int(json_key(root, "skipped"), "skipped");
     s.method = static_cast<syn::Bandwidth>(json_choice(json_key(root, "bandwidth"), "bandwidth", kBandwidthNames, 4));
-    s.smoothing = static_cast<syn::Smoothing>(json_choice(json_key(root, "smoothing"), "smoothing", kSmoothingNames, 3));
+    s.smoothing =
+        static_cast<syn::Smoothing>(json_choice(json_key(root, "smoothing"), "smoothing", kSmoothingNames, 3));
     if (version >= 2) {
         JsonbContainer* jcv = json_array(json_key(root, "joint_cv_error"), "joint_cv_error", 2);
-        for (int k = 0; k < 2; ++k) s.joint_cv[k] = json_double(getIthJsonbValueFromContainer(jcv, k), "joint_cv_error");
+        for (int k = 0; k < 2; ++k)
+            s.joint_cv[k] = json_double(getIthJsonbValueFromContainer(jcv, k), "joint_cv_error");
     }
     if (version >= 3) {
         JsonbValue* jst = json_key(root, "strata");
-        if (jst->type != jbvBinary || !JsonContainerIsArray(jst->val.binary.data) || JsonContainerIsScalar(jst->val.binary.data))
+        if (jst->type != jbvBinary || !JsonContainerIsArray(jst->val.binary.data) ||
+            JsonContainerIsScalar(jst->val.binary.data))
             bad_text("strata must be an array");
         uint32 n = JsonContainerSize(jst->val.binary.data);
         if (n > (1u << 30)) bad_text("too many strata");
@@ -181,7 +187,8 @@ SynValue* value_from_text(const char* text) {
         if (n > 0) {
             v->strata = static_cast<syn::Stratum*>(palloc(sizeof(syn::Stratum) * n));
             for (uint32 g = 0; g < n; ++g) {
-                JsonbContainer* e = json_array(getIthJsonbValueFromContainer(jst->val.binary.data, g), "each stratum", 3);
+                JsonbContainer* e = json_array(getIthJsonbValueFromContainer(jst->val.binary.data, g), "each stratum",
+                                               3);
                 v->strata[g].n_rows = json_int(getIthJsonbValueFromContainer(e, 0), "stratum rows");
                 v->strata[g].begin = json_int(getIthJsonbValueFromContainer(e, 1), "stratum begin");
                 v->strata[g].end = json_int(getIthJsonbValueFromContainer(e, 2), "stratum end");
@@ -194,7 +201,9 @@ SynValue* value_from_text(const char* text) {
     for (int j = 0; j < s.d; ++j) {
         JsonbValue* cv = getIthJsonbValueFromContainer(cols, j);
         if (cv->type != jbvBinary || !JsonContainerIsObject(cv->val.binary.data) ||
-            JsonContainerSize(cv->val.binary.data) != (version == 1 ? 9u : version == 2 ? 15u : 19u))
+            JsonContainerSize(cv->val.binary.data) != (version == 1   ? 9u
+                                                       : version == 2 ? 15u
+                                                                      : 19u))
             bad_text(version == 1   ? "each column must be an object with 9 keys"
                      : version == 2 ? "each column must be an object with 15 keys"
                                     : "each column must be an object with 19 keys");

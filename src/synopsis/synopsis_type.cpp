@@ -69,7 +69,8 @@ void validate_value(const SynValue* v, int code, const char* what) {
     // Format 3's own fields first: the engine's checks read the sample with
     // them (NaN = NULL, codes, strata).
     for (int j = 0; j < s.d; ++j) {
-        if (v->encoding[j] > static_cast<uint8>(ValueEncoding::Dictionary)) raise_value(code, what, "unknown value encoding");
+        if (v->encoding[j] > static_cast<uint8>(ValueEncoding::Dictionary))
+            raise_value(code, what, "unknown value encoding");
         bool dictionary = v->encoding[j] == static_cast<uint8>(ValueEncoding::Dictionary);
         if (s.cols[j].categorical != dictionary)
             raise_value(code, what, "a column is categorical exactly when its encoding is a dictionary");
@@ -306,16 +307,18 @@ SynValue* synopsis_arg(FunctionCallInfo fcinfo, int argno) {
 void check_size(int64 sample_size, int d, bool names, const char* fn) {
     Size bytes = stored_bytes(d, sample_size, names);
     if (sample_size > static_cast<int64>(MaxAllocSize / 8) || bytes + VARHDRSZ >= MaxAllocSize)
-        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                        errmsg("%s: a sample of " INT64_FORMAT " rows of %d columns would exceed the 1 GB limit of a value",
-                               fn, sample_size, d),
-                        errhint("Use a smaller sample_size.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                 errmsg("%s: a sample of " INT64_FORMAT " rows of %d columns would exceed the 1 GB limit of a value",
+                        fn, sample_size, d),
+                 errhint("Use a smaller sample_size.")));
 }
 
 // Finishes a sample into a synopsis value (bandwidths on the engine; the
 // only GPU work of the aggregates). sample is palloc'd, m x d.
 Datum finish_synopsis(int d, int64 n_rows, int64 m, int64 sample_size, int64 skipped, double* sample, int method,
-                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn, const uint8* encoding) {
+                      int smoothing, bool has_names, char (*names)[NAMEDATALEN], const char* fn,
+                      const uint8* encoding) {
     SynValue* v = new_value(CurrentMemoryContext);
     if (encoding) memcpy(v->encoding, encoding, sizeof(v->encoding));
     for (int j = 0; j < d; ++j)
@@ -347,8 +350,9 @@ int64 add_count(int64 a, int64 b, const char* fn, const char* what) {
     int64 sum;
     if (pg_add_s64_overflow(a, b, &sum))
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                        errmsg("%s: %s of the merged synopsis is out of range for bigint (" INT64_FORMAT " + " INT64_FORMAT
-                               ")", fn, what, a, b)));
+                        errmsg("%s: %s of the merged synopsis is out of range for bigint (" INT64_FORMAT
+                               " + " INT64_FORMAT ")",
+                               fn, what, a, b)));
     return sum;
 }
 
@@ -463,14 +467,12 @@ APPROX_FUNCTION(approx_gpu_kde_synopsis_in) {
     PG_RETURN_BYTEA_P(value_to_bytes(v));
 }
 
-APPROX_FUNCTION(approx_gpu_kde_synopsis_out) {
-    PG_RETURN_CSTRING(value_to_text(synopsis_arg(fcinfo, 0)));
-}
+APPROX_FUNCTION(approx_gpu_kde_synopsis_out) { PG_RETURN_CSTRING(value_to_text(synopsis_arg(fcinfo, 0))); }
 
 APPROX_FUNCTION(approx_gpu_kde_synopsis_recv) {
     StringInfo buf = reinterpret_cast<StringInfo>(PG_GETARG_POINTER(0));
-    SynValue* v = value_from_bytes(buf->data + buf->cursor, buf->len - buf->cursor, ERRCODE_INVALID_BINARY_REPRESENTATION,
-                                   "external binary kde_synopsis");
+    SynValue* v = value_from_bytes(buf->data + buf->cursor, buf->len - buf->cursor,
+                                   ERRCODE_INVALID_BINARY_REPRESENTATION, "external binary kde_synopsis");
     buf->cursor = buf->len;
     PG_RETURN_BYTEA_P(value_to_bytes(v));
 }

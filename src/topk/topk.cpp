@@ -81,7 +81,9 @@ struct TopkState {
 
 static constexpr uint8 kTopkStateVersion = 1;
 
-static int64 prune_limit(const TopkState* s) { return static_cast<int64>(topk::prune_limit(static_cast<size_t>(s->k))); }
+static int64 prune_limit(const TopkState* s) {
+    return static_cast<int64>(topk::prune_limit(static_cast<size_t>(s->k)));
+}
 
 static TopkState* new_topk_state(MemoryContext mcxt, Order order) {
     TopkState* s = static_cast<TopkState*>(MemoryContextAllocZero(mcxt, sizeof(TopkState)));
@@ -169,8 +171,8 @@ APPROX_FUNCTION(approx_gpu_topk_combine) {
     reserve_pairs(s, mcxt, other->n);
     size_t appended = 0;
     approx::Status st = topk::combine(s->thr, other->thr, reinterpret_cast<const int64_t*>(other->ids), other->scores,
-                                      static_cast<size_t>(other->n), order,
-                                      reinterpret_cast<int64_t*>(s->ids + s->n), s->scores + s->n, appended);
+                                      static_cast<size_t>(other->n), order, reinterpret_cast<int64_t*>(s->ids + s->n),
+                                      s->scores + s->n, appended);
     if (!st.ok()) check_engine_result(st, fn);
     s->n += static_cast<int64>(appended);
     maybe_prune(s, fn);
@@ -205,8 +207,8 @@ APPROX_FUNCTION(approx_gpu_topk_deserial) {
     ByteReader r;
     byte_reader_init(&r, PG_GETARG_BYTEA_PP(0), "topk aggregate state");
     if (get_u8(&r) != kTopkStateVersion)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-                        errmsg("unsupported topk aggregate state version")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("unsupported topk aggregate state version")));
     uint8 order = get_u8(&r);
     uint8 has_k = get_u8(&r);
     int32 k = get_i32(&r);

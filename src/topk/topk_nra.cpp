@@ -56,7 +56,8 @@ void row_scores(const NraCall* c, HeapTuple tup, TupleDesc desc, int first_att, 
         double v = isnull ? mins[j] : DatumGetFloat8(d);
         if (std::isnan(v) || std::isinf(v))
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("%s: column \"%s\" contains %s", c->fn, c->col[j], std::isnan(v) ? "NaN" : "an infinite value"),
+                            errmsg("%s: column \"%s\" contains %s", c->fn, c->col[j],
+                                   std::isnan(v) ? "NaN" : "an infinite value"),
                             errdetail("Scores are summed; they must be finite.")));
         out[j] = v;
     }
@@ -111,7 +112,8 @@ bool nra_read_minimums(NraCall* c) {
     StringInfoData q;
     initStringInfo(&q);
     appendStringInfoString(&q, "SELECT ");
-    for (int j = 0; j < m; ++j) appendStringInfo(&q, "%spg_catalog.min(%s)::pg_catalog.float8", j ? ", " : "", c->qcol[j]);
+    for (int j = 0; j < m; ++j)
+        appendStringInfo(&q, "%spg_catalog.min(%s)::pg_catalog.float8", j ? ", " : "", c->qcol[j]);
     appendStringInfo(&q, " FROM %s AS r WHERE %s IS NOT NULL", c->qrel, c->qid);
     if (SPI_execute(q.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot read the columns' minimums", fn)));
@@ -234,16 +236,16 @@ void nra_rank_winners(NraCall* c) {
     appendStringInfo(&q, "SELECT %s::pg_catalog.int8", c->qid);
     for (int j = 0; j < m; ++j) appendStringInfo(&q, ", %s::pg_catalog.float8", c->qcol[j]);
     appendStringInfo(&q, " FROM %s AS r WHERE %s OPERATOR(pg_catalog.=) ANY ($1)", c->qrel, c->qid);
-    Datum winners_datum[1] = {PointerGetDatum(construct_array(reinterpret_cast<Datum*>(winners), static_cast<int>(n_win),
-                                                              INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
+    Datum winners_datum[1] = {PointerGetDatum(construct_array(
+        reinterpret_cast<Datum*>(winners), static_cast<int>(n_win), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
     Oid arg_types[1] = {INT8ARRAYOID};
     double t_fetch = glue_clock_ms();
     if (SPI_execute_with_args(q.data, 1, arg_types, winners_datum, nullptr, true, 0) != SPI_OK_SELECT)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot fetch the winners' scores", fn)));
     if (SPI_processed != n_win)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                        errmsg("%s: found %llu of the %zu winners", fn, static_cast<unsigned long long>(SPI_processed),
-                               n_win)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: found %llu of the %zu winners", fn,
+                                                         static_cast<unsigned long long>(SPI_processed), n_win)));
     const Size n_alloc = n_win > 0 ? n_win : 1;
     int64_t* win_ids = static_cast<int64_t*>(MemoryContextAllocHuge(work, sizeof(int64_t) * n_alloc));
     double* values = static_cast<double*>(MemoryContextAllocHuge(work, sizeof(double) * n_alloc * m));
@@ -309,8 +311,8 @@ void nra_check_args(FunctionCallInfo fcinfo, NraCall* c) {
                         errmsg("%s: at most %d score columns are supported, not %d", fn, topk::kMaxNraLists, m)));
     for (int j = 0; j < m; ++j)
         if (elem_nulls[j])
-            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                            errmsg("%s: score_columns must not contain NULL", fn)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: score_columns must not contain NULL", fn)));
     c->m = m;
     const char** col = static_cast<const char**>(palloc(sizeof(char*) * m));
     for (int j = 0; j < m; ++j) col[j] = pstrdup(NameStr(*DatumGetName(elems[j])));
@@ -365,7 +367,8 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
     MemoryContext caller = CurrentMemoryContext;
     MemoryContext work = AllocSetContextCreate(CurrentMemoryContext, "topk_nra", ALLOCSET_DEFAULT_SIZES);
     NraHolder* holder = static_cast<NraHolder*>(MemoryContextAllocZero(work, sizeof(NraHolder)));
-    MemoryContextCallback* cb = static_cast<MemoryContextCallback*>(MemoryContextAllocZero(work, sizeof(MemoryContextCallback)));
+    MemoryContextCallback* cb =
+        static_cast<MemoryContextCallback*>(MemoryContextAllocZero(work, sizeof(MemoryContextCallback)));
     cb->func = nra_cleanup;
     cb->arg = holder;
     MemoryContextRegisterResetCallback(work, cb);
@@ -375,13 +378,9 @@ APPROX_FUNCTION(approx_gpu_topk_nra) {
     c->holder = holder;
     MemoryContextSwitchTo(work);
     PG_TRY();
-    {
-        nra_run(c);
-    }
+    { nra_run(c); }
     PG_CATCH();
-    {
-        nra_rethrow(args.fn, caller);
-    }
+    { nra_rethrow(args.fn, caller); }
     PG_END_TRY();
 
     // Results and statistics (the engine is freed with its context).

@@ -37,13 +37,13 @@ struct NraCall {
     const char* qid;    // r."id column"
     const char* qrel;   // "schema"."relation"
     Oid relid;
-    Oid* index_oid;     // per list: the B-tree index read backward, or InvalidOid (a cursor)
+    Oid* index_oid;  // per list: the B-tree index read backward, or InvalidOid (a cursor)
     AttrNumber id_att;
-    AttrNumber* att;    // per list: the score column's attribute number
+    AttrNumber* att;  // per list: the score column's attribute number
     MemoryContext work;
     NraHolder* holder;
     // between the phases of nra_run()
-    double* mins;     // the columns' minimums (the missing-score bounds)
+    double* mins;           // the columns' minimums (the missing-score bounds)
     Relation heap;          // open while index readers are
     Snapshot snapshot;      // registered while index readers are
     IndexReader** readers;  // per list: an index reader, or nullptr (a cursor)

@@ -40,12 +40,14 @@ bool list_receive(TupleTableSlot* slot, DestReceiver* self) {
     ListReceiver* r = reinterpret_cast<ListReceiver*>(self);
     slot_getsomeattrs(slot, 2);
     if (r->n >= r->cap || slot->tts_isnull[0] || slot->tts_isnull[1])
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("topk_nra: unexpected row from column \"%s\"", r->column)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("topk_nra: unexpected row from column \"%s\"", r->column)));
     double v = DatumGetFloat8(slot->tts_values[1]);
     if (std::isnan(v) || std::isinf(v))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("topk_nra: column \"%s\" contains %s", r->column, std::isnan(v) ? "NaN" : "an infinite value"),
-                        errdetail("Scores are summed; they must be finite.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("topk_nra: column \"%s\" contains %s", r->column, std::isnan(v) ? "NaN" : "an infinite value"),
+                 errdetail("Scores are summed; they must be finite.")));
     r->ids[r->n] = DatumGetInt64(slot->tts_values[0]);
     r->scores[r->n] = v;
     ++r->n;
@@ -120,8 +122,8 @@ void nra_resolve_relation(Oid relid, const char* id_column, NraCall* c) {
     const char* fn = c->fn;
     Relation rel = try_relation_open(relid, AccessShareLock);
     if (rel == NULL)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("%s: relation with OID %u does not exist", fn, relid)));
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("%s: relation with OID %u does not exist", fn, relid)));
     const char* relname = RelationGetRelationName(rel);
     char* qrel = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)), relname);
     AttrNumber id_att = column_attnum(relid, relname, id_column);
@@ -197,9 +199,9 @@ void nra_open_lists(NraCall* c) {
                          c->qid, c->qcol[j], c->qrel, c->qcol[j], c->qid, c->qcol[j]);
         SPIPlanPtr plan = SPI_prepare_cursor(q.data, 0, nullptr, CURSOR_OPT_FAST_PLAN | CURSOR_OPT_NO_SCROLL);
         if (plan == nullptr)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                            errmsg("%s: cannot prepare the cursor of column \"%s\": %s", c->fn, c->col[j],
-                                   SPI_result_code_string(SPI_result))));
+            ereport(ERROR,
+                    (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s: cannot prepare the cursor of column \"%s\": %s",
+                                                             c->fn, c->col[j], SPI_result_code_string(SPI_result))));
         c->portals[j] = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
     }
 }
@@ -242,4 +244,3 @@ void nra_close_lists(NraCall* c) {
     if (c->heap != nullptr) relation_close(c->heap, NoLock);
     c->heap = nullptr;
 }
-

@@ -40,9 +40,7 @@ namespace cl = approx::closure;
 
 namespace {
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 struct Graph {
     int64_t n;
@@ -179,7 +177,8 @@ int main(int argc, char** argv) {
     char why[256] = "";
     const bool gpu = approx::gpu::available(why, sizeof why);
     const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<int64_t> paper = quick ? std::vector<int64_t>{500, 1000} : std::vector<int64_t>{1000, 2000, 3000, 4000, 5000};
+    std::vector<int64_t> paper = quick ? std::vector<int64_t>{500, 1000}
+                                       : std::vector<int64_t>{1000, 2000, 3000, 4000, 5000};
     std::vector<int64_t> large = quick ? std::vector<int64_t>{2048, 4096} : std::vector<int64_t>{8192, 16384, 32768};
     std::vector<int64_t> sizes = paper;
     sizes.insert(sizes.end(), large.begin(), large.end());
@@ -208,7 +207,8 @@ int main(int argc, char** argv) {
     std::printf("%7s %11s | %15s %15s %15s | %12s %12s %12s | %10s %8s\n", "n", "pairs", "seq Warshall", "WARSHALL-C",
                 "WARSHALL-adapt", "blocked GPU", "blocked CPU", "blocked CPU", "GPU vs CPU", "target");
     std::printf("%7s %11s | %15s %15s %15s | %12s %12s %12s | %10s %8s\n", "", "", "CPU 1 thread", "GPU STAR",
-                "GPU STAR", "device time", "1 thread", ("all (" + std::to_string(all) + ")").c_str(), "all threads", "");
+                "GPU STAR", "device time", "1 thread", ("all (" + std::to_string(all) + ")").c_str(), "all threads",
+                "");
     for (int64_t n : sizes) {
         Graph g = random_graph(n, 42 + n);
         const int64_t ld = bs::words_for(n);
@@ -271,7 +271,8 @@ int main(int argc, char** argv) {
                     for (auto [u, v] : g.edges) host[v * ld + u / 64] |= 1ULL << (u % 64);
                     auto run_star = [&](Status (*fn)(bs::Machine&, const bs::Table&, const ExecContext&), Cell& cell) {
                         bs::Table t;
-                        if (!m->new_table(n, n, t).ok() || !m->load_table(t, host.data()).ok() || !m->sync().ok()) return;
+                        if (!m->new_table(n, n, t).ok() || !m->load_table(t, host.data()).ok() || !m->sync().ok())
+                            return;
                         double t0 = now_s();
                         Status s = fn(*m, t, ctx);
                         cell.ms = (now_s() - t0) * 1000;
@@ -292,14 +293,17 @@ int main(int argc, char** argv) {
             }
         }
         char speed[32] = "-";
-        if (c_gpu.ms > 0 && c_all.ms > 0) std::snprintf(speed, sizeof speed, "%.0fx%s", c_all.ms / c_gpu.ms, c_all.extrapolated ? "*" : "");
+        if (c_gpu.ms > 0 && c_all.ms > 0)
+            std::snprintf(speed, sizeof speed, "%.0fx%s", c_all.ms / c_gpu.ms, c_all.extrapolated ? "*" : "");
         const char* target = n == 5000 ? "<= 1 ms" : n == 16384 ? "<= 20 ms" : n == 32768 ? "<= 100 ms" : "";
         std::printf("%7lld %11lld | %15s %15s %15s | %12s %12s %12s | %10s %8s\n", static_cast<long long>(n),
                     static_cast<long long>(pairs), fmt(c_seq).c_str(), fmt(c_wc).c_str(), fmt(c_ad).c_str(),
                     fmt(c_gpu).c_str(), fmt(c_one).c_str(), fmt(c_all).c_str(), speed, target);
         std::fflush(stdout);
     }
-    std::printf("paper (NVIDIA K40, 5000 vertices): sequential Warshall 884.6 s, WARSHALL-C 64.5 s, WARSHALL-adapt 0.372 s\n");
-    std::printf("PyTorch peer on our H100 (test/bench/closure_torch.py, fp16 repeated squaring): 4.3 ms at 5000, 88 ms at 16384\n");
+    std::printf(
+        "paper (NVIDIA K40, 5000 vertices): sequential Warshall 884.6 s, WARSHALL-C 64.5 s, WARSHALL-adapt 0.372 s\n");
+    std::printf(
+        "PyTorch peer on our H100 (test/bench/closure_torch.py, fp16 repeated squaring): 4.3 ms at 5000, 88 ms at 16384\n");
     return 0;
 }

@@ -105,8 +105,7 @@ Status gpu_select_bench(const int64_t* ids, const double* scores, size_t n, cons
             timing[q].ms_floor = median(floor_ms);
             if (out_ids && out_ids[q]) {
                 APPROX_TRY(gather(d_idx.get(), kk, d_ids.get(), d_scores.get(), d_out.get(), nullptr, s));
-                APPROX_CUDA(
-                    cudaMemcpyAsync(out_ids[q], d_out.get(), kk * sizeof(int64_t), cudaMemcpyDeviceToHost, s));
+                APPROX_CUDA(cudaMemcpyAsync(out_ids[q], d_out.get(), kk * sizeof(int64_t), cudaMemcpyDeviceToHost, s));
                 APPROX_CUDA(cudaStreamSynchronize(s));
             }
         }

@@ -69,8 +69,8 @@ void make_keys(size_t n, std::vector<int64_t>& keys, std::vector<int64_t>& value
 }
 
 struct GpuResult {
-    double build_ms = 0, find_ms = 0;            // kernels
-    double build_xfer = 0, find_xfer = 0;        // copies
+    double build_ms = 0, find_ms = 0;      // kernels
+    double build_xfer = 0, find_xfer = 0;  // copies
     double ratio = 0;
     int64_t restarts = 0;
     int builds = 0;
@@ -285,13 +285,15 @@ int main(int argc, char** argv) {
     if (gpu) approx::gpu::devices(dev, 1);
     std::printf("hashjoin_bench%s: cuckoo table of unique int64 keys -> int64 values; GPU: %s; CPU: %d threads\n",
                 quick ? " --quick" : "", gpu ? dev[0].name : why, hw);
-    std::printf("GPU ms = kernels with data on the GPU (median of %d after a warm-up); +xfer = that call's host<->device "
-                "copies; CPU ms = wall clock; * = extrapolated; G/s = 10^9 keys per second\n\n",
-                quick ? 3 : 5);
+    std::printf(
+        "GPU ms = kernels with data on the GPU (median of %d after a warm-up); +xfer = that call's host<->device "
+        "copies; CPU ms = wall clock; * = extrapolated; G/s = 10^9 keys per second\n\n",
+        quick ? 3 : 5);
     std::string all_header = "CPU " + std::to_string(hw) + "t ms";
     std::printf("| %-12s | %-9s | %9s | %7s | %9s | %11s | %11s | %8s | %s\n", "operation", "n", "GPU ms", "GPU G/s",
                 "+xfer ms", "CPU 1t ms", all_header.c_str(), "GPU/CPU", "notes");
-    std::printf("|--------------|-----------|-----------|---------|-----------|-------------|-------------|----------|------\n");
+    std::printf(
+        "|--------------|-----------|-----------|---------|-----------|-------------|-------------|----------|------\n");
 
     CpuColumn one{1, 20000.0}, all{hw, 20000.0};
     std::vector<int64_t> keys, values, queries;
@@ -320,8 +322,8 @@ int main(int argc, char** argv) {
             return std::string(b);
         };
         row("build", s, gpu ? ms_cell(g.build_ms, true) : "-", gpu ? gs_cell(nd, g.build_ms) : "-",
-            gpu ? ms_cell(g.build_xfer, true) : "-", ms_cell(c1.build_ms, c1.measured), ms_cell(cn.build_ms, cn.measured),
-            speed(g.build_ms, cn.build_ms), note);
+            gpu ? ms_cell(g.build_xfer, true) : "-", ms_cell(c1.build_ms, c1.measured),
+            ms_cell(cn.build_ms, cn.measured), speed(g.build_ms, cn.build_ms), note);
         row("find", s, gpu ? ms_cell(g.find_ms, true) : "-", gpu ? gs_cell(nd, g.find_ms) : "-",
             gpu ? ms_cell(g.find_xfer, true) : "-", ms_cell(c1.find_ms, c1.measured), ms_cell(cn.find_ms, cn.measured),
             speed(g.find_ms, cn.find_ms), "all keys present, random order");
@@ -332,8 +334,10 @@ int main(int argc, char** argv) {
     row("find (ref)", "5M", "15.3", "0.33", "", "", "", "", "paper: retrieve all 5M");
     row("insert (ref)", "5M", "0.74", "6.76", "", "", "", "", "cuco static_map, our H100, load 0.5");
     row("find (ref)", "5M", "0.27", "18.5", "", "", "", "", "cuco static_map, our H100, load 0.5");
-    row("insert (ref)", "50M", "6.3", "7.9", "", "", "", "", "cuco static_map, our H100, load 0.5; target here >= 10 G/s");
-    row("find (ref)", "50M", "2.7", "18.7", "", "", "", "", "cuco static_map, our H100, load 0.5; target here >= 20 G/s");
+    row("insert (ref)", "50M", "6.3", "7.9", "", "", "", "",
+        "cuco static_map, our H100, load 0.5; target here >= 10 G/s");
+    row("find (ref)", "50M", "2.7", "18.7", "", "", "", "",
+        "cuco static_map, our H100, load 0.5; target here >= 20 G/s");
     row("insert (ref)", "-", "", "5.1", "", "", "", "", "BGHT bucketed cuckoo, A100");
     row("find (ref)", "-", "", "11.3", "", "", "", "", "BGHT bucketed cuckoo, A100");
 
@@ -355,7 +359,8 @@ int main(int argc, char** argv) {
     JoinTimes cn = run_join(b, p, DeviceMode::Cpu, hw, 3);
     std::string js = sizename(static_cast<double>(nb)) + "x" + sizename(static_cast<double>(np));
     char note[160];
-    std::snprintf(note, sizeof note, "%lld matches; GPU/CPU columns wall clock incl. copies", static_cast<long long>(cn.matches));
+    std::snprintf(note, sizeof note, "%lld matches; GPU/CPU columns wall clock incl. copies",
+                  static_cast<long long>(cn.matches));
     auto sp = [&](double g, double c) {
         if (!gpu || g <= 0) return std::string("-");
         char bb[32];
@@ -365,8 +370,8 @@ int main(int argc, char** argv) {
     row("join count", js, gpu ? ms_cell(gj.count_ms, true) : "-", "", "", ms_cell(c1.count_ms, true),
         ms_cell(cn.count_ms, true), sp(gj.count_ms, cn.count_ms), note);
     char note2[160];
-    std::snprintf(note2, sizeof note2, "all pairs to a sink in 2^20-row chunks; GPU kernels %.2f ms, copies %.2f ms", gj.kernels,
-                  gj.xfer);
+    std::snprintf(note2, sizeof note2, "all pairs to a sink in 2^20-row chunks; GPU kernels %.2f ms, copies %.2f ms",
+                  gj.kernels, gj.xfer);
     row("join emit", js, gpu ? ms_cell(gj.join_ms, true) : "-", "", "", ms_cell(c1.join_ms, true),
         ms_cell(cn.join_ms, true), sp(gj.join_ms, cn.join_ms), note2);
     return 0;

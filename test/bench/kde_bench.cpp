@@ -167,9 +167,12 @@ int main(int argc, char** argv) {
     double cap_s = 30;
     const char* only = nullptr;  // "plugin" or "lscv"
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--quick")) quick = true;
-        else if (!std::strcmp(argv[i], "--max-cpu-s") && i + 1 < argc) cap_s = std::atof(argv[++i]);
-        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        if (!std::strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!std::strcmp(argv[i], "--max-cpu-s") && i + 1 < argc)
+            cap_s = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else {
             std::fprintf(stderr, "usage: %s [--quick] [--max-cpu-s SECONDS] [--only plugin|lscv]\n", argv[0]);
             return 2;
@@ -191,10 +194,10 @@ int main(int argc, char** argv) {
     std::printf("times in ms, end to end through the engine API; GPU: median after a warm-up\n\n");
 
     std::vector<Case> cases;
-    std::vector<size_t> plug_n = quick ? std::vector<size_t>{1000, 3000, 10000} :
-                                         std::vector<size_t>{1000, 10000, 30720, 100000, 1000000};
-    std::vector<size_t> lscv_n = quick ? std::vector<size_t>{300, 1000, 2000} :
-                                         std::vector<size_t>{1000, 10240, 100000};
+    std::vector<size_t> plug_n = quick ? std::vector<size_t>{1000, 3000, 10000}
+                                       : std::vector<size_t>{1000, 10000, 30720, 100000, 1000000};
+    std::vector<size_t> lscv_n = quick ? std::vector<size_t>{300, 1000, 2000}
+                                       : std::vector<size_t>{1000, 10240, 100000};
     if (!only || !std::strcmp(only, "plugin"))
         for (size_t n : plug_n) cases.push_back({false, n, 1});
     if (!only || !std::strcmp(only, "lscv"))

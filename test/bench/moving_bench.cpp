@@ -216,9 +216,12 @@ std::string rate(double items, double ms, bool extrapolated = false) {
     if (!(ms > 0)) return "-";
     char buf[32];
     double v = items / ms / 1000.0;  // M/s
-    if (v >= 100) std::snprintf(buf, sizeof buf, "%.0f%s", v, extrapolated ? "*" : "");
-    else if (v >= 1) std::snprintf(buf, sizeof buf, "%.1f%s", v, extrapolated ? "*" : "");
-    else std::snprintf(buf, sizeof buf, "%.3f%s", v, extrapolated ? "*" : "");
+    if (v >= 100)
+        std::snprintf(buf, sizeof buf, "%.0f%s", v, extrapolated ? "*" : "");
+    else if (v >= 1)
+        std::snprintf(buf, sizeof buf, "%.1f%s", v, extrapolated ? "*" : "");
+    else
+        std::snprintf(buf, sizeof buf, "%.3f%s", v, extrapolated ? "*" : "");
     return buf;
 }
 
@@ -231,15 +234,17 @@ std::string ratio(double a_ms, double b_ms) {
 
 std::string human(int64_t n) {
     char buf[32];
-    if (n >= 1000000) std::snprintf(buf, sizeof buf, "%.0fM", n / 1e6);
-    else std::snprintf(buf, sizeof buf, "%.0fk", n / 1e3);
+    if (n >= 1000000)
+        std::snprintf(buf, sizeof buf, "%.0fM", n / 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%.0fk", n / 1e3);
     return buf;
 }
 
 // A CPU result predicted from a smaller measured one (updates/s kept,
 // per-query cost proportional to objects).
-Result extrapolate(const Result& small, int64_t n_small, int64_t n, int64_t batch_small, int64_t batch,
-                   int64_t q_small, int64_t q) {
+Result extrapolate(const Result& small, int64_t n_small, int64_t n, int64_t batch_small, int64_t batch, int64_t q_small,
+                   int64_t q) {
     Result r = small;
     double f = double(n) / double(n_small);
     r.load_ms = small.load_ms * f;
@@ -268,15 +273,17 @@ int main(int argc, char** argv) {
 
     std::printf("moving objects (G-LFPP): %s objects on 100 km x 100 km, %d x %d cells, speeds 1-1000 m/s\n",
                 quick ? "quick:" : "paper setup scaled:", cells_side, cells_side);
-    std::printf("update batches of %s random objects (4 timed after 1 warm-up), query batches of %s 100 m x 100 m "
-                "range counts (median of %d)\n",
-                human(batch_size).c_str(), human(nq).c_str(), qreps);
+    std::printf(
+        "update batches of %s random objects (4 timed after 1 warm-up), query batches of %s 100 m x 100 m "
+        "range counts (median of %d)\n",
+        human(batch_size).c_str(), human(nq).c_str(), qreps);
     std::printf("GPU: %s; CPU: 1 thread and %d threads; rates in millions per second; * = extrapolated CPU figure\n\n",
                 gpu ? "yes" : why, all);
 
-    std::printf("| objects | data | cross-cell | load GPU | load CPU %dt | updates GPU | GPU dev | CPU 1t | CPU %dt | "
-                "GPU/CPU %dt | queries GPU | GPU dev | CPU 1t | CPU %dt | GPU/CPU %dt |\n",
-                all, all, all, all, all);
+    std::printf(
+        "| objects | data | cross-cell | load GPU | load CPU %dt | updates GPU | GPU dev | CPU 1t | CPU %dt | "
+        "GPU/CPU %dt | queries GPU | GPU dev | CPU 1t | CPU %dt | GPU/CPU %dt |\n",
+        all, all, all, all, all);
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 
     struct Case {

@@ -31,7 +31,7 @@ namespace {
 struct Table {
     std::string name, note;
     int d = 0;
-    int agg = 0;  // 0-based SUM / AVG column
+    int agg = 0;               // 0-based SUM / AVG column
     std::vector<double> rows;  // N x d
     int64_t n() const { return static_cast<int64_t>(rows.size()) / d; }
 };
@@ -59,7 +59,11 @@ constexpr int64_t kGenRows = 1000000;
 Table lognormal_sizes(uint64_t seed) {
     // integer sizes round(exp(N(3, 1.6))) (many ties at small values, a tail of
     // 4+ orders of magnitude) x a small discrete count depending on the size
-    Table t{"lognormal_int", "a = round(exp(N(3, 1.6))), b = Poisson(1 + log1p(a)/3) capped at 12; seed " + std::to_string(seed), 2, 0, {}};
+    Table t{"lognormal_int",
+            "a = round(exp(N(3, 1.6))), b = Poisson(1 + log1p(a)/3) capped at 12; seed " + std::to_string(seed),
+            2,
+            0,
+            {}};
     std::mt19937_64 g(seed);
     std::normal_distribution<double> z(0, 1);
     for (int64_t i = 0; i < kGenRows; ++i) {
@@ -72,7 +76,12 @@ Table lognormal_sizes(uint64_t seed) {
 }
 
 Table pareto_sizes(uint64_t seed) {
-    Table t{"pareto_int", "a = floor(10 U^(-1/1.1)) (Pareto, alpha 1.1), b = 1 + Binomial(4, 0.3 + 0.4 [a > 30]); seed " + std::to_string(seed), 2, 0, {}};
+    Table t{"pareto_int",
+            "a = floor(10 U^(-1/1.1)) (Pareto, alpha 1.1), b = 1 + Binomial(4, 0.3 + 0.4 [a > 30]); seed " +
+                std::to_string(seed),
+            2,
+            0,
+            {}};
     std::mt19937_64 g(seed);
     std::uniform_real_distribution<double> u(0, 1);
     for (int64_t i = 0; i < kGenRows; ++i) {
@@ -85,7 +94,11 @@ Table pareto_sizes(uint64_t seed) {
 }
 
 Table zero_inflated(uint64_t seed) {
-    Table t{"zero_inflated", "a = 0 w.p. 0.45 else exp(N(2, 1)) (continuous), b = N(50, 10) + 5 [a > 0]; seed " + std::to_string(seed), 2, 0, {}};
+    Table t{"zero_inflated",
+            "a = 0 w.p. 0.45 else exp(N(2, 1)) (continuous), b = N(50, 10) + 5 [a > 0]; seed " + std::to_string(seed),
+            2,
+            0,
+            {}};
     std::mt19937_64 g(seed);
     std::normal_distribution<double> z(0, 1);
     std::uniform_real_distribution<double> u(0, 1);
@@ -98,7 +111,11 @@ Table zero_inflated(uint64_t seed) {
 }
 
 Table point_mass(uint64_t seed) {
-    Table t{"point_mass_mix", "a = 100 w.p. 0.3 else N(100, 15), b = U(0, 10) continuous, agg b; seed " + std::to_string(seed), 2, 1, {}};
+    Table t{"point_mass_mix",
+            "a = 100 w.p. 0.3 else N(100, 15), b = U(0, 10) continuous, agg b; seed " + std::to_string(seed),
+            2,
+            1,
+            {}};
     std::mt19937_64 g(seed);
     std::normal_distribution<double> z(0, 1);
     std::uniform_real_distribution<double> u(0, 1);
@@ -111,7 +128,13 @@ Table point_mass(uint64_t seed) {
 }
 
 Table weekly_dates(uint64_t seed) {
-    Table t{"weekly_dates", "day = 0..1095 (3 years), weekday weights 1,1,1,1,1.3,0.4,0.2, a yearly bump; amount = exp(N(3, 1)); seed " + std::to_string(seed), 2, 1, {}};
+    Table t{
+        "weekly_dates",
+        "day = 0..1095 (3 years), weekday weights 1,1,1,1,1.3,0.4,0.2, a yearly bump; amount = exp(N(3, 1)); seed " +
+            std::to_string(seed),
+        2,
+        1,
+        {}};
     std::mt19937_64 g(seed);
     std::normal_distribution<double> z(0, 1);
     std::vector<double> w(1096);
@@ -126,7 +149,11 @@ Table weekly_dates(uint64_t seed) {
 }
 
 Table smooth_mixture(uint64_t seed) {
-    Table t{"smooth_mixture", "3-component Gaussian mixture in 3 columns (the tests' mixture); seed " + std::to_string(seed), 3, 2, {}};
+    Table t{"smooth_mixture",
+            "3-component Gaussian mixture in 3 columns (the tests' mixture); seed " + std::to_string(seed),
+            3,
+            2,
+            {}};
     std::mt19937_64 g(seed);
     std::normal_distribution<double> z(0, 1);
     for (int64_t i = 0; i < kGenRows; ++i) {
@@ -243,7 +270,7 @@ Built build(const Table& t, int64_t m, uint64_t seed, Smoothing sm, const ExecCo
 }
 
 struct Metrics {
-    double err[3] = {0, 0, 0};   // median relative error % COUNT, SUM, AVG
+    double err[3] = {0, 0, 0};  // median relative error % COUNT, SUM, AVG
     double cover[3] = {0, 0, 0};
 };
 
@@ -311,7 +338,9 @@ int main(int argc, char** argv) {
     ExecContext ctx;
     ctx.mode = DeviceMode::Cpu;
     ctx.cpu_threads = 2;
-    auto wanted = [&](const std::string& name) { return sets == "all" || ("," + sets + ",").find("," + name + ",") != std::string::npos; };
+    auto wanted = [&](const std::string& name) {
+        return sets == "all" || ("," + sets + ",").find("," + name + ",") != std::string::npos;
+    };
 
     std::vector<Table> tables;
     if (wanted("diamonds")) {
@@ -334,9 +363,10 @@ int main(int argc, char** argv) {
         double lo, hi;
     };
     const Band bands[] = {{"0.1-1%", 0.001, 0.01}, {"1-10%", 0.01, 0.1}, {"10-50%", 0.1, 0.5}, {">=1%", 0.01, 1.0}};
-    std::printf("m = %lld, %d boxes per band, sampling seeds 1..%d; median relative error %% (KDE auto / plain), "
-                "coverage of 95%% intervals (KDE auto; plain)\n",
-                static_cast<long long>(m), n_boxes, seeds);
+    std::printf(
+        "m = %lld, %d boxes per band, sampling seeds 1..%d; median relative error %% (KDE auto / plain), "
+        "coverage of 95%% intervals (KDE auto; plain)\n",
+        static_cast<long long>(m), n_boxes, seeds);
     std::printf("%-15s %-7s %5s | %13s %13s %13s | %17s %17s %17s\n", "data set", "band", "boxes", "COUNT kde/pl",
                 "SUM kde/pl", "AVG kde/pl", "cov COUNT kde/pl", "cov SUM kde/pl", "cov AVG kde/pl");
     for (const Table& t : tables) {

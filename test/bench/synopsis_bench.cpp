@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(m), d, s.cols[0].discrete ? " 1" : "", s.cols[1].discrete ? " 2" : "",
                 s.cols[2].discrete ? " 3" : "", s.cols[3].discrete ? " 4" : "");
     if (!gpu) std::printf("(no GPU: %s)\n", why);
-    std::printf("%8s %12s %12s %14s %14s %12s %12s\n", "boxes", "GPU", "(transfer)", "CPU 1 thread",
-                "CPU all", "GPU/CPU1", "GPU/CPUall");
+    std::printf("%8s %12s %12s %14s %14s %12s %12s\n", "boxes", "GPU", "(transfer)", "CPU 1 thread", "CPU all",
+                "GPU/CPU1", "GPU/CPUall");
     std::printf("%8s %12s %12s %14s %14s %12s %12s\n", "", "", "", "", "", "speedup", "speedup");
 
     Timing prev1, prevall;
@@ -184,8 +184,9 @@ int main(int argc, char** argv) {
         double t = now_ms();
         Status bs = finalize(b, Bandwidth::Cdf, Smoothing::Auto, c);
         double ms = now_ms() - t;
-        std::printf("finalize (cdf bandwidths, m = %lld, d = %d) on the %s: %.1f ms%s%s\n", static_cast<long long>(m), d,
-                    dev == 0 ? "CPU (all threads)" : "GPU", ms, bs.ok() ? "" : " FAILED: ", bs.ok() ? "" : bs.message);
+        std::printf("finalize (cdf bandwidths, m = %lld, d = %d) on the %s: %.1f ms%s%s\n", static_cast<long long>(m),
+                    d, dev == 0 ? "CPU (all threads)" : "GPU", ms,
+                    bs.ok() ? "" : " FAILED: ", bs.ok() ? "" : bs.message);
     }
     std::printf("finalize (scott) on the CPU: %.1f ms\n", scott_ms);
     return 0;

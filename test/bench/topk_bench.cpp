@@ -112,12 +112,12 @@ int select_table(bool quick) {
     char why[256];
     bool gpu = approx::gpu::available(why, sizeof why);
     auto torch = torch_times(sizes);
-    std::printf("top-k selection, (score DESC, id ASC), uniform float8 scores, int8 ids; CPU threads = %d\n",
-                threads);
+    std::printf("top-k selection, (score DESC, id ASC), uniform float8 scores, int8 ids; CPU threads = %d\n", threads);
     if (!gpu) std::printf("GPU: none (%s)\n", why);
-    std::printf("GPU ms: device time, data resident (median); upload: host->device copy of ids+scores (pageable); "
-                "floor: one read of ids+scores;\ntorch: torch.topk on resident float64 / float32 scores (no id "
-                "tie-break); * = extrapolated from the previous size (run > 30 s)\n\n");
+    std::printf(
+        "GPU ms: device time, data resident (median); upload: host->device copy of ids+scores (pageable); "
+        "floor: one read of ids+scores;\ntorch: torch.topk on resident float64 / float32 scores (no id "
+        "tie-break); * = extrapolated from the previous size (run > 30 s)\n\n");
     std::printf("%11s %5s | %9s %9s %9s | %9s %9s | %10s %10s | %8s %8s %8s | %s\n", "n", "k", "GPU ms", "upload",
                 "floor", "torch64", "torch32", "CPU 1 thr", "CPU all", "x CPU1", "x CPUall", "x torch", "check");
     double prev_cpu1[3] = {0, 0, 0}, prev_cpuall[3] = {0, 0, 0};
@@ -278,9 +278,10 @@ int nra_table(bool quick) {
     char why[256];
     bool gpu = approx::gpu::available(why, sizeof why);
     const int threads = all_threads();
-    std::printf("NRA top-k, paper setup: %d independent uniform lists, k = %zu, batch (STRIDE) = %zu; engine time "
-                "(lists in memory, the glue's copies included); full scan: sum all objects' scores and select\n\n",
-                m, k, batch);
+    std::printf(
+        "NRA top-k, paper setup: %d independent uniform lists, k = %zu, batch (STRIDE) = %zu; engine time "
+        "(lists in memory, the glue's copies included); full scan: sum all objects' scores and select\n\n",
+        m, k, batch);
     std::printf("%10s | %7s %8s %8s | %10s %10s | %11s %11s | %s\n", "objects", "rounds", "depth %", "(24k/N)^.25",
                 "CPU ms", "GPU ms", "scan 1 thr", "scan all", "check");
     int rc = 0;
@@ -297,7 +298,8 @@ int nra_table(bool quick) {
                 lists[j][i] = {static_cast<int64_t>(i), vals[i * m + j]};
                 mins[j] = std::min(mins[j], vals[i * m + j]);
             }
-            std::sort(lists[j].begin(), lists[j].end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+            std::sort(lists[j].begin(), lists[j].end(),
+                      [](const auto& a, const auto& b) { return a.second > b.second; });
         }
         NraTiming c = run_nra(lists, mins, k, batch, cpu_ctx(1));
         NraTiming g;

@@ -34,10 +34,10 @@ bool gpu_usable() {
     return approx::gpu::available(why, sizeof why);
 }
 
-#define SKIP_WITHOUT_GPU()                                                                   \
-    do {                                                                                     \
-        char why_[256];                                                                      \
-        if (!approx::gpu::available(why_, sizeof why_)) GTEST_SKIP() << "no GPU: " << why_;  \
+#define SKIP_WITHOUT_GPU()                                                                  \
+    do {                                                                                    \
+        char why_[256];                                                                     \
+        if (!approx::gpu::available(why_, sizeof why_)) GTEST_SKIP() << "no GPU: " << why_; \
     } while (0)
 
 ExecContext cpu_ctx(int threads = 2) {
@@ -81,8 +81,8 @@ std::vector<uint64_t> pack(const Bits& x) {
     std::vector<uint64_t> want = pack(model);
     for (int64_t i = 0; i < s.words(); ++i)
         if (w[i] != want[i])
-            return ::testing::AssertionFailure() << "word " << i << " of " << s.n << " bits: " << std::hex << w[i]
-                                                 << " vs " << want[i];
+            return ::testing::AssertionFailure()
+                   << "word " << i << " of " << s.n << " bits: " << std::hex << w[i] << " vs " << want[i];
     return ::testing::AssertionSuccess();
 }
 
@@ -286,7 +286,7 @@ void star_tables(Device device) {
 // ---- graphs and references ---------------------------------------------------------------
 
 struct Graph {
-    int64_t n = 0;                        // vertices 0..n-1
+    int64_t n = 0;  // vertices 0..n-1
     std::vector<std::pair<int, int>> edges;
 };
 
@@ -342,8 +342,8 @@ std::vector<uint64_t> row_matrix(const Graph& g, int64_t ld) {
             for (int b = 0; b < 64 && w * 64 + b < n; ++b)
                 if (ref[i][w * 64 + b]) want |= 1ULL << b;
             if (m[i * ld + w] != want)
-                return ::testing::AssertionFailure() << "row " << i << " word " << w << ": " << std::hex << m[i * ld + w]
-                                                     << " vs " << want;
+                return ::testing::AssertionFailure()
+                       << "row " << i << " word " << w << ": " << std::hex << m[i * ld + w] << " vs " << want;
         }
     return ::testing::AssertionSuccess();
 }
@@ -363,8 +363,9 @@ void warshall_variants(Device device) {
                 if (n > 2 && !dag) g.edges.push_back({1, 1});  // a self-loop
                 std::vector<Bits> ref = reference_closure(g);
                 using Fn = Status (*)(bs::Machine&, const bs::Table&, const ExecContext&);
-                const std::pair<const char*, Fn> variants[] = {
-                    {"WARSHALL", bs::warshall_rows}, {"WARSHALL-C", bs::warshall_cols}, {"WARSHALL-adapt", bs::warshall_adapt}};
+                const std::pair<const char*, Fn> variants[] = {{"WARSHALL", bs::warshall_rows},
+                                                               {"WARSHALL-C", bs::warshall_cols},
+                                                               {"WARSHALL-adapt", bs::warshall_adapt}};
                 for (auto [name, fn] : variants) {
                     SCOPED_TRACE(name);
                     bs::Table t;
@@ -438,9 +439,9 @@ void graph_calls(DeviceMode mode, cl::Algorithm algorithm, cl::DagClosure dag = 
     opt.dag_closure = dag;
     std::mt19937_64 rng(1234);
     std::vector<Graph> graphs;
-    graphs.push_back(Graph{});                                  // empty
-    graphs.push_back(Graph{1, {{0, 0}}});                       // one self-loop
-    graphs.push_back(Graph{2, {{0, 1}, {0, 1}, {0, 1}}});       // duplicates
+    graphs.push_back(Graph{});                                             // empty
+    graphs.push_back(Graph{1, {{0, 0}}});                                  // one self-loop
+    graphs.push_back(Graph{2, {{0, 1}, {0, 1}, {0, 1}}});                  // duplicates
     graphs.push_back(Graph{5, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 0}}});  // a cycle
     graphs.push_back(Graph{6, {{0, 1}, {1, 0}, {2, 3}, {4, 4}, {5, 4}}});  // pieces
     for (int64_t n : {10, 100, 400})
@@ -701,8 +702,10 @@ TEST(ClosureGraph, LongCycleAndLongPath) {
 TEST(ClosureGraph, CpuEqualsGpuOnLargerGraphs) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 rng(777);
-    for (auto [n, deg, dag] : {std::tuple<int64_t, double, bool>{20000, 1.0, false}, {20000, 3.0, true},
-                               {4000, 30.0, true}, {3000, 2.0, false}}) {
+    for (auto [n, deg, dag] : {std::tuple<int64_t, double, bool>{20000, 1.0, false},
+                               {20000, 3.0, true},
+                               {4000, 30.0, true},
+                               {3000, 2.0, false}}) {
         Graph g = random_graph(rng, n, deg, dag);
         IdGraph ig;
         for (auto [a, b] : g.edges) {

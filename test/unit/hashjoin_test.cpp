@@ -46,8 +46,8 @@ bool has_gpu() {
     return approx::gpu::available(why, sizeof why);
 }
 
-#define SKIP_WITHOUT_GPU()                                                                 \
-    do {                                                                                   \
+#define SKIP_WITHOUT_GPU()                                                                  \
+    do {                                                                                    \
         if (!has_gpu()) GTEST_SKIP() << "no GPU on this machine: GPU engine not exercised"; \
     } while (0)
 
@@ -269,8 +269,8 @@ TEST(HashjoinTable, CpuFindsEveryKeyAndNoOther) {
 
 TEST(HashjoinTable, SmallSizesAndExtremeKeys) {
     both_engines([](const ExecContext& ctx) {
-        for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(7), size_t(409), size_t(512),
-                         size_t(513), size_t(4000)}) {
+        for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(7), size_t(409), size_t(512), size_t(513),
+                         size_t(4000)}) {
             SCOPED_TRACE("n = " + std::to_string(n));
             check_table(ctx, unique_keys(n, 7 + n), hj::BuildOptions());
         }
@@ -281,7 +281,9 @@ TEST(HashjoinTable, SmallSizesAndExtremeKeys) {
 }
 
 TEST(HashjoinTable, ValuesDefaultToTheRowIndex) {
-    both_engines([](const ExecContext& ctx) { check_table(ctx, unique_keys(5000, 3), hj::BuildOptions(), nullptr, false); });
+    both_engines([](const ExecContext& ctx) {
+        check_table(ctx, unique_keys(5000, 3), hj::BuildOptions(), nullptr, false);
+    });
 }
 
 TEST(HashjoinTable, OneBucketHoldsUpToCapacity) {

@@ -91,9 +91,9 @@ bool have_gpu() {
     return approx::gpu::available(why, sizeof why);
 }
 
-#define SKIP_WITHOUT_GPU()                                                                 \
-    do {                                                                                   \
-        char why_[256] = {0};                                                              \
+#define SKIP_WITHOUT_GPU()                                                                  \
+    do {                                                                                    \
+        char why_[256] = {0};                                                               \
         if (!approx::gpu::available(why_, sizeof why_)) GTEST_SKIP() << "no GPU: " << why_; \
     } while (0)
 
@@ -166,7 +166,8 @@ struct RefLscv {
             for (int k = 0; k < d; ++k) mean[k] += x[i * d + k] / n;
         for (size_t i = 0; i < n; ++i)
             for (int a = 0; a < d; ++a)
-                for (int b = 0; b < d; ++b) S[a * d + b] += (x[i * d + a] - mean[a]) * (x[i * d + b] - mean[b]) / (n - 1);
+                for (int b = 0; b < d; ++b)
+                    S[a * d + b] += (x[i * d + a] - mean[a]) * (x[i * d + b] - mean[b]) / (n - 1);
         if (cov == kde::Covariance::Diagonal)
             for (int a = 0; a < d; ++a)
                 for (int b = 0; b < d; ++b)
@@ -180,7 +181,8 @@ struct RefLscv {
             for (int r = c + 1; r < d; ++r)
                 if (std::fabs(M[r * d + c]) > std::fabs(M[p * d + c])) p = r;
             if (p != c) {
-                for (int k = 0; k < d; ++k) std::swap(M[p * d + k], M[c * d + k]), std::swap(inv[p * d + k], inv[c * d + k]);
+                for (int k = 0; k < d; ++k)
+                    std::swap(M[p * d + k], M[c * d + k]), std::swap(inv[p * d + k], inv[c * d + k]);
                 det = -det;
             }
             double piv = M[c * d + c];
@@ -304,10 +306,10 @@ TEST(KdeCpu, LscvMatchesNaiveReference) {
         kde::Covariance cov;
         int grid;
     } cases[] = {
-        {2000, 1, kde::Covariance::Full, 150},     {700, 2, kde::Covariance::Full, 150},
-        {600, 2, kde::Covariance::Diagonal, 150},  {500, 3, kde::Covariance::Full, 150},
-        {400, 3, kde::Covariance::Diagonal, 60},   {500, 5, kde::Covariance::Full, 150},
-        {300, 5, kde::Covariance::Diagonal, 150},  {40, 1, kde::Covariance::Full, 7},
+        {2000, 1, kde::Covariance::Full, 150},    {700, 2, kde::Covariance::Full, 150},
+        {600, 2, kde::Covariance::Diagonal, 150}, {500, 3, kde::Covariance::Full, 150},
+        {400, 3, kde::Covariance::Diagonal, 60},  {500, 5, kde::Covariance::Full, 150},
+        {300, 5, kde::Covariance::Diagonal, 150}, {40, 1, kde::Covariance::Full, 7},
     };
     for (const auto& c : cases) {
         auto x = point_data(c.n, c.d, 100 + c.n + c.d);
@@ -553,10 +555,8 @@ TEST(KdeCpu, ArgumentErrors) {
         StatusCode code;
         const char* text;
     } cases[] = {
-        {&one, 0, StatusCode::InvalidArgument, "fewer than 2"},
-        {&one, 1, StatusCode::InvalidArgument, "fewer than 2"},
-        {&constant, 4, StatusCode::DataException, "constant"},
-        {&nan, 3, StatusCode::DataException, "NaN"},
+        {&one, 0, StatusCode::InvalidArgument, "fewer than 2"}, {&one, 1, StatusCode::InvalidArgument, "fewer than 2"},
+        {&constant, 4, StatusCode::DataException, "constant"},  {&nan, 3, StatusCode::DataException, "NaN"},
         {&inf, 3, StatusCode::DataException, "infinity"},
     };
     for (auto m : {kde::Method::Plugin, kde::Method::Lscv, kde::Method::Scott, kde::Method::Silverman})

@@ -96,7 +96,8 @@ struct Gen {
     bool clustered;
     std::vector<Pt> centres;
 
-    Gen(const mo::Grid& grid, uint64_t seed, bool clust) : g(grid), gm(mo::grid_map(grid)), rng(seed), clustered(clust) {
+    Gen(const mo::Grid& grid, uint64_t seed, bool clust)
+        : g(grid), gm(mo::grid_map(grid)), rng(seed), clustered(clust) {
         std::uniform_real_distribution<double> ux(g.xmin, g.xmax), uy(g.ymin, g.ymax);
         for (int i = 0; i < 4; ++i) centres.push_back(Pt{ux(rng), uy(rng)});
     }
@@ -112,7 +113,9 @@ struct Gen {
         double w = g.xmax - g.xmin, h = g.ymax - g.ymin;
         if (r == 0) return Pt{g.xmax, unif(g.ymin, g.ymax)};
         if (r == 1) return Pt{unif(g.xmin, g.xmax), g.ymax};
-        if (r == 2) return Pt{g.xmin + gm.cw * static_cast<double>(pick(g.cells_x + 1)), g.ymin + gm.ch * static_cast<double>(pick(g.cells_y + 1))};
+        if (r == 2)
+            return Pt{g.xmin + gm.cw * static_cast<double>(pick(g.cells_x + 1)),
+                      g.ymin + gm.ch * static_cast<double>(pick(g.cells_y + 1))};
         if (r == 3) return Pt{g.xmax, g.ymax};
         if (!clustered) return Pt{unif(g.xmin, g.xmax), unif(g.ymin, g.ymax)};
         const Pt& c = centres[static_cast<size_t>(pick(4))];
@@ -143,7 +146,7 @@ struct Gen {
         }
         if (r == 4) return mo::Rect{g.xmax, g.ymax, g.xmax, g.ymax};
         if (r == 5) return mo::Rect{g.xmin + 0.6 * w, g.ymin, g.xmin + 0.4 * w, g.ymax};  // inverted: empty
-        if (r == 6) return mo::Rect{g.xmax + 1, g.ymin, g.xmax + 2, g.ymax};  // outside
+        if (r == 6) return mo::Rect{g.xmax + 1, g.ymin, g.xmax + 2, g.ymax};              // outside
         Pt c = point();
         double qw = unif(0, 0.4) * w, qh = unif(0, 0.4) * h;
         if (r == 7) qw = qh = unif(0, 1.5) * gm.cw;
@@ -190,9 +193,9 @@ void check_queries(mo::Index& idx, const Model& m, Gen& gen, Engine e, int nq, c
 struct Workload {
     mo::Grid grid;
     bool clustered;
-    int n0;       // initial objects
+    int n0;  // initial objects
     int rounds;
-    int batch;    // update entries per round
+    int batch;  // update entries per round
     uint64_t seed;
 };
 
@@ -228,8 +231,9 @@ void run_workload(Engine e, const Workload& w) {
             int64_t expect = 0;
             Model after = m;
             for (int i = 0; i < w.batch / 4; ++i) {
-                int64_t id = gen.pick(3) == 0 ? int64_t(1) << 50 | static_cast<int64_t>(gen.rng() % 1000)
-                                              : known[static_cast<size_t>(gen.pick(static_cast<int64_t>(known.size())))];
+                int64_t id = gen.pick(3) == 0
+                                 ? int64_t(1) << 50 | static_cast<int64_t>(gen.rng() % 1000)
+                                 : known[static_cast<size_t>(gen.pick(static_cast<int64_t>(known.size())))];
                 del.push_back(id);
                 if (gen.pick(5) == 0) del.push_back(id);
             }
@@ -282,7 +286,8 @@ void run_workload(Engine e, const Workload& w) {
 class MovingEngines : public ::testing::TestWithParam<Engine> {
 protected:
     void SetUp() override {
-        if (GetParam() == Engine::Gpu && !have_gpu()) GTEST_SKIP() << "no GPU on this machine: the GPU engine is tested on the GPU machine";
+        if (GetParam() == Engine::Gpu && !have_gpu())
+            GTEST_SKIP() << "no GPU on this machine: the GPU engine is tested on the GPU machine";
     }
 };
 
@@ -782,7 +787,8 @@ TEST(MovingDeleteMove, EveryHoleFilledByADistinctSurvivor) {
         std::sort(del.begin(), del.end());
         const uint32_t cell = 12345;
         std::vector<uint64_t> keys(static_cast<size_t>(d) + 3, 0);
-        for (int64_t i = 0; i < d; ++i) keys[static_cast<size_t>(i + 3)] = (uint64_t(cell) << 32) | uint64_t(del[static_cast<size_t>(i)]);
+        for (int64_t i = 0; i < d; ++i)
+            keys[static_cast<size_t>(i + 3)] = (uint64_t(cell) << 32) | uint64_t(del[static_cast<size_t>(i)]);
         std::vector<int64_t> slots(static_cast<size_t>(n)), after;
         for (int64_t i = 0; i < n; ++i) slots[static_cast<size_t>(i)] = i;  // object id = its position
         after = slots;

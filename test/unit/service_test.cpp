@@ -31,8 +31,8 @@ ExecContext cpu_ctx() {
 }
 
 int loopback_calls = 0;
-uint64_t loopback_owner = 7;                // the session the loopback "backend" is
-size_t loopback_max_bytes = SIZE_MAX;       // the staging area: larger requests are NotServed
+uint64_t loopback_owner = 7;           // the session the loopback "backend" is
+size_t loopback_max_bytes = SIZE_MAX;  // the staging area: larger requests are NotServed
 
 // Copies every blob (as into the staging area), serves the request with the
 // CPU engines, copies the outputs back.
@@ -205,9 +205,12 @@ TEST(ServiceLoopback, TopkSelectAnswersAsDirect) {
         std::vector<int64_t> a(std::min(k, n)), b(a.size());
         std::vector<double> as(a.size()), bs(a.size());
         size_t na = 0, nb = 0;
-        ASSERT_TRUE(topk::select(ids.data(), scores.data(), n, k, topk::Order::Desc, cpu_ctx(), a.data(), as.data(), na).ok());
+        ASSERT_TRUE(
+            topk::select(ids.data(), scores.data(), n, k, topk::Order::Desc, cpu_ctx(), a.data(), as.data(), na).ok());
         const int before = loopback_calls;
-        ASSERT_TRUE(topk::select(ids.data(), scores.data(), n, k, topk::Order::Desc, served_ctx(), b.data(), bs.data(), nb).ok());
+        ASSERT_TRUE(topk::select(ids.data(), scores.data(), n, k, topk::Order::Desc, served_ctx(), b.data(), bs.data(),
+                                 nb)
+                        .ok());
         EXPECT_EQ(loopback_calls, before + 1);
         ASSERT_EQ(na, nb);
         EXPECT_EQ(a, b);

@@ -125,7 +125,10 @@ BoxEstimate reference(const Synopsis& s, const double* lo, const double* hi, Agg
                 }
             }
             pc *= p;
-            if (j == k) sk = sj; else other *= p;
+            if (j == k)
+                sk = sj;
+            else
+                other *= p;
         }
         c[i] = pc;
         g[i] = sk * other;
@@ -293,7 +296,7 @@ TEST(SynopsisBuild, FindStep) {
     for (int i = 20; i < 300; i += 3) carats.push_back(i / 100.0);
     double step = 0;
     ASSERT_TRUE(find_step(carats.data(), carats.size(), 0.005, step));
-    EXPECT_NEAR(step, 0.01, 1e-12);  // 0.20, 0.23, ... are multiples of 0.01
+    EXPECT_NEAR(step, 0.01, 1e-12);                                     // 0.20, 0.23, ... are multiples of 0.01
     ASSERT_FALSE(find_step(carats.data(), carats.size(), 0.02, step));  // the step is below h/2
     std::vector<double> thirds = {0.3, 0.6, 1.5, 3.0};
     ASSERT_TRUE(find_step(thirds.data(), thirds.size(), 0.1, step));
@@ -445,10 +448,10 @@ TEST(SynopsisBuild, StatisticsMatchLongDoubleReference) {
     std::mt19937_64 g(3);
     std::vector<double> rows;
     for (int i = 1; i <= 5000; ++i) {
-        rows.push_back(1e16 + (i % 7) * 2);                                      // the reproducer
+        rows.push_back(1e16 + (i % 7) * 2);                                    // the reproducer
         rows.push_back(1e15 + static_cast<double>(g() % 2147483648u) * 1e-9);  // 1e15 + random()
-        rows.push_back(std::sin(i * 0.37) * 1e-300);                             // tiny
-        rows.push_back(std::cos(i * 0.11) * 1e300);                              // huge
+        rows.push_back(std::sin(i * 0.37) * 1e-300);                           // tiny
+        rows.push_back(std::cos(i * 0.11) * 1e300);                            // huge
     }
     Built b = build(rows, 4, 5000, Bandwidth::Cdf, Smoothing::Auto, ctx);
     for (int j = 0; j < 4; ++j) {
@@ -888,10 +891,14 @@ void exact_terms(const Synopsis& s, const double* lo, const double* hi, const ui
             double x = s.sample[i * s.d + j];
             int p = nulls ? nulls[j] : 0;
             bool null = std::isnan(x);
-            if (j == k && null) in = false;
-            else if (p == 2) in = in && null;
-            else if (null) in = in && p == 0;
-            else in = in && x >= lo[j] && x <= hi[j];
+            if (j == k && null)
+                in = false;
+            else if (p == 2)
+                in = in && null;
+            else if (null)
+                in = in && p == 0;
+            else
+                in = in && x >= lo[j] && x <= hi[j];
         }
         c[i] = in ? 1 : 0;
         g[i] = in && k >= 0 ? s.sample[i * s.d + k] : 0;
@@ -957,7 +964,9 @@ TEST(SynopsisNulls, CountWithNullsElsewhereIsTheExactCount) {
             EXPECT_NEAR(e.estimate, static_cast<double>(N) / 3000 * count, 1e-9 * N) << N;
             EXPECT_EQ(e.support, count);
             EXPECT_EQ(e.n_rows, static_cast<double>(N));
-            if (N == 3000) { EXPECT_EQ(e.se, 0); }
+            if (N == 3000) {
+                EXPECT_EQ(e.se, 0);
+            }
         }
     }
 }
@@ -983,7 +992,7 @@ TEST(SynopsisNulls, IsNullNotNullAndAny) {
         const double n_null = static_cast<double>(s.cols[1].null_count);
         EXPECT_NEAR(e[3].estimate, w * n_null, 1e-9);  // IS NULL: exactly the NULL rows, smoothed or not
         EXPECT_EQ(e[3].support, s.cols[1].null_count);
-        EXPECT_NEAR(e[2].estimate, w * (5000 - n_null), 1e-9);  // IS NOT NULL
+        EXPECT_NEAR(e[2].estimate, w * (5000 - n_null), 1e-9);         // IS NOT NULL
         EXPECT_NEAR(e[0].estimate - e[1].estimate, w * n_null, 1e-8);  // Any = NotNull + the NULL rows
         if (sm == Smoothing::Never) {
             std::vector<double> c, g;
@@ -1067,8 +1076,12 @@ TEST(SynopsisNulls, SumAndAvgSkipNullsOfTheirColumn) {
             EXPECT_NEAR(e[q].estimate, want, 1e-9 * std::fabs(want)) << q;
         }
         EXPECT_EQ(e[3].support, 0);
-        if (agg == Aggregate::Sum) { EXPECT_EQ(e[3].estimate, 0); }
-        if (agg == Aggregate::Avg) { EXPECT_TRUE(std::isnan(e[3].estimate)); }
+        if (agg == Aggregate::Sum) {
+            EXPECT_EQ(e[3].estimate, 0);
+        }
+        if (agg == Aggregate::Avg) {
+            EXPECT_TRUE(std::isnan(e[3].estimate));
+        }
     }
 }
 
@@ -1084,7 +1097,9 @@ TEST(SynopsisNulls, CategoricalColumnsStayExact) {
         EXPECT_EQ(o.s.cols[0].mode, Mode::Exact);
         EXPECT_TRUE(o.s.cols[0].discrete);
         EXPECT_EQ(o.s.cols[0].cv_error[1], -1);  // never a guard candidate
-        if (sm == Smoothing::Always) { EXPECT_EQ(o.s.cols[1].mode, Mode::Kde); }
+        if (sm == Smoothing::Always) {
+            EXPECT_EQ(o.s.cols[1].mode, Mode::Kde);
+        }
         EXPECT_TRUE(validate(o.s).ok()) << validate(o.s).message;
         Synopsis bad = o.s;
         bad.cols[0].mode = Mode::Kde;
@@ -1109,23 +1124,36 @@ TEST(SynopsisBuild, ValidateNullsAndStrata) {
         return validate(b.s).code == StatusCode::InvalidArgument;
     };
     EXPECT_TRUE(broken([](Owned& b) { b.strata[0].begin = 1; }));
-    EXPECT_TRUE(broken([](Owned& b) { b.strata[1].begin = 11; }));             // a gap
-    EXPECT_TRUE(broken([](Owned& b) { b.strata[0].end = 11; }));               // overlap
-    EXPECT_TRUE(broken([](Owned& b) { b.strata[2].end = 29; }));               // does not end at m
-    EXPECT_TRUE(broken([](Owned& b) { b.strata[2].n_rows = 99; }));            // rows do not add up to N
-    EXPECT_TRUE(broken([](Owned& b) { b.strata[0].n_rows = 9; b.strata[2].n_rows = 101; }));  // m_g > N_g
-    EXPECT_TRUE(broken([](Owned& b) { b.strata[1].end = 10; b.strata[2].begin = 10; }));       // empty stratum
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[1].begin = 11; }));   // a gap
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[0].end = 11; }));     // overlap
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[2].end = 29; }));     // does not end at m
+    EXPECT_TRUE(broken([](Owned& b) { b.strata[2].n_rows = 99; }));  // rows do not add up to N
+    EXPECT_TRUE(broken([](Owned& b) {
+        b.strata[0].n_rows = 9;
+        b.strata[2].n_rows = 101;
+    }));  // m_g > N_g
+    EXPECT_TRUE(broken([](Owned& b) {
+        b.strata[1].end = 10;
+        b.strata[2].begin = 10;
+    }));  // empty stratum
     EXPECT_TRUE(broken([](Owned& b) { b.s.strata = nullptr; }));
     EXPECT_TRUE(broken([](Owned& b) { b.s.n_strata = -1; }));
-    EXPECT_TRUE(broken([](Owned& b) { b.s.n_rows = 29; }));                    // m > N
-    EXPECT_TRUE(broken([](Owned& b) { b.sample[3] = INFINITY; }));             // inf is not NULL
+    EXPECT_TRUE(broken([](Owned& b) { b.s.n_rows = 29; }));         // m > N
+    EXPECT_TRUE(broken([](Owned& b) { b.sample[3] = INFINITY; }));  // inf is not NULL
     EXPECT_TRUE(broken([](Owned& b) { b.sample[3] = -INFINITY; }));
-    EXPECT_TRUE(broken([](Owned& b) { b.s.cols[1].null_count = 2; }));         // NULL count must match
-    EXPECT_TRUE(broken([](Owned& b) { b.sample[5] = NAN; }));                  // a NULL more than counted
-    EXPECT_TRUE(broken([](Owned& b) { b.s.cols[1].min = 0.5; }));              // statistics of the non-NULL values
+    EXPECT_TRUE(broken([](Owned& b) { b.s.cols[1].null_count = 2; }));  // NULL count must match
+    EXPECT_TRUE(broken([](Owned& b) { b.sample[5] = NAN; }));           // a NULL more than counted
+    EXPECT_TRUE(broken([](Owned& b) { b.s.cols[1].min = 0.5; }));       // statistics of the non-NULL values
     // unstratified: m = min(sample_size, N) still holds
-    EXPECT_TRUE(broken([](Owned& b) { b.strata.clear(); b.point(); }));
-    EXPECT_FALSE(broken([](Owned& b) { b.strata.clear(); b.point(); b.s.sample_size = 30; }));
+    EXPECT_TRUE(broken([](Owned& b) {
+        b.strata.clear();
+        b.point();
+    }));
+    EXPECT_FALSE(broken([](Owned& b) {
+        b.strata.clear();
+        b.point();
+        b.s.sample_size = 30;
+    }));
 }
 
 TEST(SynopsisStrata, FullySampledStrataGiveExactAnswers) {
@@ -1137,7 +1165,8 @@ TEST(SynopsisStrata, FullySampledStrataGiveExactAnswers) {
     std::vector<Stratum> strata;
     for (int k = 0; k < 20; ++k) {
         int rows_k = 1 + static_cast<int>(g() % 40);
-        strata.push_back({rows_k, static_cast<int64_t>(rows.size() / 2), static_cast<int64_t>(rows.size() / 2) + rows_k});
+        strata.push_back({rows_k, static_cast<int64_t>(rows.size() / 2),
+                          static_cast<int64_t>(rows.size() / 2) + rows_k});
         for (int i = 0; i < rows_k; ++i) rows.push_back(k), rows.push_back(u(g) < 0.1 ? NAN : n01(g) + k);
     }
     const int64_t N = static_cast<int64_t>(rows.size() / 2);
@@ -1345,7 +1374,8 @@ TEST(SynopsisSupport, CountsRowsWithPositiveWeight) {
                 math::row_terms(&b.sample[i * 3], &lo[q * 3], &hi[q * 3], column_params(b.s), 3, -1, c, s);
                 positive += c > 0;
                 bool in = true;
-                for (int j = 0; j < 3; ++j) in = in && b.sample[i * 3 + j] >= lo[q * 3 + j] && b.sample[i * 3 + j] <= hi[q * 3 + j];
+                for (int j = 0; j < 3; ++j)
+                    in = in && b.sample[i * 3 + j] >= lo[q * 3 + j] && b.sample[i * 3 + j] <= hi[q * 3 + j];
                 inside += in;
             }
             EXPECT_EQ(e[q].support, positive) << q;
@@ -1385,9 +1415,12 @@ TEST(SynopsisSampling, CongressionalAllocation) {
     for (int64_t v : m) total += v;
     EXPECT_EQ(total, 1001);
     EXPECT_EQ(m[4], 5);
-    EXPECT_EQ(m[0], 50);  // 3000 * lambda < 50
+    EXPECT_EQ(m[0], 50);                                           // 3000 * lambda < 50
     const double lambda = static_cast<double>(1001 - 55) / 97000;  // groups 1..3 proportional
-    for (int g = 1; g <= 3; ++g) EXPECT_LE(std::fabs(m[g] - lambda * static_cast<double>(std::vector<int64_t>{3000, 7000, 20000, 70000}[g])), 1.0) << g;
+    for (int g = 1; g <= 3; ++g)
+        EXPECT_LE(std::fabs(m[g] - lambda * static_cast<double>(std::vector<int64_t>{3000, 7000, 20000, 70000}[g])),
+                  1.0)
+            << g;
     // the floors alone exceed sample_size: every group keeps its floor
     std::vector<int64_t> many(50, 1000);
     many[7] = 30;
@@ -1442,35 +1475,35 @@ TEST(SynopsisGpu, BatchedBoxesMatchCpu) {
     logged.s.sample = logged.sample.data();
     force_log_column(logged.s, 0, 0.5, 0.03, 1.3);  // the log-scale path (t = log(x + shift), its SUM moment)
     for (const Built* which : {&built, &logged})
-    for (int64_t q : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{40003}}) {
-        const Built& b = *which;
-        std::vector<double> lo, hi;
-        random_boxes(b.s, q, 100 + q, lo, hi);
-        if (q > 1) std::swap(lo[3], hi[3]);  // one empty box
-        for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
-            std::vector<BoxEstimate> ec(q), eg(q);
-            ASSERT_TRUE(evaluate(b.s, {q, lo.data(), hi.data(), agg, 0}, cpu, ec.data()).ok());
-            Status st = evaluate(b.s, {q, lo.data(), hi.data(), agg, 0}, gpu, eg.data());
-            ASSERT_TRUE(st.ok()) << st.message;
-            for (int64_t i = 0; i < q; ++i) {
-                if (std::isnan(ec[i].estimate)) {
-                    ASSERT_TRUE(std::isnan(eg[i].estimate)) << i;
-                    continue;
+        for (int64_t q : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{40003}}) {
+            const Built& b = *which;
+            std::vector<double> lo, hi;
+            random_boxes(b.s, q, 100 + q, lo, hi);
+            if (q > 1) std::swap(lo[3], hi[3]);  // one empty box
+            for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+                std::vector<BoxEstimate> ec(q), eg(q);
+                ASSERT_TRUE(evaluate(b.s, {q, lo.data(), hi.data(), agg, 0}, cpu, ec.data()).ok());
+                Status st = evaluate(b.s, {q, lo.data(), hi.data(), agg, 0}, gpu, eg.data());
+                ASSERT_TRUE(st.ok()) << st.message;
+                for (int64_t i = 0; i < q; ++i) {
+                    if (std::isnan(ec[i].estimate)) {
+                        ASSERT_TRUE(std::isnan(eg[i].estimate)) << i;
+                        continue;
+                    }
+                    double tol = agg == Aggregate::Avg ? 1e-9 * std::fabs(ec[i].estimate) + 1e-12
+                                                       : 1e-9 * std::fabs(ec[i].estimate) + 1e-12 * N;
+                    ASSERT_NEAR(eg[i].estimate, ec[i].estimate, tol) << "q=" << q << " box " << i;
+                    // A standard error is the square root of a difference of sums: where the
+                    // true value is 0, rounding leaves sqrt(eps)-sized noise, which the AVG
+                    // (ratio) form divides by the box's mean count. Only the estimates carry
+                    // the 1e-9 contract; standard errors agree to 1e-6 of the estimate.
+                    double se_tol = agg == Aggregate::Avg ? 1e-6 * (std::fabs(ec[i].se) + std::fabs(ec[i].estimate))
+                                                          : 1e-6 * std::fabs(ec[i].se) + 1e-9 * N;
+                    ASSERT_NEAR(eg[i].se, ec[i].se, se_tol) << "q=" << q << " box " << i;
+                    ASSERT_EQ(eg[i].empty, ec[i].empty);
                 }
-                double tol = agg == Aggregate::Avg ? 1e-9 * std::fabs(ec[i].estimate) + 1e-12
-                                                   : 1e-9 * std::fabs(ec[i].estimate) + 1e-12 * N;
-                ASSERT_NEAR(eg[i].estimate, ec[i].estimate, tol) << "q=" << q << " box " << i;
-                // A standard error is the square root of a difference of sums: where the
-                // true value is 0, rounding leaves sqrt(eps)-sized noise, which the AVG
-                // (ratio) form divides by the box's mean count. Only the estimates carry
-                // the 1e-9 contract; standard errors agree to 1e-6 of the estimate.
-                double se_tol = agg == Aggregate::Avg ? 1e-6 * (std::fabs(ec[i].se) + std::fabs(ec[i].estimate))
-                                                      : 1e-6 * std::fabs(ec[i].se) + 1e-9 * N;
-                ASSERT_NEAR(eg[i].se, ec[i].se, se_tol) << "q=" << q << " box " << i;
-                ASSERT_EQ(eg[i].empty, ec[i].empty);
             }
         }
-    }
 }
 
 TEST(SynopsisGpu, EdgeShapes) {
@@ -1495,7 +1528,8 @@ TEST(SynopsisGpu, EdgeShapes) {
     std::vector<BoxEstimate> ec(9), eg(9);
     ASSERT_TRUE(evaluate(wide.s, {9, blo.data(), bhi.data(), Aggregate::Sum, 31}, cpu, ec.data()).ok());
     ASSERT_TRUE(evaluate(wide.s, {9, blo.data(), bhi.data(), Aggregate::Sum, 31}, gpu, eg.data()).ok());
-    for (int i = 0; i < 9; ++i) EXPECT_NEAR(eg[i].estimate, ec[i].estimate, 1e-9 * std::fabs(ec[i].estimate) + 1e-12 * 5000);
+    for (int i = 0; i < 9; ++i)
+        EXPECT_NEAR(eg[i].estimate, ec[i].estimate, 1e-9 * std::fabs(ec[i].estimate) + 1e-12 * 5000);
 }
 
 TEST(SynopsisGpu, PiecesNullsAndStrataMatchCpu) {

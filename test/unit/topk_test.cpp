@@ -36,11 +36,11 @@ bool have_gpu() {
     return approx::gpu::available(why, sizeof why);
 }
 
-#define SKIP_WITHOUT_GPU()                                                                  \
-    do {                                                                                    \
-        if (!have_gpu()) {                                                                  \
+#define SKIP_WITHOUT_GPU()                                                                    \
+    do {                                                                                      \
+        if (!have_gpu()) {                                                                    \
             GTEST_SKIP() << "no GPU on this machine: the GPU engine is tested on the device"; \
-        }                                                                                   \
+        }                                                                                     \
     } while (0)
 
 ExecContext cpu_ctx(int threads = 1) {
@@ -84,8 +84,8 @@ Pairs make_pairs(size_t n, Dist dist, uint64_t seed, bool dup_ids = false) {
             case Dist::Sorted: s = static_cast<double>(i) / static_cast<double>(n); break;
             case Dist::Negative: s = -1e6 * U(rng) - 1; break;
             case Dist::Special: {
-                static const double v[] = {kInf, -kInf, 0.0, -0.0, 1.5, -1.5, 3, 1e300, -1e-300,
-                                           std::numeric_limits<double>::quiet_NaN()};
+                static const double v[] = {kInf, -kInf, 0.0,   -0.0,    1.5,
+                                           -1.5, 3,     1e300, -1e-300, std::numeric_limits<double>::quiet_NaN()};
                 s = (rng() % 3 == 0) ? v[rng() % 10] : std::floor(U(rng) * 20) - 10;
                 break;
             }
@@ -190,13 +190,9 @@ TEST(TopkKeys, OrderLikePostgres) {
     EXPECT_FALSE(topk::beats(1.0, 0, Order::Desc, t));
 }
 
-TEST(TopkSelect, CpuMatchesFullSort) {
-    select_suite(cpu_ctx(1), {0, 1, 2, 3, 100, 2000});
-}
+TEST(TopkSelect, CpuMatchesFullSort) { select_suite(cpu_ctx(1), {0, 1, 2, 3, 100, 2000}); }
 
-TEST(TopkSelect, CpuThreadsMatchFullSort) {
-    select_suite(cpu_ctx(3), {140001});
-}
+TEST(TopkSelect, CpuThreadsMatchFullSort) { select_suite(cpu_ctx(3), {140001}); }
 
 TEST(TopkSelect, ZeroK) {
     Pairs p = make_pairs(100, Dist::Uniform, 5);
@@ -428,7 +424,7 @@ TEST(TopkCombine, Reaches) {
     t.valid = true;
     t.key = topk::score_key(2.0, Order::Desc);
     t.id = topk::id_key(10);
-    EXPECT_TRUE(topk::reaches(2.0, 10, Order::Desc, t));   // the threshold pair itself
+    EXPECT_TRUE(topk::reaches(2.0, 10, Order::Desc, t));  // the threshold pair itself
     EXPECT_FALSE(topk::beats(2.0, 10, Order::Desc, t));
     EXPECT_TRUE(topk::reaches(2.0, 9, Order::Desc, t));
     EXPECT_FALSE(topk::reaches(2.0, 11, Order::Desc, t));
@@ -526,7 +522,12 @@ public:
             uint64_t lo = e.lo;
             uint32_t digit = 0;
             int state = radix::classify(
-                e.hi, [&] { ++lo_loads; return topk::id_key(p_.ids[e.idx]); }, lo, have_lo, pp, digit);
+                e.hi,
+                [&] {
+                    ++lo_loads;
+                    return topk::id_key(p_.ids[e.idx]);
+                },
+                lo, have_lo, pp, digit);
             if (state == radix::kIn && pp.hist_w > 0) {
                 if (digit >= (1u << pp.hist_w)) return Status::Error(StatusCode::Internal, "digit out of range");
                 ++hist_[digit];
@@ -783,9 +784,9 @@ TEST(TopkGpu, AutoFallsBackOnMemoryLimit) {
 
 struct NraData {
     int m = 0;
-    std::vector<int64_t> obj_ids;               // every object (some in no list)
-    std::vector<std::vector<double>> value;     // [object][list]
-    std::vector<std::vector<char>> has;         // [object][list]
+    std::vector<int64_t> obj_ids;                                // every object (some in no list)
+    std::vector<std::vector<double>> value;                      // [object][list]
+    std::vector<std::vector<char>> has;                          // [object][list]
     std::vector<std::vector<std::pair<int64_t, double>>> lists;  // sorted by score DESC (ties shuffled)
     std::vector<double> min;
 };
@@ -896,7 +897,8 @@ NraRun naive_nra(const NraData& d, size_t k, size_t batch) {
             }
             cs.push_back({id, topk::nra_sum(wv, m), topk::nra_sum(bv, m), exact});
         }
-        std::sort(cs.begin(), cs.end(), [](const C& a, const C& b) { return a.w > b.w || (a.w == b.w && a.id < b.id); });
+        std::sort(cs.begin(), cs.end(),
+                  [](const C& a, const C& b) { return a.w > b.w || (a.w == b.w && a.id < b.id); });
         if (cs.size() < k) {
             if (all_ex) return {r, true};
             continue;
@@ -1019,16 +1021,16 @@ void nra_suite(const ExecContext& ctx) {
         double present;
     };
     const Case cases[] = {
-        {400, 2, 5, 7, 1.0},    {400, 3, 10, 1, 0.9},  {600, 4, 20, 16, 0.8}, {300, 1, 7, 5, 1.0},
-        {250, 4, 300, 32, 0.7}, {500, 3, 1, 64, 1.0},  {800, 4, 50, 25, 0.5}, {200, 5, 12, 3, 0.95},
+        {400, 2, 5, 7, 1.0},    {400, 3, 10, 1, 0.9},     {600, 4, 20, 16, 0.8}, {300, 1, 7, 5, 1.0},
+        {250, 4, 300, 32, 0.7}, {500, 3, 1, 64, 1.0},     {800, 4, 50, 25, 0.5}, {200, 5, 12, 3, 0.95},
         {150, 2, 149, 10, 0.6}, {3000, 4, 100, 128, 1.0},
     };
     for (const Case& c : cases)
         for (int dd = 0; dd < 5; ++dd) {
             NraData d = make_nra(c.n, c.m, kNraDists[dd], c.present, ++seed);
             char what[200];
-            std::snprintf(what, sizeof what, "n=%zu m=%d k=%zu batch=%zu present=%.2f dist=%s", c.n, c.m, c.k,
-                          c.batch, c.present, kNraNames[dd]);
+            std::snprintf(what, sizeof what, "n=%zu m=%d k=%zu batch=%zu present=%.2f dist=%s", c.n, c.m, c.k, c.batch,
+                          c.present, kNraNames[dd]);
             NraRun ref = naive_nra(d, c.k, c.batch);
             ASSERT_GT(ref.rounds, 0) << what;
             EngineRun got = engine_nra(d, c.k, c.batch, ctx);
