@@ -1,12 +1,11 @@
 // SQL glue for moving-object grid indexes: mo_create, mo_load, mo_update,
 // mo_delete, mo_range, mo_range_count, mo_info, mo_drop.
 //
-// Indexes belong to the backend that created them: a registry (name -> engine
-// object) of plain structs in TopMemoryContext, each holding a pointer to the
-// C++ index made with new. They are not transactional (ROLLBACK keeps every
-// change) and are freed by mo_drop or when the backend exits (on_proc_exit).
-// With the GPU service in use the index itself lives in the service and the
-// pointer is its proxy (core/moving_served.cpp); the service frees it on
+// Indexes belong to the backend that created them: a registry
+// (moving_registry.cpp: name -> engine object) of plain structs in
+// TopMemoryContext, each holding a pointer to the C++ index made with new. They are not transactional (ROLLBACK keeps
+// every change) and are freed by mo_drop or when the backend exits (on_proc_exit). With the GPU service in use the
+// index itself lives in the service and the pointer is its proxy (core/moving_served.cpp); the service frees it on
 // mo_drop, or when the backend exits.
 //
 // A function that runs user SQL (mo_load's query) must not keep a registry
@@ -18,28 +17,22 @@
 // gets the budget the session's other indexes leave it.
 #include "moving/moving.h"
 
-#include "service/service.h"
-#include "runtime/runtime.h"
 #include "runtime/arguments.h"
 #include "runtime/jsonb_builder.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
-#include "storage/ipc.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 }
 
 #include <cmath>
 
-#include "core/moving.hpp"
 #include "readers/query_reader.h"
 #include "readers/relation_reader.h"
 
-namespace mo = approx::moving;
-
 static int max_cells_setting = 1 << 22;
-static int session_memory_kb = 1024 * 1024;  // 1 GB
+int moving_session_memory_kb = 1024 * 1024;  // 1 GB
 
 void moving_init(void) {
     // Both protect the server: only a superuser (or a role granted SET) may raise them.
@@ -51,74 +44,8 @@ void moving_init(void) {
                             "Most memory all moving-object indexes of one session may hold together (host and GPU).",
                             "Counts cells, buckets, the id table and batch scratch; mo_create or a batch that would "
                             "pass it is an error that changes nothing.",
-                            &session_memory_kb, 1024 * 1024, 1024, INT_MAX, PGC_SUSET, GUC_UNIT_KB, nullptr, nullptr,
-                            nullptr);
-}
-
-// ---- the registry ----------------------------------------------------------------------
-
-struct MoEntry {
-    char name[NAMEDATALEN];
-    uint64 serial;  // unique per mo_create in this backend
-    mo::Index* index;
-    MoEntry* next;
-};
-
-static MoEntry* registry = nullptr;
-static uint64 next_serial = 1;
-static bool exit_callback_registered = false;
-
-static int64 session_limit_bytes() { return static_cast<int64>(session_memory_kb) * 1024; }
-
-// Bytes held by every index of this session.
-static int64 session_bytes() {
-    int64 total = 0;
-    for (MoEntry* e = registry; e != nullptr; e = e->next) total += e->index->bytes();
-    return total;
-}
-
-// The index of e with the budget the session's other indexes leave it (set
-// before every engine call: the setting or the other indexes may have changed).
-static mo::Index* budgeted(MoEntry* e) {
-    mo::MemoryBudget b;
-    b.limit = session_limit_bytes();
-    b.others = session_bytes() - e->index->bytes();
-    e->index->set_budget(b);
-    return e->index;
-}
-
-static void moving_at_exit(int, Datum) {
-    for (MoEntry* e = registry; e != nullptr; e = e->next) {
-        delete e->index;  // frees host and device memory; never throws
-        e->index = nullptr;
-    }
-    registry = nullptr;
-}
-
-static const char* name_arg(FunctionCallInfo fcinfo, const char* fn) {
-    char* name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-    size_t len = strlen(name);
-    if (len == 0) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: name must not be empty", fn)));
-    if (len >= NAMEDATALEN)
-        ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),
-                        errmsg("%s: name must be at most %d bytes long", fn, NAMEDATALEN - 1)));
-    return name;
-}
-
-static MoEntry* find_entry(const char* name) {
-    for (MoEntry* e = registry; e != nullptr; e = e->next)
-        if (strcmp(e->name, name) == 0) return e;
-    return nullptr;
-}
-
-static MoEntry* lookup(FunctionCallInfo fcinfo, const char* fn) {
-    const char* name = name_arg(fcinfo, fn);
-    MoEntry* e = find_entry(name);
-    if (e == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("%s: no moving-object index named \"%s\" in this session", fn, name),
-                        errhint("Indexes live in the session that created them with mo_create().")));
-    return e;
+                            &moving_session_memory_kb, 1024 * 1024, 1024, INT_MAX, PGC_SUSET, GUC_UNIT_KB, nullptr,
+                            nullptr, nullptr);
 }
 
 // ---- arguments -------------------------------------------------------------------------
@@ -164,7 +91,7 @@ static double bound_arg(FunctionCallInfo fcinfo, int argno, const char* fn, cons
 
 APPROX_FUNCTION(approx_gpu_mo_create) {
     const char* fn = "mo_create";
-    const char* name = name_arg(fcinfo, fn);
+    const char* name = mo_name_arg(fcinfo, fn);
     mo::Grid g;
     g.xmin = bound_arg(fcinfo, 1, fn, "xmin", false);
     g.ymin = bound_arg(fcinfo, 2, fn, "ymin", false);
@@ -172,60 +99,44 @@ APPROX_FUNCTION(approx_gpu_mo_create) {
     g.ymax = bound_arg(fcinfo, 4, fn, "ymax", false);
     g.cells_x = PG_GETARG_INT32(5);
     g.cells_y = PG_GETARG_INT32(6);
-    if (find_entry(name) != nullptr)
+    if (mo_find_entry(name) != nullptr)
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
                         errmsg("%s: a moving-object index named \"%s\" already exists in this session", fn, name),
                         errhint("Drop it first with mo_drop().")));
     approx::Status st = mo::check_grid(g, max_cells_setting);
     check_engine_result(st, fn);
 
-    // The registry entry first (an ERROR here leaks nothing), then the engine.
-    MoEntry* e = static_cast<MoEntry*>(MemoryContextAllocZero(TopMemoryContext, sizeof(MoEntry)));
-    strlcpy(e->name, name, NAMEDATALEN);
-    if (!exit_callback_registered) {
-        on_proc_exit(moving_at_exit, 0);
-        exit_callback_registered = true;
-    }
+    MoEntry* e = mo_new_entry(name);
     mo::Index* index = nullptr;
     int64 max_cells = max_cells_setting;
     mo::MemoryBudget budget;
-    budget.limit = session_limit_bytes();
-    budget.others = session_bytes();
-    gpu_service_register_session();  // before the engine: the service frees the index if this backend exits
+    budget.limit = mo_session_limit_bytes();
+    budget.others = mo_session_bytes();
     st = run_engine(fn, 0, 0,
                     [&](const approx::ExecContext& ctx) { return mo::create(g, max_cells, ctx, index, budget); });
     if (!st.ok()) pfree(e);
     check_engine_result(st, fn);
-    e->index = index;
-    e->serial = next_serial++;
-    e->next = registry;
-    registry = e;
+    mo_add_entry(e, index);
     PG_RETURN_VOID();
 }
 
 APPROX_FUNCTION(approx_gpu_mo_drop) {
     const char* fn = "mo_drop";
-    MoEntry* e = lookup(fcinfo, fn);
+    MoEntry* e = mo_lookup(fcinfo, fn);
     // Frees an index the GPU service holds (first: an ERROR here leaves the
     // entry as it was). Its status does not matter: an index the service
     // could not free now (cancel, the service restarted) is freed when this
     // backend exits, or is gone already.
     mo::Index* index = e->index;
     (void)run_engine(fn, 0, 0, [&](const approx::ExecContext& ctx) { return index->close(ctx); });
-    for (MoEntry** p = &registry; *p != nullptr; p = &(*p)->next)
-        if (*p == e) {
-            *p = e->next;
-            break;
-        }
-    delete index;
-    pfree(e);
+    mo_remove_entry(e);
     PG_RETURN_VOID();
 }
 
 // mo_load(name, query) or mo_load(name, relation, id_column, x_column, y_column).
 static Datum load_objects(FunctionCallInfo fcinfo, bool relation) {
     const char* fn = "mo_load";
-    const uint64 serial = lookup(fcinfo, fn)->serial;  // an unknown name fails before the query runs
+    const uint64 serial = mo_lookup(fcinfo, fn)->serial;  // an unknown name fails before the query runs
     static const ColumnKind kinds[3] = {ColumnKind::Integer, ColumnKind::Float, ColumnKind::Float};
     static const char* const names[3] = {"id", "x", "y"};
     static const char* const args[3] = {"id_column", "x_column", "y_column"};
@@ -240,14 +151,14 @@ static Datum load_objects(FunctionCallInfo fcinfo, bool relation) {
     }
     // The query ran user SQL, which may have dropped (or dropped and
     // re-created) the index: look it up again.
-    MoEntry* e = find_entry(name_arg(fcinfo, fn));
+    MoEntry* e = mo_find_entry(mo_name_arg(fcinfo, fn));
     if (e == nullptr || e->serial != serial)
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                 errmsg("%s: moving-object index \"%s\" was dropped while its query ran", fn, name_arg(fcinfo, fn)),
+                 errmsg("%s: moving-object index \"%s\" was dropped while its query ran", fn, mo_name_arg(fcinfo, fn)),
                  errdetail("Nothing was loaded.")));
     int64 applied = 0;
-    mo::Index* index = budgeted(e);
+    mo::Index* index = mo_budgeted(e);
     approx::Status st = run_engine(fn, cols.rows_skipped, cols.ms_read, [&](const approx::ExecContext& ctx) {
         return index->update(cols.ints[0], cols.floats[1], cols.floats[2], static_cast<size_t>(cols.rows), ctx,
                              applied);
@@ -264,7 +175,7 @@ APPROX_FUNCTION(approx_gpu_mo_load_relation) { return load_objects(fcinfo, true)
 APPROX_FUNCTION(approx_gpu_mo_update) {
     const char* fn = "mo_update";
     double t0 = glue_clock_ms();
-    MoEntry* e = lookup(fcinfo, fn);
+    MoEntry* e = mo_lookup(fcinfo, fn);
     IdArray ids = id_array_arg(fcinfo, 1, fn, "ids");
     FloatArray xs = coord_array_arg(fcinfo, 2, fn, "xs", false);
     FloatArray ys = coord_array_arg(fcinfo, 3, fn, "ys", false);
@@ -274,7 +185,7 @@ APPROX_FUNCTION(approx_gpu_mo_update) {
                  errmsg("%s: ids, xs and ys must have the same length (got %lld, %lld and %lld)", fn,
                         static_cast<long long>(ids.n), static_cast<long long>(xs.n), static_cast<long long>(ys.n))));
     int64 applied = 0;
-    mo::Index* index = budgeted(e);
+    mo::Index* index = mo_budgeted(e);
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->update(ids.data, xs.data, ys.data, static_cast<size_t>(ids.n), ctx, applied);
     });
@@ -285,10 +196,10 @@ APPROX_FUNCTION(approx_gpu_mo_update) {
 APPROX_FUNCTION(approx_gpu_mo_delete) {
     const char* fn = "mo_delete";
     double t0 = glue_clock_ms();
-    MoEntry* e = lookup(fcinfo, fn);
+    MoEntry* e = mo_lookup(fcinfo, fn);
     IdArray ids = id_array_arg(fcinfo, 1, fn, "ids");
     int64 removed = 0;
-    mo::Index* index = budgeted(e);
+    mo::Index* index = mo_budgeted(e);
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->remove(ids.data, static_cast<size_t>(ids.n), ctx, removed);
     });
@@ -306,13 +217,13 @@ APPROX_FUNCTION(approx_gpu_mo_range) {
     FuncCallContext* funcctx;
     if (SRF_IS_FIRSTCALL()) {
         funcctx = SRF_FIRSTCALL_INIT();
-        MoEntry* e = lookup(fcinfo, fn);
+        MoEntry* e = mo_lookup(fcinfo, fn);
         mo::Rect q;
         q.xmin = bound_arg(fcinfo, 1, fn, "xmin", true);
         q.ymin = bound_arg(fcinfo, 2, fn, "ymin", true);
         q.xmax = bound_arg(fcinfo, 3, fn, "xmax", true);
         q.ymax = bound_arg(fcinfo, 4, fn, "ymax", true);
-        mo::Index* index = budgeted(e);
+        mo::Index* index = mo_budgeted(e);
         // Count first, then fill a buffer of that size (the index does not
         // change in between: it belongs to this backend).
         size_t found = 0;
@@ -347,7 +258,7 @@ APPROX_FUNCTION(approx_gpu_mo_range) {
 APPROX_FUNCTION(approx_gpu_mo_range_count) {
     const char* fn = "mo_range_count";
     double t0 = glue_clock_ms();
-    MoEntry* e = lookup(fcinfo, fn);
+    MoEntry* e = mo_lookup(fcinfo, fn);
     FloatArray a[4] = {coord_array_arg(fcinfo, 1, fn, "xmin", true), coord_array_arg(fcinfo, 2, fn, "ymin", true),
                        coord_array_arg(fcinfo, 3, fn, "xmax", true), coord_array_arg(fcinfo, 4, fn, "ymax", true)};
     int64 n = a[0].n;
@@ -360,7 +271,7 @@ APPROX_FUNCTION(approx_gpu_mo_range_count) {
     mo::Rect* qs = static_cast<mo::Rect*>(palloc(sizeof(mo::Rect) * (n > 0 ? n : 1)));
     for (int64 i = 0; i < n; ++i) qs[i] = mo::Rect{a[0].data[i], a[1].data[i], a[2].data[i], a[3].data[i]};
     int64* counts = static_cast<int64*>(palloc(sizeof(int64) * (n > 0 ? n : 1)));
-    mo::Index* index = budgeted(e);
+    mo::Index* index = mo_budgeted(e);
     approx::Status st = run_engine(fn, 0, glue_clock_ms() - t0, [&](const approx::ExecContext& ctx) {
         return index->range_count(qs, static_cast<size_t>(n), ctx, counts);
     });
@@ -399,7 +310,7 @@ static void add_batch(JsonbBuilder& j, const char* key, const mo::BatchStats& b,
 
 APPROX_FUNCTION(approx_gpu_mo_info) {
     const char* fn = "mo_info";
-    MoEntry* e = lookup(fcinfo, fn);
+    MoEntry* e = mo_lookup(fcinfo, fn);
     mo::Info* info = static_cast<mo::Info*>(palloc0(sizeof(mo::Info)));  // trivially destructible
     e->index->info(*info);
     JsonbBuilder j;
@@ -424,8 +335,8 @@ APPROX_FUNCTION(approx_gpu_mo_info) {
     j.add_int("device_bytes", info->device_bytes);
     j.add_int("host_bytes", info->host_bytes);
     j.add_int("bytes", e->index->bytes());
-    j.add_int("session_bytes", session_bytes());
-    j.add_int("session_memory_limit", session_limit_bytes());
+    j.add_int("session_bytes", mo_session_bytes());
+    j.add_int("session_memory_limit", mo_session_limit_bytes());
     add_batch(j, "last_update", info->last_update, false);
     add_batch(j, "last_query", info->last_query, true);
     j.end_object();
