@@ -1,13 +1,16 @@
 // The synopsis feature's glue (src/synopsis/), the internal API its files share.
 //   synopsis.cpp           synopsis_init(): the feature's settings
-//   synopsis_type.cpp      the stored (binary) form, type I/O, kde_synopsis_info,
-//                          building a value from a sample
+//   synopsis_type.cpp      type I/O, kde_synopsis_info, argument helpers, building a value
+//                          from a sample
+//   synopsis_value.cpp     the stored (binary) form: encode, decode, validation
 //   synopsis_text.cpp      the JSON text form of kde_synopsis
 //   synopsis_parsed.cpp    values this backend parsed and validated lately (query functions)
 //   synopsis_agg.cpp       kde_synopsis_agg / kde_merge_agg (a reservoir state), kde_merge
 //   synopsis_estimate.cpp  box estimates approx_count / _sum / _avg (+ _ci, _many), kde_density
-//   synopsis_catalog.cpp   named synopses (approx_gpu.synopses): create / refresh / drop, the
-//                          JSON-predicate estimates (synopsis_catalog.h)
+//   synopsis_catalog.cpp   the catalog table (approx_gpu.synopses): statements as its owner,
+//                          owner and row-level-security rules, lookup by name (synopsis_catalog.h)
+//   synopsis_named.cpp     query-text named synopses: create / refresh / drop, the
+//                          JSON-predicate estimates
 //   synopsis_table_sql.cpp table synopses: create_synopsis, refresh as the owner, synopsis_status
 //   synopsis_build.cpp     building a table synopsis: checks, sampling, dictionaries
 //                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass
@@ -54,7 +57,7 @@ struct SynValue {
     syn::Stratum* strata;  // s.n_strata entries (s.strata points here)
 };
 
-// ---- values (synopsis_type.cpp) ------------------------------------------------------------
+// ---- values (synopsis_value.cpp; text form synopsis_text.cpp, info synopsis_type.cpp) -----
 SynValue* new_value(MemoryContext mcxt);
 [[noreturn]] void raise_value(int code, const char* what, const char* problem);
 // Engine validation plus the glue's own (names); ERROR `code` naming `what`.

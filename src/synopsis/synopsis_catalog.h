@@ -1,6 +1,7 @@
-// The catalog of named synopses (approx_gpu.synopses), shared by
-// synopsis_catalog.cpp (query-text synopses, the JSON-predicate estimates,
-// refresh and drop) and synopsis_table_sql.cpp (table synopses).
+// The catalog of named synopses (approx_gpu.synopses), kept by
+// synopsis_catalog.cpp and shared by synopsis_named.cpp (query-text
+// synopses, the JSON-predicate estimates, refresh and drop) and
+// synopsis_table_sql.cpp (table synopses).
 #pragma once
 
 #include "synopsis/synopsis.h"
@@ -23,6 +24,9 @@ struct NamedRow {
 
 // The kde_synopsis type's OID.
 Oid synopsis_type_oid(void);
+
+// Whether the role still exists (never run a query as a dropped role's OID).
+bool role_exists(Oid role);
 
 // ERROR unless name is a valid synopsis name.
 void check_name(text* name, const char* fn);

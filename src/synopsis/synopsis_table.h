@@ -1,10 +1,10 @@
 // Table synopses: a synopsis bound to a relation and its columns (by OID and
 // attribute number), stored in approx_gpu.synopses, decoded once per backend
 // and shared by the planner node. This header is the seam between the catalog
-// side (synopsis_catalog.cpp / synopsis_cache.cpp: build, refresh, drop,
-// freshness, the per-backend cache; synopsis_codec.cpp: the values'
-// conversions) and the planner side (aqp/aqp_planner.cpp, aqp/aqp_scan.cpp,
-// aqp/aqp_boxes.cpp).
+// side (synopsis_catalog.cpp / synopsis_named.cpp / synopsis_table_sql.cpp /
+// synopsis_cache.cpp: build, refresh, drop, freshness, the per-backend cache;
+// synopsis_codec.cpp: the values' conversions) and the planner side
+// (aqp/aqp_planner.cpp, aqp/aqp_scan.cpp, aqp/aqp_boxes.cpp).
 #pragma once
 
 #include "runtime/runtime.h"

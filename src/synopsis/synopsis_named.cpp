@@ -1,0 +1,358 @@
+// Named synopses of a query's rows: building one as its owner (a reservoir
+// fed by a DestReceiver), create / refresh / drop_synopsis, and the
+// JSON-predicate estimates approx_count(name, predicate) etc.
+#include "synopsis/synopsis.h"
+#include "readers/query_reader.h"
+#include "synopsis/synopsis_catalog.h"
+#include "synopsis/synopsis_table.h"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/parallel.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "common/shortest_dec.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "tcop/dest.h"
+#include "utils/acl.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/syscache.h"
+}
+
+#include <cmath>
+
+using namespace synopsis_glue;
+
+namespace {
+
+// ---- named synopses -------------------------------------------------------------------------------
+
+// Reads the rows of a query straight into a reservoir (DestReceiver), the
+// query's columns becoming the dimensions by name.
+struct SampleReceiver {
+    const char* fn;
+    SynAgg* st;
+    MemoryContext mcxt;
+    Oid types[kMaxDim];
+    double progress_s;
+    double last_progress;
+    int64 rows_read;
+};
+
+double float_of(Datum d, Oid t) {
+    switch (t) {
+        case FLOAT8OID: return DatumGetFloat8(d);
+        case FLOAT4OID: return DatumGetFloat4(d);
+        case INT8OID: return static_cast<double>(DatumGetInt64(d));
+        case INT4OID: return DatumGetInt32(d);
+        case INT2OID: return DatumGetInt16(d);
+        default: return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+    }
+}
+
+void sample_startup(void* self, TupleDesc desc) {
+    SampleReceiver* r = static_cast<SampleReceiver*>(self);
+    if (desc->natts < 1 || desc->natts > kMaxDim)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: query must return between 1 and %d columns, not %d", r->fn, kMaxDim, desc->natts)));
+    SynAgg* st = r->st;
+    for (int j = 0; j < desc->natts; ++j) {
+        Form_pg_attribute att = TupleDescAttr(desc, j);
+        Oid t = att->atttypid;
+        if (t != FLOAT8OID && t != FLOAT4OID && t != INT2OID && t != INT4OID && t != INT8OID && t != NUMERICOID)
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATATYPE_MISMATCH),
+                     errmsg("%s: column \"%s\" of query must be float8, float4, int2, int4, int8 or numeric, not %s",
+                            r->fn, NameStr(att->attname), format_type_be(t))));
+        r->types[j] = t;
+        for (int i = 0; i < j; ++i)
+            if (strcmp(st->names[i], NameStr(att->attname)) == 0)
+                ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
+                                errmsg("%s: query returns two columns named \"%s\"", r->fn, NameStr(att->attname))));
+        strlcpy(st->names[j], NameStr(att->attname), NAMEDATALEN);
+    }
+    st->has_names = true;
+    set_dim(st, desc->natts, st->res.capacity, r->fn);
+}
+
+void sample_slot(void* self, TupleTableSlot* slot) {
+    SampleReceiver* r = static_cast<SampleReceiver*>(self);
+    SynAgg* st = r->st;
+    slot_getsomeattrs(slot, st->d);
+    double row[kMaxDim];
+    for (int j = 0; j < st->d; ++j) {
+        if (slot->tts_isnull[j]) {
+            ++st->skipped;
+            return;
+        }
+        row[j] = float_of(slot->tts_values[j], r->types[j]);
+        if (!std::isfinite(row[j]))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: column \"%s\" of query contains %s", r->fn, st->names[j],
+                                   std::isnan(row[j]) ? "NaN" : "an infinite value")));
+    }
+    add_sample(st, r->mcxt, row);
+    if (r->progress_s > 0 && (++r->rows_read & 4095) == 0) {
+        double now = glue_clock_ms();
+        if (now - r->last_progress >= r->progress_s * 1000) {
+            r->last_progress = now;
+            ereport(NOTICE, (errmsg("%s: " INT64_FORMAT " rows read, " INT64_FORMAT " sampled", r->fn, st->res.seen,
+                                    st->res.size)));
+        }
+    }
+}
+
+double progress_interval_s(void) {
+    const char* s = GetConfigOption("approx_gpu.progress_interval", true, false);
+    return s ? strtod(s, nullptr) : 0;
+}
+
+// The caller's effective search_path, fixed for a stored query: the schemas
+// current_schemas(true) reports (implicit pg_catalog included) as a quoted
+// list, temporary schemas left out (they belong to one session) and pg_temp
+// last, so that nobody's temporary objects come before the owner's.
+char* captured_search_path(void) {
+    List* path = fetch_search_path(true);
+    StringInfoData out;
+    initStringInfo(&out);
+    ListCell* lc;
+    foreach (lc, path) {
+        Oid nsp = lfirst_oid(lc);
+        if (isAnyTempNamespace(nsp)) continue;
+        char* nspname = get_namespace_name(nsp);
+        if (nspname != nullptr) appendStringInfo(&out, "%s, ", quote_identifier(nspname));
+    }
+    appendStringInfoString(&out, "pg_temp");
+    list_free(path);
+    return out.data;
+}
+
+// Runs query as `owner` in a security-restricted operation (as REFRESH
+// MATERIALIZED VIEW does) with search_path = search_path (the path stored
+// with it: the query's names resolve the same whoever runs it) and builds the
+// synopsis of its rows.
+Datum build_named(const char* query, Oid owner, const char* search_path, int32 sample_size, int method, int smoothing,
+                  const char* fn) {
+    if (!role_exists(owner))  // never run a query as a dropped role's OID
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the owner of the synopsis no longer exists", fn)));
+    SynAgg* st = new_state(CurrentMemoryContext);
+    st->method = method;
+    st->smoothing = smoothing;
+    syn::reservoir_init(st->res, sample_size, random_seed_for_call());
+    st->params_set = true;
+
+    SampleReceiver* r = static_cast<SampleReceiver*>(palloc0(sizeof(SampleReceiver)));
+    r->fn = fn;
+    r->st = st;
+    r->mcxt = CurrentMemoryContext;
+    r->progress_s = progress_interval_s();
+    r->last_progress = glue_clock_ms();
+
+    Oid save_userid;
+    int save_sec;
+    GetUserIdAndSecContext(&save_userid, &save_sec);
+    SetUserIdAndSecContext(owner, save_sec | SECURITY_RESTRICTED_OPERATION);
+    int nest = NewGUCNestLevel();
+    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+    double t0 = glue_clock_ms();
+    RowSink sink = {sample_startup, sample_slot, r};
+    run_inner_query(fn, "query", query, true, sink);
+    AtEOXact_GUC(true, nest);
+    SetUserIdAndSecContext(save_userid, save_sec);
+    double ms_read = glue_clock_ms() - t0;
+    if (r->progress_s > 0)
+        ereport(NOTICE, (errmsg("%s: " INT64_FORMAT " rows read, " INT64_FORMAT " skipped; computing bandwidths", fn,
+                                st->res.seen, st->skipped)));
+    if (st->res.seen == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: query returned no rows without NULLs; a synopsis needs at least one", fn)));
+    Datum result = state_final(st, fn);
+    last_run_stats().ms_read = ms_read;
+    return result;
+}
+
+// ---- JSON-predicate estimates ------------------------------------------------------------------
+
+// A named synopsis as the caller sees it.
+SynValue* named_value(text* name, const char* fn) {
+    return stored_value(resolve_named(name, fn, false, true, false).synopsis);
+}
+
+int column_by_name(const SynValue* v, const char* name, int len, const char* fn) {
+    for (int j = 0; j < v->s.d; ++j)
+        if (static_cast<int>(strlen(v->names[j])) == len && strncmp(v->names[j], name, len) == 0) return j;
+    StringInfoData cols;
+    initStringInfo(&cols);
+    for (int j = 0; j < v->s.d; ++j) appendStringInfo(&cols, "%s%s", j ? ", " : "", v->names[j]);
+    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN), errmsg("%s: synopsis has no column \"%.*s\"", fn, len, name),
+                    errhint("Its columns are: %s.", cols.data)));
+    return -1;
+}
+
+double predicate_bound(const JsonbValue* v, bool upper, const char* key, const char* fn) {
+    if (v->type == jbvNull) return upper ? INFINITY : -INFINITY;
+    if (v->type != jbvNumeric)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: predicate bounds of \"%s\" must be numbers or null", fn, key)));
+    double x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, NumericGetDatum(v->val.numeric)));
+    if (std::isnan(x))
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: predicate bound of \"%s\" is NaN", fn, key)));
+    return x;  // +-Infinity (a bound beyond float8) = unbounded
+}
+
+// predicate: {"col": [lo, hi], "col2": [null, hi], "col3": value} -> one box.
+void predicate_box(const SynValue* v, Jsonb* pred, double* lo, double* hi, const char* fn) {
+    for (int j = 0; j < v->s.d; ++j) lo[j] = -INFINITY, hi[j] = INFINITY;
+    if (!JB_ROOT_IS_OBJECT(pred))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: predicate must be a JSON object of column: [lo, hi]", fn)));
+    JsonbIterator* it = JsonbIteratorInit(&pred->root);
+    JsonbValue k, val;
+    JsonbIteratorToken tok;
+    while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE) {
+        if (tok != WJB_KEY) continue;
+        char* key = pnstrdup(k.val.string.val, k.val.string.len);
+        int j = column_by_name(v, k.val.string.val, k.val.string.len, fn);
+        tok = JsonbIteratorNext(&it, &val, true);
+        if (val.type == jbvNumeric) {
+            lo[j] = hi[j] = predicate_bound(&val, false, key, fn);
+            continue;
+        }
+        if (val.type != jbvBinary || !JsonContainerIsArray(val.val.binary.data) ||
+            JsonContainerSize(val.val.binary.data) != 2)
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                     errmsg("%s: predicate of \"%s\" must be [lo, hi] (null = unbounded) or a number", fn, key)));
+        lo[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 0), false, key, fn);
+        hi[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 1), true, key, fn);
+    }
+}
+
+Datum named_estimate(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
+    text* name = PG_GETARG_TEXT_PP(0);
+    SynValue* v = named_value(name, fn);
+    int column = 0;
+    int pred_arg = 1;
+    if (agg != syn::Aggregate::Count) {
+        text* col = PG_GETARG_TEXT_PP(1);
+        column = column_by_name(v, VARDATA_ANY(col), VARSIZE_ANY_EXHDR(col), fn);
+        pred_arg = 2;
+    }
+    double* lo = static_cast<double*>(palloc(sizeof(double) * v->s.d));
+    double* hi = static_cast<double*>(palloc(sizeof(double) * v->s.d));
+    predicate_box(v, PG_GETARG_JSONB_P(pred_arg), lo, hi, fn);
+    syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
+    return estimate_datum(fcinfo, e[0]);
+}
+
+}  // namespace
+
+// ---- named synopses ---------------------------------------------------------------------------------
+
+APPROX_FUNCTION(approx_gpu_create_synopsis) {
+    const char* fn = "create_synopsis";
+    for (int a = 0; a < 5; ++a)
+        if (PG_ARGISNULL(a))
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: arguments must not be NULL", fn)));
+    text* name = PG_GETARG_TEXT_PP(0);
+    check_name(name, fn);
+    char* query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+    int32 k = sample_size_arg(fcinfo, 2, fn);
+    int method = bandwidth_arg(fcinfo, 3, fn);
+    int smoothing = smoothing_arg(fcinfo, 4, fn);
+    require_current_table(fn);
+    Oid owner = GetUserId();
+    refuse_taken_name(name, owner, fn);
+    // The query runs, now and on every refresh, with the caller's effective
+    // search_path of this moment.
+    char* path = captured_search_path();
+    Datum syn_datum = build_named(query, owner, path, k, method, smoothing, fn);
+    Oid types[5] = {TEXTOID, OIDOID, TEXTOID, synopsis_type_oid(), TEXTOID};
+    Datum args[5] = {PointerGetDatum(name), ObjectIdGetDatum(owner), PointerGetDatum(PG_GETARG_TEXT_PP(1)), syn_datum,
+                     CStringGetTextDatum(path)};
+    // Checked again at the insert: a concurrent create of the same name (or
+    // one run by the query itself) commits first; the key then holds.
+    if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created, search_path) "
+                       "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.clock_timestamp(), $5) "
+                       "ON CONFLICT (owner, name) DO NOTHING",
+                       5, types, args, nullptr, nullptr, nullptr, 0) == 0)
+        name_taken(name, fn);
+    owner_grant(owner, true);
+    return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
+}
+
+APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
+    const char* fn = "refresh_synopsis";
+    text* name = PG_GETARG_TEXT_PP(0);
+    require_current_table(fn);
+    NamedRow row = resolve_named(name, fn, true, true, false);
+    if (OidIsValid(row.relation)) return refresh_bound(row, name, fn);
+    char* path = row.search_path;
+    if (path == nullptr) {
+        // Stored by 0.1.0, which kept no search_path: guessing one could
+        // resolve the query's names to other roles' objects. The owner itself
+        // (nobody else) refreshes it once with its own effective path.
+        if (GetUserId() != row.owner)
+            ereport(ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("%s: synopsis \"%s\" was stored without its search_path; only its owner can refresh it", fn,
+                            text_to_cstring(name)),
+                     errhint("Refresh it once as its owner (SET ROLE); the owner's search_path is then kept.")));
+        path = captured_search_path();
+    }
+    // The old value's settings drive the rebuild.
+    SynValue* old = stored_value(row.synopsis);
+    int64 k = old->s.sample_size;
+    Datum syn_datum = build_named(text_to_cstring(row.query), row.owner, path,
+                                  static_cast<int32>(std::min<int64>(k, INT32_MAX)), static_cast<int>(old->s.method),
+                                  static_cast<int>(old->s.smoothing), fn);
+    // The stored query ran user SQL: it may have dropped or re-created this
+    // synopsis. Update exactly the row version read before it, or nothing.
+    Oid types[5] = {synopsis_type_oid(), TEXTOID, OIDOID, TEXTOID, TEXTOID};
+    Datum args[5] = {syn_datum, PointerGetDatum(name), ObjectIdGetDatum(row.owner), CStringGetTextDatum(path),
+                     CStringGetTextDatum(row.ctid)};
+    int64 updated = as_table_owner(
+        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), search_path = $4 "
+        "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2 "
+        "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid",
+        5, types, args, nullptr, nullptr, nullptr, 0);
+    if (updated != 1)
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("%s: synopsis \"%s\" was dropped or replaced while its query ran", fn, text_to_cstring(name))));
+    owner_grant(row.owner, true);  // a row kept from 0.1.0 gets it here
+    return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
+}
+
+APPROX_FUNCTION(approx_gpu_drop_synopsis) {
+    const char* fn = "drop_synopsis";
+    text* name = PG_GETARG_TEXT_PP(0);
+    NamedRow row = resolve_named(name, fn, true, false, true);
+    Oid types[2] = {TEXTOID, OIDOID};
+    Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(row.owner)};
+    as_table_owner(
+        "DELETE FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+        "AND name OPERATOR(pg_catalog.=) $1",
+        2, types, args, nullptr, nullptr, nullptr, 0);
+    owner_grant(row.owner, false);
+    // Plans over the table that may have used it are replanned.
+    if (OidIsValid(row.relation) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(row.relation)))
+        CacheInvalidateRelcacheByRelid(row.relation);
+    PG_RETURN_VOID();
+}
+
+APPROX_FUNCTION(approx_gpu_approx_count_named) { return named_estimate(fcinfo, syn::Aggregate::Count, "approx_count"); }
+APPROX_FUNCTION(approx_gpu_approx_sum_named) { return named_estimate(fcinfo, syn::Aggregate::Sum, "approx_sum"); }
+APPROX_FUNCTION(approx_gpu_approx_avg_named) { return named_estimate(fcinfo, syn::Aggregate::Avg, "approx_avg"); }
