@@ -4,6 +4,8 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "nodes/parsenodes.h"
+#include "utils/plancache.h"
 #include "tcop/dest.h"
 #include "utils/memutils.h"
 #include "utils/builtins.h"
@@ -162,7 +164,7 @@ double float_datum(Datum d, Oid t) {
     return static_cast<double>(integer_datum(d, t));
 }
 
-void run_inner_query(const char* fn, const char* arg, const char* query, bool read_only, const RowSink& sink) {
+void run_inner_query(const char* fn, const char* arg, const char* query, const RowSink& sink) {
     SinkReceiver* r = static_cast<SinkReceiver*>(palloc0(sizeof(SinkReceiver)));
     r->pub.receiveSlot = sink_slot;
     r->pub.rStartup = sink_startup;
@@ -181,9 +183,23 @@ void run_inner_query(const char* fn, const char* arg, const char* query, bool re
     if (!SPI_is_cursor_plan(plan))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: %s must be a single query that returns rows (a SELECT)", fn, arg)));
+    // Read-only SPI refuses a writing query with a confusing message ("SELECT
+    // is not allowed in a non-volatile function"): say it of the argument.
+    ListCell* lc;
+    foreach (lc, SPI_plan_get_plan_sources(plan)) {
+        CachedPlanSource* ps = static_cast<CachedPlanSource*>(lfirst(lc));
+        ListCell* qc;
+        foreach (qc, ps->query_list) {
+            Query* q = lfirst_node(Query, qc);
+            if (q->commandType != CMD_SELECT || q->hasModifyingCTE || q->rowMarks != NIL)
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("%s: %s must only read rows (no data-modifying WITH, no FOR UPDATE / SHARE)",
+                                       fn, arg)));
+        }
+    }
     SPIExecuteOptions options;
     memset(&options, 0, sizeof options);
-    options.read_only = read_only;
+    options.read_only = true;
     options.allow_nonatomic = false;
     options.dest = &r->pub;
     int rc = SPI_execute_plan_extended(plan, &options);
@@ -213,7 +229,7 @@ QueryColumns read_query_columns(const char* fn, const char* arg, const char* que
     r->mcxt = CurrentMemoryContext;
     r->out = &out;
     RowSink sink = {receiver_startup, receiver_slot, r};
-    run_inner_query(fn, arg, query, false, sink);
+    run_inner_query(fn, arg, query, sink);
     out.ms_read = glue_clock_ms() - t0;
     out.read_path = "query";
     return out;

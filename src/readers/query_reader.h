@@ -14,13 +14,16 @@ extern "C" {
 // returns rows, a SELECT; ERROR otherwise) through SPI in the current user
 // and security context and hands its rows to the sink: startup(ctx, desc)
 // once, then row(ctx, slot) for each row. `fn` and `arg` name the function and
-// the argument in errors. read_only: SPI's read_only (the snapshot rules).
+// the argument in errors. The query runs read-only (SPI's read_only: the
+// calling statement's snapshot, no CommandCounterIncrement), so it also runs
+// inside a parallel operation such as CREATE TABLE AS with a parallel plan,
+// and a data-modifying query is refused.
 struct RowSink {
     void (*startup)(void* ctx, TupleDesc desc);
     void (*row)(void* ctx, TupleTableSlot* slot);
     void* ctx;
 };
-void run_inner_query(const char* fn, const char* arg, const char* query, bool read_only, const RowSink& sink);
+void run_inner_query(const char* fn, const char* arg, const char* query, const RowSink& sink);
 
 enum class ColumnKind {
     Integer,  // int2, int4 or int8 -> int64 (anything else: ERROR 42804, no rounding)

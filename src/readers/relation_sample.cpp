@@ -7,6 +7,7 @@
 #include "readers/relation_scan.h"
 
 extern "C" {
+#include "access/htup_details.h"  // MaxHeapTuplesPerPage
 #include "miscadmin.h"
 #include "optimizer/paths.h"
 #include "utils/memutils.h"
@@ -36,9 +37,17 @@ RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const A
     double t0 = glue_clock_ms();
     const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                      RelationGetRelationName(rel));
+    // No snapshot sees more rows than the pages hold: a sample_size far above
+    // the table's size must not size the participants' buffers.
+    const BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+    sample_m = std::min<int64>(sample_m, std::max<int64>(1, static_cast<int64>(nblocks) * MaxHeapTuplesPerPage));
     const Size slot_bytes = sample_slot_bytes(sample_m);
-    int nworkers = choose_workers(rel, RelationGetNumberOfBlocks(rel),
-                                  rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP);
+    if (slot_bytes > kMaxSampleBytes)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("%s: a sample of " INT64_FORMAT " rows of %s needs more than 1 GB while it is drawn", fn,
+                               sample_m, relname),
+                        errhint("Use a smaller sample_size.")));
+    int nworkers = choose_workers(rel, nblocks, rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP);
     while (nworkers > 0 && slot_bytes * (nworkers + 1) > kMaxSampleBytes) --nworkers;
     const int nslots = nworkers + 1;
 

@@ -155,6 +155,11 @@ struct TableBuild {
     int64 pending_inserts;  // max(0, N - (n_tup_ins - n_tup_del)): rows the statistics had not counted yet
     Oid relfilenode;
 };
+// Opens relid with AccessShareLock, kept to the end of the transaction; a
+// table dropped while the call waited for the lock is a clean 42P01 naming it.
+// Callers lock before they resolve names or lock catalog rows (the order of
+// DROP TABLE and its event trigger: table, then the synopses row).
+Relation open_synopsis_table(Oid relid, const char* fn);
 // Builds a synopsis of columns attnums[0..d) of relid as the current user
 // (SELECT privilege on them and no row-level security for it, else ERROR
 // 42501), stratified by the synopsis columns stratify[0..n_stratify) (0-based

@@ -19,6 +19,7 @@ extern "C" {
 #include "pgstat.h"
 #include "utils/acl.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
@@ -29,9 +30,23 @@ extern "C" {
 
 namespace synopsis_glue {
 
+Relation open_synopsis_table(Oid relid, const char* fn) {
+    const char* before = get_rel_name(relid);
+    Relation rel = try_relation_open(relid, AccessShareLock);
+    if (rel == nullptr && before != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("%s: relation \"%s\" was dropped while this call waited for its lock", fn, before)));
+    if (rel == nullptr)
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("%s: relation with OID %u does not exist", fn, relid)));
+    return rel;
+}
+
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
                                  int32 sample_size, int method, int smoothing, const char* fn) {
-    Relation rel = table_open(relid, AccessShareLock);
+    // try_: refresh_synopsis reads the table's OID from the catalog row
+    // before it waits for the lock, and the table may be dropped meanwhile.
+    Relation rel = open_synopsis_table(relid, fn);
     const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                      RelationGetRelationName(rel));
     char relkind = rel->rd_rel->relkind;

@@ -9,6 +9,7 @@
 extern "C" {
 #include "access/htup_details.h"
 #include "access/parallel.h"
+#include "access/relation.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -167,7 +168,7 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
     (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
     double t0 = glue_clock_ms();
     RowSink sink = {sample_startup, sample_slot, r};
-    run_inner_query(fn, "query", query, true, sink);
+    run_inner_query(fn, "query", query, sink);
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
     double ms_read = glue_clock_ms() - t0;
@@ -297,6 +298,10 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
     const char* fn = "refresh_synopsis";
     text* name = PG_GETARG_TEXT_PP(0);
     require_current_table(fn);
+    // The table first, then the catalog row (as DROP TABLE and its event
+    // trigger do): the other order deadlocks with a concurrent DROP.
+    NamedRow peek = resolve_named(name, fn, false, false, false);
+    if (OidIsValid(peek.relation)) relation_close(open_synopsis_table(peek.relation, fn), NoLock);
     NamedRow row = resolve_named(name, fn, true, true, false);
     if (OidIsValid(row.relation)) return refresh_bound(row, name, fn);
     char* path = row.search_path;

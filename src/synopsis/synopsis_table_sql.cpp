@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -15,6 +16,7 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 }
 
@@ -134,10 +136,11 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: the extension's objects in this database are older than its library", fn),
                         errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
-    char* relname = get_rel_name(relid);
-    if (relname == nullptr)
-        ereport(ERROR,
-                (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("%s: relation with OID %u does not exist", fn, relid)));
+    // Lock first, then resolve: a table dropped (or a column changed) while
+    // this call waited for the lock is seen here, not mid-build.
+    Relation locked = open_synopsis_table(relid, fn);
+    char* relname = pstrdup(RelationGetRelationName(locked));
+    relation_close(locked, NoLock);
 
     char names[kMaxDim][NAMEDATALEN];
     int d = name_array_arg(fcinfo, 2, fn, "columns", names);
