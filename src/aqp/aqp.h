@@ -20,6 +20,7 @@ void aqp_init(void);
 // load point during planning) and the settings below.
 extern double aqp_confidence;          // approx_gpu.confidence, (0, 1)
 extern double aqp_max_relative_error;  // approx_gpu.max_relative_error, 0 = off
+extern int aqp_box_memory_limit_kb;    // approx_gpu.box_memory_limit (superuser-only)
 void aqp_define_settings(void);
 
 // Which approx_* aggregate an Aggref calls.

@@ -30,6 +30,7 @@ extern "C" {
 
 double aqp_confidence = 0.95;
 double aqp_max_relative_error = 0;
+int aqp_box_memory_limit_kb = 256 * 1024;
 
 // ---- transition and final functions ------------------------------------------------
 
@@ -153,5 +154,12 @@ void aqp_define_settings(void) {
                              "When a group's half-width at approx_gpu.confidence exceeds this fraction of its "
                              "estimate, or its box holds no sample row, the query runs over the rows instead.",
                              &aqp_max_relative_error, 0, 0, 1e6, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    // Superuser-only: the conditions' text decides how many boxes a query
+    // builds (two 4,096-value IN lists: 2^24), so no role may raise this.
+    DefineCustomIntVariable("approx_gpu.box_memory_limit",
+                            "Memory the boxes of one synopsis answer may take (groups x condition boxes).",
+                            "A query whose boxes would need more runs over the rows instead (last_run() says why).",
+                            &aqp_box_memory_limit_kb, 256 * 1024, 64, INT_MAX, PGC_SUSET, GUC_UNIT_KB, nullptr, nullptr,
+                            nullptr);
     CacheRegisterSyscacheCallback(PROCOID, forget_agg_oids, 0);
 }

@@ -248,6 +248,14 @@ void build_boxes(AqpScanState* st) {
         fall_back(st, "too many boxes");
         return;
     }
+    // Bounds, NULL policies and stratum per box, and the engine's sums.
+    const double box_bytes = 17.0 * d + 4 + 64;
+    if (static_cast<double>(per_group * st->n_cand) * box_bytes > 1024.0 * aqp_box_memory_limit_kb) {
+        fall_back(st, psprintf("the boxes (%lld) would need %.0f MB, more than approx_gpu.box_memory_limit",
+                               static_cast<long long>(per_group * st->n_cand),
+                               static_cast<double>(per_group * st->n_cand) * box_bytes / (1024.0 * 1024.0)));
+        return;
+    }
     st->per_group = per_group;
     st->q = per_group * st->n_cand;
     int64 q = st->q > 0 ? st->q : 1;

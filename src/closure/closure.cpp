@@ -36,7 +36,7 @@ void closure_init(void) {
                             "Largest closure bit matrix (host or GPU) a closure call may allocate.",
                             "The matrix needs about n^2 / 8 bytes for n vertices (n strongly connected components "
                             "when the graph is condensed); a call that needs more fails with SQLSTATE 54000.",
-                            &max_kb_setting, 4 * 1024 * 1024, 1, INT_MAX, PGC_USERSET, GUC_UNIT_KB, nullptr, nullptr,
+                            &max_kb_setting, 4 * 1024 * 1024, 1, INT_MAX, PGC_SUSET, GUC_UNIT_KB, nullptr, nullptr,
                             nullptr);
     DefineCustomEnumVariable("approx_gpu.closure_algorithm",
                              "How closures are computed: auto, blocked, condensed or star.",

@@ -44,10 +44,10 @@ void runtime_define_settings(void) {
                             nullptr);
     DefineCustomIntVariable("approx_gpu.cpu_threads", "Worker threads of the CPU engine (0 = one per core).",
                             "Capped at 64. The threads never call PostgreSQL functions.", &cpu_threads_setting, 0, 0,
-                            kMaxCpuThreads, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+                            kMaxCpuThreads, PGC_SUSET, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("approx_gpu.gpu_memory_limit", "GPU memory one backend may allocate (0 = no cap).",
                             "Under device = auto a larger allocation falls back to the CPU.", &gpu_memory_limit_kb, 0,
-                            0, INT_MAX, PGC_USERSET, GUC_UNIT_KB, nullptr, nullptr, nullptr);
+                            0, INT_MAX, PGC_SUSET, GUC_UNIT_KB, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("approx_gpu.random_seed", "Seed for sampling (-1 = a fresh seed each call).",
                             "Set it to make sampling reproducible.", &random_seed_setting, -1, -1, INT_MAX, PGC_USERSET,
                             0, nullptr, nullptr, nullptr);

@@ -27,6 +27,7 @@ int service_staging_size_mb = 128;
 int service_queue_size = 256;
 int service_queue_timeout_ms = 10000;
 int service_test_delay_ms = 0;
+int service_request_limit_ms = 60000;
 int service_test_fault = SERVICE_FAULT_NONE;
 
 static const struct config_enum_entry fault_options[] = {
@@ -51,6 +52,15 @@ static void define_settings(void) {
                             "Then device = auto runs it on the CPU (with a NOTICE) and device = gpu raises "
                             "an error (53200).",
                             &service_queue_timeout_ms, 10000, 1, INT_MAX, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
+                            nullptr);
+    // Superuser-only: the service's executors are shared by every session, so
+    // one role may not hold one longer than the administrator allows.
+    DefineCustomIntVariable("approx_gpu.service_request_limit",
+                            "How long one call may run in the GPU service (0 = no limit).",
+                            "Checked between the engine's chunks; a call that runs longer is stopped there and, "
+                            "under device = auto, runs on the CPU in its own session (with a NOTICE); under "
+                            "device = gpu it fails with SQLSTATE 53200 (as a queue timeout).",
+                            &service_request_limit_ms, 60000, 0, INT_MAX, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
                             nullptr);
     DefineCustomIntVariable("approx_gpu.service_test_delay",
                             "Tests only: each call of this session stays queued in the GPU service this long.", nullptr,

@@ -76,6 +76,7 @@ struct ServiceSlot {
     int32 cpu_threads;
     int64 gpu_memory_limit;
     int32 test_delay_ms;  // approx_gpu.service_test_delay: stay queued this long
+    int32 time_limit_ms;  // approx_gpu.service_request_limit: run at most this long (0: no limit)
     int32 test_fault;     // approx_gpu.service_test_fault (ServiceTestFault)
     int64 rows;
     int32 n_in, n_out;

@@ -184,6 +184,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     s->cpu_threads = ctx.cpu_threads;
     s->gpu_memory_limit = ctx.gpu_memory_limit;
     s->test_delay_ms = service_test_delay_ms;
+    s->time_limit_ms = service_request_limit_ms;
     s->test_fault = service_test_fault;
     s->rows = req.rows;
     s->cache_key = req.cache_key;

@@ -29,12 +29,16 @@ Executor executors[kServiceMaxDevices];
 int n_executors = 0;
 
 // The engines' cancel callback takes no argument: one function per executor,
-// each reading the cancel flag of the slot its executor runs.
+// each reading the cancel flag of the slot its executor runs and its time
+// limit (approx_gpu.service_request_limit; the engines ask between chunks).
 std::atomic<pg_atomic_uint32*> running_cancel[kServiceMaxDevices];
+std::atomic<double> running_deadline[kServiceMaxDevices];  // glue_clock_ms(); 0: none
 template <int I>
 bool executor_cancelled() {
     pg_atomic_uint32* f = running_cancel[I].load();
-    return stopping.load() || (f != nullptr && pg_atomic_read_u32(f) != 0);
+    const double deadline = running_deadline[I].load();
+    return stopping.load() || (f != nullptr && pg_atomic_read_u32(f) != 0) ||
+           (deadline > 0 && glue_clock_ms() > deadline);
 }
 const approx::CancelFn cancel_fns[kServiceMaxDevices] = {
     executor_cancelled<0>, executor_cancelled<1>, executor_cancelled<2>, executor_cancelled<3>,
@@ -126,6 +130,7 @@ void run_request(int index, int slot_no) {
     ctx.cpu_threads = s->cpu_threads;
     ctx.gpu_memory_limit = s->gpu_memory_limit;
     running_cancel[index].store(&s->cancel);
+    running_deadline[index].store(s->time_limit_ms > 0 ? t0 + s->time_limit_ms : 0);
     ctx.cancel = cancel_fns[index];
     s->stats.reset(approx::service::op_name(static_cast<approx::service::Op>(s->op)));
     ctx.stats = &s->stats;
@@ -190,6 +195,18 @@ void run_request(int index, int slot_no) {
     }
     approx::service::cache_unpin(pinned);
     running_cancel[index].store(nullptr);
+    running_deadline[index].store(0);
+    // A stop the backend did not ask for is not its cancel (57014 tells the
+    // client that it cancelled): the service stopping is "service down", the
+    // time limit "busy" -- both run on the CPU in the backend under auto.
+    if (st.code == StatusCode::Cancelled && pg_atomic_read_u32(&s->cancel) == 0) {
+        if (stopping.load())
+            st = Status::Error(StatusCode::ServiceDown, "the GPU service stopped while the call was running");
+        else if (s->time_limit_ms > 0)
+            st = Status::Error(StatusCode::ServiceBusy,
+                               "the call ran past approx_gpu.service_request_limit (%d ms) in the GPU service",
+                               s->time_limit_ms);
+    }
     if (st.code == StatusCode::GpuError && device >= 0 && !approx::gpu::context_healthy()) context_broken = true;
 
     s->status_code = static_cast<int32>(st.code);

@@ -13,4 +13,5 @@ extern int service_staging_size_mb;   // approx_gpu.service_staging_size
 extern int service_queue_size;        // approx_gpu.service_queue_size
 extern int service_queue_timeout_ms;  // approx_gpu.gpu_queue_timeout
 extern int service_test_delay_ms;     // approx_gpu.service_test_delay
+extern int service_request_limit_ms;  // approx_gpu.service_request_limit (0 = none)
 extern int service_test_fault;        // approx_gpu.service_test_fault

@@ -75,6 +75,50 @@ else
   echo "not ok service: cancel while running: '$out', slot freed: ${freed:-no}, abandoned $before -> $after"
 fi
 
+# The service terminated while a call RUNS in it (issue 26 item 17): under
+# device = auto the call is not "cancelled by the user" (57014 from the
+# service's own stop); it runs on the CPU in its session instead. The CPU rerun
+# of this large call is then ended by statement_timeout (a different message).
+$PSQL -qXAt -d "$db" -c "SET approx_gpu.gpu_min_rows = 0" -c "SET approx_gpu.device = 'auto'" -c "SET statement_timeout = '25s'" \
+      -c "SELECT approx_gpu.kde_lscv(array(SELECT ARRAY[sin(i), cos(i * 0.7)]::float8[] FROM generate_series(1, 600000) i))" >"$work/running_auto.out" 2>&1 &
+a=$!
+running=""
+for _ in $(seq 300); do
+  r=$($PSQL -qXAt -d "$db" -c "SELECT (approx_gpu.gpu_service_info()->'queue'->>'running')::int")
+  [ "${r:-0}" -ge 1 ] && { running=yes; break; }; sleep 0.1
+done
+old=$($PSQL -qXAt -d "$db" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'approx_gpu gpu service'")
+$PSQL -qXAt -d "$db" -c "SELECT pg_terminate_backend($old)" >/dev/null
+wait $a
+if [ -n "$running" ] && grep -q "ran on the CPU instead" "$work/running_auto.out" && ! grep -q "due to user request" "$work/running_auto.out"; then
+  echo "ok service: a call running in the service when it is terminated runs on the CPU under device = auto (no 57014 'user request')"
+else
+  echo "not ok service: running call, service terminated (running: ${running:-no}):"; sed 's/^/    /' "$work/running_auto.out"
+fi
+for _ in $(seq 200); do
+  [ "$($PSQL -qXAt -d "$db" -c "SELECT approx_gpu.gpu_service_info()->>'running'")" = true ] && break; sleep 0.1
+done
+
+# approx_gpu.service_request_limit (superuser-only): a call that runs longer
+# in the service is stopped between its engine's chunks, and runs on the CPU
+# in its session under auto (the answer is the same); under gpu it fails with
+# 53200 naming the setting.
+lscv="SELECT approx_gpu.kde_lscv(array(SELECT ARRAY[sin(i), cos(i * 0.7)]::float8[] FROM generate_series(1, 3000) i))::numeric(20,12)"
+ref=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.use_service = off" -c "SET approx_gpu.device = 'cpu'" -c "$lscv" 2>&1)
+out=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.gpu_min_rows = 0" -c "SET approx_gpu.service_request_limit = '1ms'" -c "$lscv" 2>&1)
+if echo "$out" | grep -q "service_request_limit" && echo "$out" | grep -q "ran on the CPU instead" && [ "$(echo "$out" | tail -1)" = "$ref" ]; then
+  echo "ok service: a call past approx_gpu.service_request_limit runs on the CPU under device = auto, same answer"
+else
+  echo "not ok service: request limit under auto: '$out' (in-process CPU: '$ref')"
+fi
+out=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.gpu_min_rows = 0" -c "SET approx_gpu.device = 'gpu'" -c "SET approx_gpu.service_request_limit = '1ms'" \
+      -c "\\set VERBOSITY verbose" -c "$lscv" 2>&1)
+if echo "$out" | grep -q "ERROR:  53200: .*service_request_limit"; then
+  echo "ok service: a call past approx_gpu.service_request_limit under device = gpu fails with 53200 naming the setting"
+else
+  echo "not ok service: request limit under gpu: '$out'"
+fi
+
 # A real device fault (GPU engines only): a kernel that traps poisons the
 # service's CUDA context. The call that faulted gets the GPU error, the
 # service restarts itself (a fresh context) and serves again; the backends
