@@ -278,8 +278,7 @@ Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool*
     Oid type = ts->atttype[col];
     switch (ts->encoding[col]) {
         case ValueEncoding::Dictionary: {
-            int code = static_cast<int>(value);
-            if (code < 0 || code >= ts->dict_size[col]) elog(ERROR, "table_synopsis_datum: code %d out of range", code);
+            int code = static_cast<int>(integer_key(value, 0, ts->dict_size[col] - 1));
             Oid input, ioparam;
             getTypeInputInfo(type, &input, &ioparam);
             return OidInputFunctionCall(input, const_cast<char*>(ts->dict[col][code]), ioparam, -1);
