@@ -15,8 +15,12 @@ using syn::NullPolicy;
 // A comparison value in the column's encoding (table_synopsis_encode); false
 // (and a fallback) when it has none. Dictionary columns give the code, -1 for
 // a value no sample row holds.
-static bool encode_value(AqpScanState* st, int col, Datum d, Oid type, double* out) {
+// Also false where the float8 comparison would not decide as SQL does
+// (table_synopsis_inexact_value: int8 beyond 2^53, long numerics, equality
+// on numeric columns).
+static bool encode_value(AqpScanState* st, int col, Datum d, Oid type, bool equality, double* out) {
     const char* why = table_synopsis_encode(st->ts, col, d, type, out);
+    if (why == nullptr) why = table_synopsis_inexact_value(st->ts, col, d, type, *out, equality);
     if (why != nullptr) fall_back(st, why);
     return why == nullptr;
 }
@@ -108,7 +112,8 @@ static bool condition_set(AqpScanState* st, const AqpBoxCondition& cond, Interva
     }
     if (kind == AQP_COND_CMP) {
         double v;
-        if (!encode_value(st, col, d, type, &v)) return false;
+        bool equality = strategy == BTEqualStrategyNumber || strategy == AQP_STRATEGY_NE;
+        if (!encode_value(st, col, d, type, equality, &v)) return false;
         if (dict && v < 0 && strategy != AQP_STRATEGY_NE) {
             *out = iv_make(0);
             return true;
@@ -144,8 +149,13 @@ static bool condition_set(AqpScanState* st, const AqpBoxCondition& cond, Interva
             }
             continue;
         }
-        if (!encode_value(st, col, elems[i], ARR_ELEMTYPE(arr), &p[k])) return false;
+        if (!encode_value(st, col, elems[i], ARR_ELEMTYPE(arr), true, &p[k])) return false;
         ++k;
+    }
+    if (n == 0) {  // x = ANY ('{}') is false, x <> ALL ('{}') true, for every row, NULLs included
+        *out = kind == AQP_COND_NOT_IN ? iv_all() : iv_make(0);
+        if (kind == AQP_COND_NOT_IN) *policy = static_cast<uint8>(NullPolicy::Any);
+        return true;
     }
     *out = iv_points(p, k, kind == AQP_COND_NOT_IN, dict);
     return true;
@@ -227,12 +237,23 @@ void build_boxes(AqpScanState* st) {
         Intervals set;
         uint8 pol;
         if (!condition_set(st, box.conds[c], &set, &pol)) return;
-        if (policy[col] != static_cast<uint8>(NullPolicy::Any) && policy[col] != pol) empty[col] = true;
-        policy[col] = pol;
+        // Any (no condition on NULLs) is the identity; NotNull and IsNull exclude each other.
+        if (pol != static_cast<uint8>(NullPolicy::Any)) {
+            if (policy[col] != static_cast<uint8>(NullPolicy::Any) && policy[col] != pol) empty[col] = true;
+            policy[col] = pol;
+        }
         cols[col] = iv_intersect(cols[col], set);
         if (cols[col].n == 0) empty[col] = true;
     }
     find_groups(st);
+    for (int64 g = 0; g < st->n_cand; ++g)
+        for (int j = 0; j < box.n_groups; ++j) {
+            const char* why = table_synopsis_inexact_key(ts, box.group_cols[j], st->keys[g * box.n_groups + j]);
+            if (why != nullptr) {
+                fall_back(st, why);
+                return;
+            }
+        }
 
     // Columns fixed per group (not in the strata case: a stratum holds its key).
     bool* fixed = static_cast<bool*>(palloc0(sizeof(bool) * d));

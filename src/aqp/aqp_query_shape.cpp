@@ -5,6 +5,7 @@
 // the grouping clause, the target list and HAVING's aggregates, t's
 // baserestrictinfo. Anything else gives the reason last_run() reports.
 #include "aqp/aqp.h"
+#include "synopsis/synopsis_codec.h"
 
 extern "C" {
 #include "access/stratnum.h"
@@ -208,8 +209,11 @@ static bool parse_clause(AqpQueryShape* shape, Node* clause) {
         shape->reason = "system column in WHERE";
         return false;
     }
-    if (OidIsValid(c->collation) && !get_collation_isdeterministic(c->collation)) {
-        shape->reason = psprintf("nondeterministic collation on column %s", get_attname(shape->relid, c->attno, false));
+    // The comparison's collation, as GROUP BY's below (char(n) values are
+    // refused per synopsis: aqp_planner.cpp, encoding_mismatch).
+    const char* problem = synopsis_glue::dictionary_equality_problem(InvalidOid, -1, c->collation);
+    if (problem != nullptr) {
+        shape->reason = psprintf("%s on column %s", problem, get_attname(shape->relid, c->attno, false));
         return false;
     }
     shape->conds = lappend(shape->conds, c);
@@ -323,6 +327,12 @@ const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOpt
         Node* e = get_sortgroupclause_expr(sgc, root->processed_tlist);
         if (!IsA(e, Var) || !var_of(reinterpret_cast<Var*>(e), rti) || reinterpret_cast<Var*>(e)->varattno <= 0)
             return "GROUP BY an expression";
+        // The groups are the dictionary's distinct strings: only where the
+        // column's equality is theirs (the grouping uses the column's collation).
+        Var* gv = reinterpret_cast<Var*>(e);
+        const char* problem = synopsis_glue::dictionary_equality_problem(gv->vartype, gv->vartypmod, gv->varcollid);
+        if (problem != nullptr)
+            return psprintf("GROUP BY column %s: %s", get_attname(rte->relid, gv->varattno, false), problem);
         shape->group_vars = lappend(shape->group_vars, e);
     }
     if (!check_aggregates(root, output_rel, shape)) return shape->reason;

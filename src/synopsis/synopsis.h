@@ -9,8 +9,9 @@
 //   synopsis_estimate.cpp  box estimates approx_count / _sum / _avg (+ _ci, _many), kde_density
 //   synopsis_catalog.cpp   the catalog table (approx_gpu.synopses): statements as its owner,
 //                          owner and row-level-security rules, lookup by name (synopsis_catalog.h)
-//   synopsis_named.cpp     query-text named synopses: create / refresh / drop, the
-//                          JSON-predicate estimates
+//   synopsis_named.cpp     query-text named synopses: create / refresh / drop
+//   synopsis_predicate.cpp the JSON-predicate estimates approx_count(name, predicate) etc.
+//                          (bounds as values of the columns' types)
 //   synopsis_table_sql.cpp table synopses: create_synopsis, refresh as the owner, synopsis_status
 //   synopsis_build.cpp     building a table synopsis: checks, sampling, dictionaries
 //                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass

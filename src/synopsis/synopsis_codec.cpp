@@ -4,7 +4,9 @@
 
 extern "C" {
 #include "catalog/pg_type.h"
+#include "utils/builtins.h"
 #include "utils/date.h"
+#include "utils/fmgrprotos.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 }
@@ -49,6 +51,16 @@ bool column_may_be_non_finite(Oid type) {
         case TIMESTAMPTZOID: return true;
         default: return false;
     }
+}
+
+const char* dictionary_equality_problem(Oid type, int32 typmod, Oid collation) {
+    // texteq / bpchareq compare bytes only under a deterministic collation
+    // (varlena.c, texteq; PostgreSQL 12's nondeterministic collations)
+    if (OidIsValid(collation) && !get_collation_isdeterministic(collation)) return "nondeterministic collation";
+    // bpchareq ignores trailing blanks (varchar.c, bpchareq); char(n) pads
+    // every value to n characters, so there the strings are equal too
+    if (type == BPCHAROID && typmod < 0) return "char without a length (trailing blanks do not count)";
+    return nullptr;
 }
 
 // ---- build: values -> numbers and codes ------------------------------------------------
@@ -183,14 +195,19 @@ const char* date_or_timestamp_value(Datum value, Oid type, bool days, double* ou
 }  // namespace
 
 const char* table_synopsis_encode(const TableSynopsis* ts, int col, Datum value, Oid type, double* out) {
-    switch (ts->encoding[col]) {
-        case ValueEncoding::Dictionary: {
-            Oid out_fn;
-            bool varlena;
-            getTypeOutputInfo(type, &out_fn, &varlena);
-            *out = table_synopsis_code(ts, col, dictionary_string(value, out_fn));
-            return nullptr;
-        }
+    if (ts->encoding[col] == ValueEncoding::Dictionary) {
+        Oid out_fn;
+        bool varlena;
+        getTypeOutputInfo(type, &out_fn, &varlena);
+        *out = table_synopsis_code(ts, col, dictionary_string(value, out_fn));
+        return nullptr;
+    }
+    return encoding_number(ts->encoding[col], value, type, out);
+}
+
+const char* encoding_number(ValueEncoding enc, Datum value, Oid type, double* out) {
+    switch (enc) {
+        case ValueEncoding::Dictionary: break;
         case ValueEncoding::Number: return number_value(value, type, out);
         case ValueEncoding::Date: return date_or_timestamp_value(value, type, true, out);
         case ValueEncoding::Timestamp: return date_or_timestamp_value(value, type, false, out);
@@ -209,7 +226,51 @@ int table_synopsis_code(const TableSynopsis* ts, int col, const char* value) {
     return dictionary_code(ts->dict[col], ts->dict_size[col], value);
 }
 
+// Integers above 2^53 are not all float8s: neighbours share a number.
+constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+
+static bool integer_encoded(Oid column_type) {
+    return column_type == INT8OID || column_type == NUMERICOID || column_type == TIMESTAMPOID ||
+           column_type == TIMESTAMPTZOID;
+}
+
+const char* table_synopsis_inexact_value(const TableSynopsis* ts, int col, Datum value, Oid value_type, double v,
+                                         bool equality) {
+    Oid ct = ts->atttype[col];
+    if (ts->encoding[col] == ValueEncoding::Dictionary || std::isinf(v)) return nullptr;
+    // Against a float column SQL itself compares in float8 (the value is
+    // cast), so the rounding is SQL's own.
+    if (ct == FLOAT4OID || ct == FLOAT8OID || value_type == FLOAT4OID || value_type == FLOAT8OID) return nullptr;
+    if (integer_encoded(ct) && std::fabs(v) >= kExactIntegers)
+        return psprintf("comparison value beyond 2^53 on %s column (float8 would round it)", format_type_be(ct));
+    if (value_type == NUMERICOID) {  // exact when float8 keeps its digits (float8_numeric gives 15)
+        Datum back = DirectFunctionCall1(float8_numeric, Float8GetDatum(v));
+        if (!DatumGetBool(DirectFunctionCall2(numeric_eq, value, back)))
+            return "numeric comparison value with more than 15 significant digits";
+    }
+    if (ct == NUMERICOID && equality) return "equality on a numeric column (its values are kept as float8)";
+    return nullptr;
+}
+
+const char* table_synopsis_inexact_key(const TableSynopsis* ts, int col, double v) {
+    Oid ct = ts->atttype[col];
+    if (std::isnan(v) || ts->encoding[col] == ValueEncoding::Dictionary) return nullptr;
+    if (ct == NUMERICOID) return "GROUP BY a numeric column (its values are kept as float8)";
+    if (integer_encoded(ct) && !(std::fabs(v) < kExactIntegers))
+        return psprintf("GROUP BY key beyond 2^53 on %s column (float8 rounded it)", format_type_be(ct));
+    return nullptr;
+}
+
 // ---- back to SQL ------------------------------------------------------------------------
+
+// A key of an integer type: the callers refused keys beyond 2^53
+// (table_synopsis_inexact_key), so a value out of range is a broken sample,
+// never an out-of-range cast.
+static int64 integer_key(double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi))
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED), errmsg("table_synopsis_datum: key %g out of range", v)));
+    return static_cast<int64>(v);
+}
 
 Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool* isnull) {
     *isnull = std::isnan(value);
@@ -217,21 +278,20 @@ Datum table_synopsis_datum(const TableSynopsis* ts, int col, double value, bool*
     Oid type = ts->atttype[col];
     switch (ts->encoding[col]) {
         case ValueEncoding::Dictionary: {
-            int code = static_cast<int>(value);
-            if (code < 0 || code >= ts->dict_size[col]) elog(ERROR, "table_synopsis_datum: code %d out of range", code);
+            int code = static_cast<int>(integer_key(value, 0, ts->dict_size[col] - 1));
             Oid input, ioparam;
             getTypeInputInfo(type, &input, &ioparam);
             return OidInputFunctionCall(input, const_cast<char*>(ts->dict[col][code]), ioparam, -1);
         }
-        case ValueEncoding::Date: return DateADTGetDatum(static_cast<DateADT>(value));
+        case ValueEncoding::Date: return DateADTGetDatum(static_cast<DateADT>(integer_key(value, PG_INT32_MIN, PG_INT32_MAX)));
         case ValueEncoding::Timestamp:
-        case ValueEncoding::TimestampTz: return Int64GetDatum(static_cast<int64>(value));
+        case ValueEncoding::TimestampTz: return Int64GetDatum(integer_key(value, -kExactIntegers, kExactIntegers));
         case ValueEncoding::Number: break;
     }
     switch (type) {
-        case INT2OID: return Int16GetDatum(static_cast<int16>(value));
-        case INT4OID: return Int32GetDatum(static_cast<int32>(value));
-        case INT8OID: return Int64GetDatum(static_cast<int64>(value));
+        case INT2OID: return Int16GetDatum(static_cast<int16>(integer_key(value, PG_INT16_MIN, PG_INT16_MAX)));
+        case INT4OID: return Int32GetDatum(static_cast<int32>(integer_key(value, PG_INT32_MIN, PG_INT32_MAX)));
+        case INT8OID: return Int64GetDatum(integer_key(value, -kExactIntegers, kExactIntegers));
         case FLOAT4OID: return Float4GetDatum(static_cast<float4>(value));
         case NUMERICOID: return DirectFunctionCall1(float8_numeric, Float8GetDatum(value));  // 15 significant digits
         default: return Float8GetDatum(value);

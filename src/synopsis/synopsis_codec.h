@@ -8,9 +8,10 @@
 // (aqp/aqp_boxes.cpp) and the cache's callers use these; nothing else
 // converts. test/sql/synopsis_codec.sql checks the round trip of every type.
 //
-// Known losses, kept as they are: numbers are float8, so int8 values beyond
-// 2^53 share a number with their neighbours and numeric keys come back with
-// 15 significant digits (column_number, table_synopsis_datum).
+// Numbers are float8: int8, timestamp and timestamptz values beyond 2^53 share
+// a number with their neighbours, numeric values beyond 15 significant
+// digits too. Where that would make a key or an equality inexact the query
+// side says so (table_synopsis_inexact_value / _key) and the node falls back.
 #pragma once
 
 #include "runtime/runtime.h"
@@ -38,6 +39,12 @@ bool column_encoding(Oid type, ValueEncoding* out);
 // Whether values of an accepted column type can be NaN or infinite (float4,
 // float8, numeric, date, timestamp, timestamptz), which the build rejects.
 bool column_may_be_non_finite(Oid type);
+
+// nullptr when equality of a dictionary column of this type (typmod) under
+// this collation is the dictionary's, i.e. equality of the output strings;
+// else why not (a nondeterministic collation; bpchar without a length, whose
+// trailing blanks do not count). WHERE and GROUP BY both ask it.
+const char* dictionary_equality_problem(Oid type, int32 typmod, Oid collation);
 
 // ---- build: values -> numbers and codes ------------------------------------------------
 
@@ -71,6 +78,21 @@ const char* table_synopsis_encode(const TableSynopsis* ts, int col, Datum value,
 // The code of a value's output string in column col's dictionary, -1 when
 // absent (no sample row holds it).
 int table_synopsis_code(const TableSynopsis* ts, int col, const char* value);
+
+// A comparison value in a non-dictionary encoding (as table_synopsis_encode).
+const char* encoding_number(ValueEncoding enc, Datum value, Oid type, double* out);
+
+// nullptr when comparing column col with value v (encoded, of SQL type
+// value_type) decides as SQL does; else why not: v beyond 2^53 on an int8 or
+// timestamp(tz) column, a numeric v that float8 rounds (more than 15
+// significant digits) on a non-float column, any equality on a numeric
+// column (its rows were rounded to float8 at build).
+const char* table_synopsis_inexact_value(const TableSynopsis* ts, int col, Datum value, Oid value_type, double v,
+                                         bool equality);
+
+// nullptr when a group key v of column col comes back as the rows' value;
+// else why not (numeric keys are rounded, int8 / timestamp beyond 2^53).
+const char* table_synopsis_inexact_key(const TableSynopsis* ts, int col, double v);
 
 // ---- back to SQL ------------------------------------------------------------------------
 

@@ -79,11 +79,18 @@ const double* bounds_arg(FunctionCallInfo fcinfo, int argno, const char* fn, con
     return out;
 }
 
-int column_arg(FunctionCallInfo fcinfo, int argno, int d, const char* fn) {
+// The column of SUM / AVG: a number column (a table synopsis' dates and
+// dictionary codes have no SQL sum, as in synopsis_predicate.cpp).
+int column_arg(FunctionCallInfo fcinfo, int argno, const SynValue* v, const char* fn) {
+    int d = v->s.d;
     int32 col = PG_GETARG_INT32(argno);
     if (col < 1 || col > d)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: col must be between 1 and %d, not %d", fn, d, col)));
+    if (v->encoding[col - 1] != static_cast<uint8>(ValueEncoding::Number))
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("%s: argument col: column %d is a %s column, not a number; it has no sum or average",
+                               fn, col, kEncodingNames[v->encoding[col - 1]])));
     return col - 1;
 }
 
@@ -155,7 +162,7 @@ OneBox one_box_args(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn)
     OneBox b;
     b.v = synopsis_arg_shared(fcinfo, 0);
     int base = agg == syn::Aggregate::Count ? 1 : 2;
-    b.column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, b.v->s.d, fn);
+    b.column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, b.v, fn);
     int64 q;
     b.lo = bounds_arg(fcinfo, base, fn, "lo", b.v->s.d, false, false, q);
     b.hi = bounds_arg(fcinfo, base + 1, fn, "hi", b.v->s.d, true, false, q);
@@ -197,7 +204,7 @@ Datum one_box_ci(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
 Datum many_boxes(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
     const SynValue* v = synopsis_arg_shared(fcinfo, 0);
     int base = agg == syn::Aggregate::Count ? 1 : 2;
-    int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v->s.d, fn);
+    int column = agg == syn::Aggregate::Count ? 0 : column_arg(fcinfo, 1, v, fn);
     int64 q_lo, q_hi;
     const double* lo = bounds_arg(fcinfo, base, fn, "lo", v->s.d, false, true, q_lo);
     const double* hi = bounds_arg(fcinfo, base + 1, fn, "hi", v->s.d, true, true, q_hi);

@@ -1,6 +1,6 @@
 // Named synopses of a query's rows: building one as its owner (a reservoir
-// fed by a DestReceiver), create / refresh / drop_synopsis, and the
-// JSON-predicate estimates approx_count(name, predicate) etc.
+// fed by a DestReceiver), create / refresh / drop_synopsis (the
+// JSON-predicate estimates: synopsis_predicate.cpp).
 #include "synopsis/synopsis.h"
 #include "readers/query_reader.h"
 #include "synopsis/synopsis_catalog.h"
@@ -183,81 +183,6 @@ Datum build_named(const char* query, Oid owner, const char* search_path, int32 s
     return result;
 }
 
-// ---- JSON-predicate estimates ------------------------------------------------------------------
-
-// A named synopsis as the caller sees it.
-SynValue* named_value(text* name, const char* fn) {
-    return stored_value(resolve_named(name, fn, false, true, false).synopsis);
-}
-
-int column_by_name(const SynValue* v, const char* name, int len, const char* fn) {
-    for (int j = 0; j < v->s.d; ++j)
-        if (static_cast<int>(strlen(v->names[j])) == len && strncmp(v->names[j], name, len) == 0) return j;
-    StringInfoData cols;
-    initStringInfo(&cols);
-    for (int j = 0; j < v->s.d; ++j) appendStringInfo(&cols, "%s%s", j ? ", " : "", v->names[j]);
-    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN), errmsg("%s: synopsis has no column \"%.*s\"", fn, len, name),
-                    errhint("Its columns are: %s.", cols.data)));
-    return -1;
-}
-
-double predicate_bound(const JsonbValue* v, bool upper, const char* key, const char* fn) {
-    if (v->type == jbvNull) return upper ? INFINITY : -INFINITY;
-    if (v->type != jbvNumeric)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: predicate bounds of \"%s\" must be numbers or null", fn, key)));
-    double x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, NumericGetDatum(v->val.numeric)));
-    if (std::isnan(x))
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: predicate bound of \"%s\" is NaN", fn, key)));
-    return x;  // +-Infinity (a bound beyond float8) = unbounded
-}
-
-// predicate: {"col": [lo, hi], "col2": [null, hi], "col3": value} -> one box.
-void predicate_box(const SynValue* v, Jsonb* pred, double* lo, double* hi, const char* fn) {
-    for (int j = 0; j < v->s.d; ++j) lo[j] = -INFINITY, hi[j] = INFINITY;
-    if (!JB_ROOT_IS_OBJECT(pred))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: predicate must be a JSON object of column: [lo, hi]", fn)));
-    JsonbIterator* it = JsonbIteratorInit(&pred->root);
-    JsonbValue k, val;
-    JsonbIteratorToken tok;
-    while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE) {
-        if (tok != WJB_KEY) continue;
-        char* key = pnstrdup(k.val.string.val, k.val.string.len);
-        int j = column_by_name(v, k.val.string.val, k.val.string.len, fn);
-        tok = JsonbIteratorNext(&it, &val, true);
-        if (val.type == jbvNumeric) {
-            lo[j] = hi[j] = predicate_bound(&val, false, key, fn);
-            continue;
-        }
-        if (val.type != jbvBinary || !JsonContainerIsArray(val.val.binary.data) ||
-            JsonContainerSize(val.val.binary.data) != 2)
-            ereport(ERROR,
-                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                     errmsg("%s: predicate of \"%s\" must be [lo, hi] (null = unbounded) or a number", fn, key)));
-        lo[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 0), false, key, fn);
-        hi[j] = predicate_bound(getIthJsonbValueFromContainer(val.val.binary.data, 1), true, key, fn);
-    }
-}
-
-Datum named_estimate(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
-    text* name = PG_GETARG_TEXT_PP(0);
-    SynValue* v = named_value(name, fn);
-    int column = 0;
-    int pred_arg = 1;
-    if (agg != syn::Aggregate::Count) {
-        text* col = PG_GETARG_TEXT_PP(1);
-        column = column_by_name(v, VARDATA_ANY(col), VARSIZE_ANY_EXHDR(col), fn);
-        pred_arg = 2;
-    }
-    double* lo = static_cast<double*>(palloc(sizeof(double) * v->s.d));
-    double* hi = static_cast<double*>(palloc(sizeof(double) * v->s.d));
-    predicate_box(v, PG_GETARG_JSONB_P(pred_arg), lo, hi, fn);
-    syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
-    return estimate_datum(fcinfo, e[0]);
-}
-
 }  // namespace
 
 // ---- named synopses ---------------------------------------------------------------------------------
@@ -357,7 +282,3 @@ APPROX_FUNCTION(approx_gpu_drop_synopsis) {
         CacheInvalidateRelcacheByRelid(row.relation);
     PG_RETURN_VOID();
 }
-
-APPROX_FUNCTION(approx_gpu_approx_count_named) { return named_estimate(fcinfo, syn::Aggregate::Count, "approx_count"); }
-APPROX_FUNCTION(approx_gpu_approx_sum_named) { return named_estimate(fcinfo, syn::Aggregate::Sum, "approx_sum"); }
-APPROX_FUNCTION(approx_gpu_approx_avg_named) { return named_estimate(fcinfo, syn::Aggregate::Avg, "approx_avg"); }

@@ -4,8 +4,8 @@
 -- accepts, a synopsis holding the whole table answers each query exactly as
 -- the exact query does: GROUP BY keys (the codec's way back to SQL),
 -- comparisons with literals of the column's type and of other comparable
--- types (the codec's query side). The last part pins today's known losses
--- (int8 beyond 2^53, numeric keys with more than 15 digits). Output: booleans,
+-- types (the codec's query side). The last part checks what float8 cannot
+-- keep (int8 beyond 2^53, numeric keys) runs over the rows. Output: booleans,
 -- exact integers and last_run()'s answered_from.
 SET approx_gpu.random_seed = 5;
 CREATE TYPE codec_mood AS ENUM ('sad', 'ok', 'happy');  -- declared order is not strcmp's
@@ -136,11 +136,12 @@ SELECT c AS "where", r.* FROM (VALUES
 ) v(c), LATERAL codec_where(c) r;
 SELECT approx_gpu.drop_synopsis('codec_strata') IS NOT NULL AS dropped;
 
--- ---- known losses of today's codec (numbers are float8) ----------------------------------
+-- ---- what float8 cannot keep runs over the rows --------------------------------------------
 -- int8 beyond 2^53 and numeric with more than 15 significant digits do not
--- round trip: 9007199254740993 shares 9007199254740992's number, the numeric
--- key comes back rounded to 15 digits. (These answers change where the codec
--- keeps such values exactly.)
+-- round trip (9007199254740993 shares 9007199254740992's number, a numeric
+-- key would come back rounded to 15 digits): such keys and values fall back,
+-- with the reason, and the answers are exact (test/sql/synopsis_semantics.sql
+-- has the rest).
 CREATE TABLE codec_loss (i8 int8, num numeric);
 INSERT INTO codec_loss VALUES (9007199254740992, 0.1234567890123456789), (9007199254740993, 0.5);
 SELECT approx_gpu.create_synopsis('codec_loss_all', 'codec_loss'::regclass, ARRAY['i8', 'num']::name[], 1000,
