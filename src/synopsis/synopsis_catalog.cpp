@@ -194,8 +194,9 @@ static void collect_tier(void* ctx, HeapTuple tup, TupleDesc desc) {
 
 // Finds the synopsis `name` among the rows the caller may see -- its own,
 // those of roles whose privileges it has, and, for the owner of a table,
-// every synopsis of that table (the table's row-level security policy) --
-// the nearest first; two equally near rows are ambiguous. only_owner (if
+// every synopsis of that table (the table's row-level security policy;
+// not when the value is wanted) -- the nearest first; two equally near rows
+// are ambiguous. only_owner (if
 // valid) picks the owner. A row the caller may not see gives exactly the
 // error of a missing one. A visible row of a dropped role (only a superuser
 // sees those) may only be dropped (drop = true). lock: FOR UPDATE.
@@ -216,7 +217,11 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
         want_synopsis ? "synopsis" : "NULL::approx_gpu.kde_synopsis",
         table_synopses_available() ? "relation::pg_catalog.oid, attnums, stratify"
                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[], NULL::pg_catalog.int2[]",
-        visible_sql(), lock ? " FOR UPDATE" : "");
+        // Reading the value (estimates, refresh) stays with the owner's
+        // privileges: the table's owner lists, inspects and drops another
+        // role's synopsis of its table, but never answers from it.
+        want_synopsis ? "pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE')" : visible_sql(),
+        lock ? " FOR UPDATE" : "");
     int tiers[3] = {0, -1, -1};  // count, then the rows' tiers
     int64 n = as_table_owner(sql, 3, types, args, nullptr, values, nulls, 9, !lock, collect_tier, tiers);
     if (n == 0)

@@ -92,6 +92,10 @@ RESET plan_cache_mode;
 SET ROLE regress_bind_owner;
 SELECT owner::text, name FROM approx_gpu.synopses WHERE relation = 'public.bind_t'::regclass ORDER BY 1, 2;
 SELECT s->>'owner' AS owner, s->>'status' AS status FROM approx_gpu.synopsis_status('tiny') s;
+-- ... but neither estimates from it by name nor refreshes it (that stays
+-- with the reader's privileges): the same error as a missing one
+SELECT pg_temp.err($$SELECT approx_gpu.approx_count('tiny', '{}')$$);
+SELECT pg_temp.err($$SELECT approx_gpu.refresh_synopsis('tiny')$$);
 SET ROLE regress_bind_deputy;
 SELECT owner::text, name FROM approx_gpu.synopses WHERE relation = 'public.bind_t'::regclass ORDER BY 1, 2;
 SET ROLE regress_bind_reader;
