@@ -196,10 +196,10 @@ static void collect_tier(void* ctx, HeapTuple tup, TupleDesc desc) {
 // those of roles whose privileges it has, and, for the owner of a table,
 // every synopsis of that table (the table's row-level security policy;
 // not when the value is wanted) -- the nearest first; two equally near rows
-// are ambiguous. only_owner (if
-// valid) picks the owner. A row the caller may not see gives exactly the
-// error of a missing one. A visible row of a dropped role (only a superuser
-// sees those) may only be dropped (drop = true). lock: FOR UPDATE.
+// are ambiguous. only_owner (if valid) picks the owner. A row the caller may
+// not see gives exactly the error of a missing one. A visible row of a
+// dropped role (only a superuser sees those) may only be dropped (drop =
+// true). lock: FOR UPDATE.
 NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis, bool drop, Oid only_owner) {
     Oid caller = GetUserId();
     Oid types[3] = {TEXTOID, OIDOID, OIDOID};
