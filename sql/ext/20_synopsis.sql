@@ -175,7 +175,7 @@ CREATE TABLE synopses (
     PRIMARY KEY (owner, name)
 );
 COMMENT ON TABLE synopses IS
-    'Named KDE synopses, one namespace per owner: each row visible to its owner (and roles with the owner''s privileges); written only by create/refresh/drop_synopsis';
+    'Named KDE synopses, one namespace per owner: each row visible to its owner (and roles with the owner''s privileges), a table synopsis also to its table''s owner; written only by create/refresh/drop_synopsis';
 COMMENT ON COLUMN synopses.search_path IS
     'The search_path the query runs with (the owner''s effective path at creation, pg_temp last); NULL: unknown (stored by 0.1.0), only the owner may refresh';
 ALTER TABLE synopses ENABLE ROW LEVEL SECURITY;
@@ -196,7 +196,7 @@ COMMENT ON FUNCTION refresh_synopsis(text) IS
     'Rebuilds a named synopsis by running its query as its owner (owner only); returns kde_synopsis_info';
 CREATE FUNCTION drop_synopsis(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'approx_gpu_drop_synopsis' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION drop_synopsis(text) IS 'Removes a named synopsis (owner only)';
+COMMENT ON FUNCTION drop_synopsis(text) IS 'Removes a named synopsis (its owner, or the owner of its table)';
 
 CREATE FUNCTION approx_count(name text, predicate jsonb) RETURNS float8
     AS 'MODULE_PATHNAME', 'approx_gpu_approx_count_named' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
@@ -248,6 +248,20 @@ CREATE FUNCTION synopsis_status(name text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'approx_gpu_synopsis_status' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION synopsis_status(text) IS
     'Whether a named synopsis can answer queries: {"status": "fresh" | "stale" | "unusable" | "query", "reason": ...} with its table, columns and build counters';
+
+-- Whose synopsis answers a query (docs/aqp.md): the table owner's (and
+-- those of roles with its privileges) answer everyone, any other role's only
+-- that role. So the table's owner (and roles with its privileges) sees every
+-- synopsis of its table, and can drop it (by name, or by name and owner when
+-- several roles use the name).
+ALTER POLICY synopses_owner_reads ON synopses
+    USING (pg_catalog.pg_has_role(owner::oid, 'USAGE')
+           OR pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
+                                      WHERE c.oid OPERATOR(pg_catalog.=) relation::oid), 'USAGE'));
+CREATE FUNCTION drop_synopsis(name text, owner regrole) RETURNS void
+    AS 'MODULE_PATHNAME', 'approx_gpu_drop_synopsis' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION drop_synopsis(text, regrole) IS
+    'Removes the named synopsis of that owner (its owner, or the owner of its table)';
 
 -- A dropped table drops its synopses (and an owner left without synopses
 -- loses its SELECT on the table, as drop_synopsis does).

@@ -2,8 +2,10 @@
 // create_upper_paths_hook that, at UPPERREL_GROUP_AGG, takes a query of the
 // shape the box path answers (aqp_query_shape.cpp) and adds a CustomPath
 // answering it from the most recently built fresh synopsis of the table
-// covering every column it mentions. Otherwise it adds nothing and records
-// the reason for last_run() ({"answered_from": "rows", ...}).
+// covering every column it mentions, among those that may answer the
+// current role (table_synopsis_answers: the table owner's and its own).
+// Otherwise it adds nothing and records the reason for last_run()
+// ({"answered_from": "rows", ...}).
 //
 // Mechanics (PostgreSQL 15, optimizer/plan/planner.c): the hook is called at
 // the end of create_ordinary_grouping_paths with the scan/join rel as
@@ -72,22 +74,23 @@ static const char* encoding_mismatch(const TableSynopsis* ts, int col, const Aqp
 }
 
 // nullptr when ts answers the query; else why not.
-static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* shape) {
-    if (ts->unusable != nullptr) return psprintf("synopsis %s unusable: %s", ts->name, ts->unusable);
+static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* shape, Oid role) {
+    // Reasons name only a synopsis the role may see.
+    const char* syn = table_synopsis_phrase(ts->relid, ts->owner, ts->name, role);
+    if (ts->unusable != nullptr) return psprintf("%s unusable: %s", syn, ts->unusable);
     ListCell* lc;
     foreach (lc, shape->group_vars) {
         Var* v = static_cast<Var*>(lfirst(lc));
         int j = synopsis_column(ts, v->varattno);
-        if (j < 0) return psprintf("column %s not in synopsis %s", attname(shape->relid, v->varattno), ts->name);
+        if (j < 0) return psprintf("column %s not in %s", attname(shape->relid, v->varattno), syn);
         if (ts->encoding[j] != ValueEncoding::Dictionary && ts->model.cols[j].mode != Mode::Exact)
-            return psprintf("GROUP BY column %s is smoothed in synopsis %s", attname(shape->relid, v->varattno),
-                            ts->name);
+            return psprintf("GROUP BY column %s is smoothed in %s", attname(shape->relid, v->varattno), syn);
     }
     foreach (lc, shape->agg_attnos) {
         int j = synopsis_column(ts, static_cast<AttrNumber>(lfirst_int(lc)));
         if (j < 0)
-            return psprintf("column %s not in synopsis %s",
-                            attname(shape->relid, static_cast<AttrNumber>(lfirst_int(lc))), ts->name);
+            return psprintf("column %s not in %s",
+                            attname(shape->relid, static_cast<AttrNumber>(lfirst_int(lc))), syn);
         if (ts->encoding[j] != ValueEncoding::Number)
             return psprintf("approx_sum / approx_avg of non-number column %s",
                             attname(shape->relid, static_cast<AttrNumber>(lfirst_int(lc))));
@@ -95,12 +98,12 @@ static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* 
     foreach (lc, shape->conds) {
         const AqpQueryCondition* c = static_cast<const AqpQueryCondition*>(lfirst(lc));
         int j = synopsis_column(ts, c->attno);
-        if (j < 0) return psprintf("column %s not in synopsis %s", attname(shape->relid, c->attno), ts->name);
+        if (j < 0) return psprintf("column %s not in %s", attname(shape->relid, c->attno), syn);
         const char* why = encoding_mismatch(ts, j, c, shape->relid);
         if (why != nullptr) return why;
     }
     const char* stale = table_synopsis_staleness(ts);
-    if (stale != nullptr) return psprintf("synopsis %s: %s", ts->name, stale);
+    if (stale != nullptr) return psprintf("%s: %s", syn, stale);
     return nullptr;
 }
 
@@ -229,15 +232,24 @@ void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* inp
     if (reason == nullptr) {
         const TableSynopsis* const* list;
         int n = table_synopses(shape.relid, &list);
+        // Which synopses may answer depends on the role: the plan is replanned
+        // for another one, as plans under row-level security are
+        // (optimizer/plan/planner.c, utils/cache/plancache.c: dependsOnRole).
+        if (n > 0) root->glob->dependsOnRole = true;
+        Oid role = GetUserId();
         const TableSynopsis* chosen = nullptr;
+        int candidates = 0;
         for (int i = 0; i < n && chosen == nullptr; ++i) {
-            const char* why = synopsis_unfit(list[i], &shape);
+            // Another role's synopsis answers only its builder: it behaves as missing.
+            if (!table_synopsis_answers(list[i]->relid, list[i]->owner, role)) continue;
+            ++candidates;
+            const char* why = synopsis_unfit(list[i], &shape, role);
             if (why == nullptr)
                 chosen = list[i];
             else if (reason == nullptr)
-                reason = why;  // the most recent synopsis's reason
+                reason = why;  // the most recent candidate's reason
         }
-        if (n == 0) reason = psprintf("no synopsis on table %s", get_rel_name(shape.relid));
+        if (candidates == 0) reason = psprintf("no synopsis on table %s", get_rel_name(shape.relid));
         if (chosen != nullptr) {
             add_synopsis_path(root, input_rel, output_rel, &shape, chosen);
             return;

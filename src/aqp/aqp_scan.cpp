@@ -84,7 +84,10 @@ const CustomPathMethods aqp_path_methods = {kNodeName, plan_aqp_path, nullptr};
 
 static void explain_aqp(CustomScanState* node, List* ancestors, ExplainState* es) {
     AqpScanState* st = reinterpret_cast<AqpScanState*>(node);
-    ExplainPropertyText("Synopsis", st->spec->synopsis, es);
+    const AqpPlanSpec* spec = st->spec;
+    // Only a name the caller may see (table_synopsis_visible).
+    ExplainPropertyText("Synopsis", table_synopsis_shown_name(spec->relid, spec->owner, spec->synopsis, GetUserId()),
+                        es);
     if (st->ts != nullptr) {
         ExplainPropertyInteger("Sample Rows", nullptr, st->ts->model.m, es);
         if (st->fallback == nullptr || st->q > 0) ExplainPropertyInteger("Boxes", nullptr, st->q, es);

@@ -22,14 +22,25 @@ void aqp_begin(CustomScanState* node, EState* estate, int eflags) {
     // Generic plans and cached plans: the synopsis may be gone, rebuilt or
     // stale since planning; the parameters are known only now.
     const AqpPlanSpec* spec = st->spec;
+    Oid role = GetUserId();
+    const char* syn = table_synopsis_phrase(spec->relid, spec->owner, spec->synopsis, role);
+    // Another role's synopsis answers only its builder. Plans are
+    // role-dependent (planned again for another role), but a cached plan
+    // outlives a change of role membership (plancache.c watches no
+    // pg_auth_members): check again. No name: it may be hidden now.
+    if (!table_synopsis_answers(spec->relid, spec->owner, role)) {
+        fall_back(st, psprintf("the synopsis chosen at planning may not answer role %s (roles changed since planning)",
+                               GetUserNameFromId(role, false)));
+        return;
+    }
     st->ts = table_synopsis_pin(spec->relid, spec->owner, spec->synopsis, spec->built);
     if (st->ts == nullptr) {
-        fall_back(st, psprintf("synopsis %s was dropped or rebuilt since planning", spec->synopsis));
+        fall_back(st, psprintf("%s was dropped or rebuilt since planning", syn));
         return;
     }
     const char* stale = table_synopsis_staleness(st->ts);
     if (stale != nullptr) {
-        fall_back(st, psprintf("synopsis %s: %s", spec->synopsis, stale));
+        fall_back(st, psprintf("%s: %s", syn, stale));
         return;
     }
     build_boxes(st);
@@ -216,7 +227,9 @@ static void assemble_rows(AqpScanState* st, const BoxEstimates& est) {
         }
         ++st->n_out;
     }
-    last_run_set_answer("synopsis", nullptr, st->spec->synopsis);
+    const AqpPlanSpec* spec = st->spec;
+    last_run_set_answer("synopsis", nullptr,
+                        table_synopsis_shown_name(spec->relid, spec->owner, spec->synopsis, GetUserId()));
     last_run_stats().add("boxes", static_cast<double>(st->q));
     last_run_stats().add("groups", static_cast<double>(st->n_out));
     last_run_stats().add("sample_rows", static_cast<double>(st->ts->model.m));

@@ -17,6 +17,8 @@
 //                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass
 //   synopsis_cache.cpp     the per-backend cache of table synopses, freshness (synopsis_table.h:
 //                          the seam with the planner side, src/aqp/)
+//   synopsis_binding.cpp   whose table synopsis answers which role, and who may be told its
+//                          name (synopsis_table.h)
 //   synopsis_codec.cpp     SQL values <-> the sample's numbers and dictionary codes, both
 //                          directions (synopsis_codec.h)
 // Numerics live in the engine (src/core/synopsis.hpp).

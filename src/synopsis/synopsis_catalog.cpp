@@ -173,39 +173,70 @@ ArrayType* oid_array_of(const Oid* v, int n) {
     return construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
-// Finds the synopsis `name` among the rows the caller may see -- its own and
-// those of roles whose privileges it has (the table's row-level security
-// policy) -- its own first. A row the caller may not see gives exactly the
-// error of a missing one. A visible row of a dropped role (only a superuser
-// sees those) may only be dropped (drop = true). lock: FOR UPDATE.
-NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis, bool drop) {
+// The rows `role` ($2) may see: the policy of approx_gpu.synopses, which
+// lets a table's owner (and roles with its privileges) see every synopsis of
+// its table (synopsis_binding.cpp, table_synopsis_visible, is the same rule).
+static const char* visible_sql(void) {
+    return table_synopses_available()
+               ? "(pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') OR "
+                 "pg_catalog.pg_has_role($2, (SELECT c.relowner FROM pg_catalog.pg_class c "
+                 "WHERE c.oid OPERATOR(pg_catalog.=) relation::pg_catalog.oid), 'USAGE'))"
+               : "pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE')";
+}
+
+// How near a visible row is to the caller: 0 its own, 1 a role whose
+// privileges it has, 2 seen as the owner of its table only.
+static void collect_tier(void* ctx, HeapTuple tup, TupleDesc desc) {
+    int* tiers = static_cast<int*>(ctx);
+    bool isnull;
+    tiers[tiers[0] < 2 ? ++tiers[0] : 2] = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+}
+
+// Finds the synopsis `name` among the rows the caller may see -- its own,
+// those of roles whose privileges it has, and, for the owner of a table,
+// every synopsis of that table (the table's row-level security policy;
+// not when the value is wanted) -- the nearest first; two equally near rows
+// are ambiguous. only_owner (if valid) picks the owner. A row the caller may
+// not see gives exactly the error of a missing one. A visible row of a
+// dropped role (only a superuser sees those) may only be dropped (drop =
+// true). lock: FOR UPDATE.
+NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis, bool drop, Oid only_owner) {
     Oid caller = GetUserId();
-    Oid types[2] = {TEXTOID, OIDOID};
-    Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(caller)};
-    Datum values[8];
-    bool nulls[8];
+    Oid types[3] = {TEXTOID, OIDOID, OIDOID};
+    Datum args[3] = {PointerGetDatum(name), ObjectIdGetDatum(caller), ObjectIdGetDatum(only_owner)};
+    Datum values[9];
+    bool nulls[9];
     const char* sql = psprintf(
-        "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s FROM approx_gpu.synopses "
-        "WHERE name OPERATOR(pg_catalog.=) $1 AND pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') "
-        "ORDER BY owner::pg_catalog.oid OPERATOR(pg_catalog.<>) $2 LIMIT 2%s",
+        "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, "
+        "CASE WHEN owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 THEN 0 "
+        "WHEN pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') THEN 1 ELSE 2 END AS tier "
+        "FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1 AND %s "
+        "AND ($3 OPERATOR(pg_catalog.=) 0 OR owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3) "
+        "ORDER BY tier LIMIT 2%s",
         table_is_current() ? "search_path" : "NULL::pg_catalog.text",
         want_synopsis ? "synopsis" : "NULL::approx_gpu.kde_synopsis",
         table_synopses_available() ? "relation::pg_catalog.oid, attnums, stratify"
                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[], NULL::pg_catalog.int2[]",
+        // Reading the value (estimates, refresh) stays with the owner's
+        // privileges: the table's owner lists, inspects and drops another
+        // role's synopsis of its table, but never answers from it.
+        want_synopsis ? "pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE')" : visible_sql(),
         lock ? " FOR UPDATE" : "");
-    int64 n = as_table_owner(sql, 2, types, args, nullptr, values, nulls, 8, !lock);
+    int tiers[3] = {0, -1, -1};  // count, then the rows' tiers
+    int64 n = as_table_owner(sql, 3, types, args, nullptr, values, nulls, 9, !lock, collect_tier, tiers);
     if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
-                        errhint("Named synopses are visible to their owner (and roles with the owner's privileges).")));
+                        errhint("Named synopses are visible to their owner (and roles with the owner's privileges); "
+                                "table synopses also to the table's owner.")));
     NamedRow row;
     row.owner = DatumGetObjectId(values[0]);
-    if (row.owner != caller && n > 1)
+    if (n > 1 && tiers[1] != 0 && tiers[1] == tiers[2])
         ereport(ERROR,
                 (errcode(ERRCODE_AMBIGUOUS_ALIAS),
                  errmsg("%s: synopsis name \"%s\" is ambiguous", fn, text_to_cstring(name)),
-                 errdetail("Several roles whose privileges you have own a synopsis of this name, and you own none."),
-                 errhint("SET ROLE to the owner of the one you mean.")));
+                 errdetail("Several roles whose synopses you may see own a synopsis of this name, and you own none."),
+                 errhint("SET ROLE to the owner of the one you mean, or name its owner (drop_synopsis(name, owner)).")));
     if (!drop && !role_exists(row.owner))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: the owner of synopsis \"%s\" no longer exists", fn, text_to_cstring(name)),

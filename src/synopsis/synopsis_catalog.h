@@ -40,8 +40,10 @@ void owner_grant(Oid owner, bool grant);
 ArrayType* int2_array_of(const AttrNumber* v, int n);
 ArrayType* oid_array_of(const Oid* v, int n);
 
-// The synopsis `name` as the caller sees it (see synopsis_catalog.cpp).
-NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis, bool drop);
+// The synopsis `name` as the caller sees it (see synopsis_catalog.cpp);
+// only_owner: that owner's.
+NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis, bool drop,
+                       Oid only_owner = InvalidOid);
 
 // ERROR 42710 for a name the caller already owns; refuse_taken_name checks
 // before a (long) build.

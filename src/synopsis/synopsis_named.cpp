@@ -269,7 +269,12 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
 APPROX_FUNCTION(approx_gpu_drop_synopsis) {
     const char* fn = "drop_synopsis";
     text* name = PG_GETARG_TEXT_PP(0);
-    NamedRow row = resolve_named(name, fn, true, false, true);
+    // drop_synopsis(name, owner): a table's owner names another role's
+    // synopsis of its table (several roles may use one name).
+    Oid only_owner = PG_NARGS() > 1 ? PG_GETARG_OID(1) : InvalidOid;
+    if (PG_NARGS() > 1 && !OidIsValid(only_owner))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s: argument owner must name a role", fn)));
+    NamedRow row = resolve_named(name, fn, true, false, true, only_owner);
     Oid types[2] = {TEXTOID, OIDOID};
     Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(row.owner)};
     as_table_owner(

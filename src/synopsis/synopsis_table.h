@@ -59,9 +59,26 @@ int table_synopses(Oid relid, const TableSynopsis* const** out);
 // Pins the synopsis (relid, owner, name) built at `built` for a running
 // query: it stays in memory (even if invalidated meanwhile) until
 // table_synopsis_unpin, or the end of the transaction on an error. nullptr
-// when it no longer exists or was rebuilt (another `built`).
+// when it no longer exists or was rebuilt (another `built`). Whether it may
+// answer the current role is the caller's check (table_synopsis_answers).
 const TableSynopsis* table_synopsis_pin(Oid relid, Oid owner, const char* name, TimestampTz built);
 void table_synopsis_unpin(const TableSynopsis* ts);
+
+// Whose synopsis answers a query (synopsis_binding.cpp; docs/aqp.md): the
+// synopses of the table's owner and of roles with its privileges (binders)
+// answer every role; any other role's answer only that role (and roles with
+// its privileges through membership). The choice depends on the role: a
+// plan that made it is role-dependent, and the executor checks again.
+bool table_synopsis_binds(Oid relid, Oid owner);
+bool table_synopsis_answers(Oid relid, Oid owner, Oid role);
+// Whether role may see the synopsis' catalog row (the policy of
+// approx_gpu.synopses: the owner's privileges or the table owner's).
+bool table_synopsis_visible(Oid relid, Oid owner, Oid role);
+// The name as role may be told it (EXPLAIN, last_run()): the name, or
+// "(a synopsis of the table's owner)"; _phrase for reasons: "synopsis NAME"
+// or "the synopsis of the table's owner".
+const char* table_synopsis_shown_name(Oid relid, Oid owner, const char* name, Oid role);
+const char* table_synopsis_phrase(Oid relid, Oid owner, const char* name, Oid role);
 
 // nullptr when the synopsis is fresh; otherwise why not, in words for
 // last_run() ("synopsis stale: 31% of the rows changed since it was built",

@@ -162,6 +162,7 @@ INSERT INTO hostile_base VALUES
   ('aqp_avg_ci_final(float8[])', $${"'{2,3,5}'::float8[]"}$$),
   ('refresh_synopsis(text)', $${"'hostile_scratch'"}$$),
   ('drop_synopsis(text)', $${"'hostile_scratch'"}$$),
+  ('drop_synopsis(text,regrole)', $${"'hostile_scratch'","CURRENT_USER::regrole"}$$),
   ('approx_count(text,jsonb)', $${"'hostile_named'","'{\"a\": [10, 60], \"b\": [null, 40]}'::jsonb"}$$),
   ('approx_sum(text,text,jsonb)', $${"'hostile_named'","'a'","'{\"a\": [10, 60], \"b\": 3.5}'::jsonb"}$$),
   ('approx_avg(text,text,jsonb)', $${"'hostile_named'","'b'","'{\"a\": [10, 60]}'::jsonb"}$$),
@@ -240,6 +241,8 @@ INSERT INTO hostile_value (typ, val)
     $$'hostile_noidx'::regclass$$, $$'hostile_view'::regclass$$, $$'pg_class'::regclass$$,
     $$'approx_gpu.synopses'::regclass$$, $$'hostile_t_pkey'::regclass$$, $$'hostile_seq'::regclass$$,
     $$'hostile_comp'::regclass$$, $$'hostile_part'::regclass$$, $$0::oid::regclass$$, $$4294967295::oid::regclass$$]) v
+  UNION ALL SELECT 'regrole'::regtype, v FROM unnest(ARRAY[
+    $$0::oid::regrole$$, $$4294967295::oid::regrole$$, $$'pg_signal_backend'::regrole$$]) v
   UNION ALL SELECT 'name'::regtype, v FROM unnest(ARRAY[$$''::name$$, $$'no_such'::name$$, $$'ctid'::name$$, $$'a'::name$$]) v
   UNION ALL SELECT 'name[]'::regtype, v FROM unnest(ARRAY[
     $$'{}'::name[]$$, $$'{NULL}'::name[]$$, $$'{a,NULL}'::name[]$$, $$'{{a},{b}}'::name[]$$, $$'[0:1]={a,b}'::name[]$$,
