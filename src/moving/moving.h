@@ -22,6 +22,7 @@ extern int moving_session_memory_kb;  // approx_gpu.moving_session_memory
 struct MoEntry {
     char name[NAMEDATALEN];
     uint64 serial;  // unique per mo_create in this backend
+    Oid owner;      // the role that created it: only roles with its privileges use it (SET ROLE)
     mo::Index* index;
     MoEntry* next;
 };
@@ -35,7 +36,10 @@ mo::Index* mo_budgeted(MoEntry* e);
 // Argument 0, the index's name: not empty, shorter than NAMEDATALEN.
 const char* mo_name_arg(FunctionCallInfo fcinfo, const char* fn);
 MoEntry* mo_find_entry(const char* name);
-// The entry named by argument 0; ERROR if there is none.
+// The entry named by argument 0; ERROR if there is none, or if the current
+// role lacks the privileges of the role that created it (an index holds the
+// rows its creator could read: after SET ROLE to a lesser role, or in a
+// SECURITY DEFINER function of another role, it is not theirs).
 MoEntry* mo_lookup(FunctionCallInfo fcinfo, const char* fn);
 // A new entry named name, not in the registry yet (palloc'd in
 // TopMemoryContext; pfree it if its index cannot be made). Registers the exit

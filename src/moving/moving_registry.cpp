@@ -6,7 +6,9 @@
 #include "service/service.h"
 
 extern "C" {
+#include "miscadmin.h"
 #include "storage/ipc.h"
+#include "utils/acl.h"
 #include "utils/memutils.h"
 }
 
@@ -61,6 +63,10 @@ MoEntry* mo_lookup(FunctionCallInfo fcinfo, const char* fn) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: no moving-object index named \"%s\" in this session", fn, name),
                         errhint("Indexes live in the session that created them with mo_create().")));
+    if (!has_privs_of_role(GetUserId(), e->owner))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("%s: moving-object index \"%s\" belongs to role %s", fn, name,
+                               GetUserNameFromId(e->owner, true) ? GetUserNameFromId(e->owner, true) : "(dropped)")));
     return e;
 }
 
@@ -68,6 +74,7 @@ MoEntry* mo_new_entry(const char* name) {
     // The registry entry first (an ERROR here leaks nothing), then the engine.
     MoEntry* e = static_cast<MoEntry*>(MemoryContextAllocZero(TopMemoryContext, sizeof(MoEntry)));
     strlcpy(e->name, name, NAMEDATALEN);
+    e->owner = GetUserId();
     if (!exit_callback_registered) {
         on_proc_exit(moving_at_exit, 0);
         exit_callback_registered = true;
