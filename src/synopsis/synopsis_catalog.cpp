@@ -89,6 +89,8 @@ int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const 
 
 bool table_synopses_available(void) { return get_attnum(synopses_relid(), "relation") != InvalidAttrNumber; }
 
+bool freshness_columns_available(void) { return get_attnum(synopses_relid(), "attnames") != InvalidAttrNumber; }
+
 bool role_exists(Oid role) { return SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)); }
 
 // ---- shared with synopsis_named.cpp and synopsis_table_sql.cpp (synopsis_catalog.h) ----------
@@ -182,18 +184,18 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     Oid caller = GetUserId();
     Oid types[2] = {TEXTOID, OIDOID};
     Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(caller)};
-    Datum values[8];
-    bool nulls[8];
+    Datum values[9];
+    bool nulls[9];
     const char* sql = psprintf(
-        "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s FROM approx_gpu.synopses "
+        "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, %s FROM approx_gpu.synopses "
         "WHERE name OPERATOR(pg_catalog.=) $1 AND pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') "
         "ORDER BY owner::pg_catalog.oid OPERATOR(pg_catalog.<>) $2 LIMIT 2%s",
         table_is_current() ? "search_path" : "NULL::pg_catalog.text",
         want_synopsis ? "synopsis" : "NULL::approx_gpu.kde_synopsis",
         table_synopses_available() ? "relation::pg_catalog.oid, attnums, stratify"
                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[], NULL::pg_catalog.int2[]",
-        lock ? " FOR UPDATE" : "");
-    int64 n = as_table_owner(sql, 2, types, args, nullptr, values, nulls, 8, !lock);
+        freshness_columns_available() ? "attnames" : "NULL::pg_catalog.name[]", lock ? " FOR UPDATE" : "");
+    int64 n = as_table_owner(sql, 2, types, args, nullptr, values, nulls, 9, !lock);
     if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
@@ -214,6 +216,19 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     row.relation = nulls[5] ? InvalidOid : DatumGetObjectId(values[5]);
     row.d = nulls[6] ? 0 : int2_array(DatumGetArrayTypeP(values[6]), row.attnums);
     row.n_stratify = nulls[7] ? 0 : int2_array(DatumGetArrayTypeP(values[7]), row.stratify);
+    row.has_attnames = !nulls[8];
+    if (row.has_attnames) {
+        Datum* elems;
+        bool* enulls;
+        int ne;
+        deconstruct_array(DatumGetArrayTypeP(values[8]), NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &enulls,
+                          &ne);
+        row.has_attnames = ne == row.d;
+        for (int j = 0; j < ne && j < kMaxDim && row.has_attnames; ++j) {
+            row.has_attnames = !enulls[j];
+            if (!enulls[j]) strlcpy(row.attnames[j], NameStr(*DatumGetName(elems[j])), NAMEDATALEN);
+        }
+    }
     row.search_path = nulls[2] ? nullptr : TextDatumGetCString(values[2]);
     row.synopsis = want_synopsis ? DatumGetByteaPP(values[3]) : nullptr;
     row.ctid = TextDatumGetCString(values[4]);
