@@ -121,7 +121,8 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
         if (attnums[j] == InvalidAttrNumber)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                             errmsg("%s: column \"%s\" of table %s no longer exists", fn, row.attnames[j],
-                                   get_rel_name(row.relation)),
+                                   quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.relation)),
+                                                              get_rel_name(row.relation))),
                             errhint("Drop the synopsis and create it on the columns you mean.")));
     }
     AttrNumber satt[kMaxDim];
