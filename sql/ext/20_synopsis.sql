@@ -301,27 +301,33 @@ COMMENT ON COLUMN synopses.cluster_stats_reset IS 'pg_stat_bgwriter.stats_reset 
 COMMENT ON COLUMN synopses.label_hashes IS 'Per column: a hash of the pg_enum rows of the labels its dictionary holds (0: not an enum); another hash (a renamed label): stale';
 COMMENT ON COLUMN synopses.built_stale IS 'Why the build could not vouch for its freshness (an old REPEATABLE READ snapshot); NULL: it could';
 
--- RENAME COLUMN: the stored name follows the column (by number, only while the
--- old name is gone, so a row whose numbers a restore moved is never renamed
--- after the wrong column).
+-- RENAME COLUMN: the stored name follows the column, in the table and in
+-- its inheritance children and partitions (which the rename recurses to),
+-- matched by number and only while the old name is gone: a row whose numbers
+-- a restore moved, or whose column was dropped, is never renamed after
+-- another column.
 CREATE FUNCTION synopses_follow_renames() RETURNS event_trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    WITH RECURSIVE renamed AS (
+        SELECT c.objid AS relid, a.attname AS newname
+          FROM pg_catalog.pg_event_trigger_ddl_commands() c
+          JOIN pg_catalog.pg_attribute a ON a.attrelid = c.objid AND a.attnum = c.objsubid AND NOT a.attisdropped
+         WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND c.objsubid > 0
+        UNION
+        SELECT i.inhrelid, r.newname FROM renamed r JOIN pg_catalog.pg_inherits i ON i.inhparent = r.relid
+    )
     UPDATE approx_gpu.synopses s
        SET attnames = (SELECT pg_catalog.array_agg(
-                                  CASE WHEN u.n OPERATOR(pg_catalog.=) c.objsubid AND NOT EXISTS (
+                                  CASE WHEN u.n = k.attnum AND NOT EXISTS (
                                            SELECT 1 FROM pg_catalog.pg_attribute a
-                                            WHERE a.attrelid OPERATOR(pg_catalog.=) c.objid
-                                              AND a.attname OPERATOR(pg_catalog.=) u.old AND NOT a.attisdropped)
-                                       THEN (SELECT a.attname FROM pg_catalog.pg_attribute a
-                                              WHERE a.attrelid OPERATOR(pg_catalog.=) c.objid
-                                                AND a.attnum OPERATOR(pg_catalog.=) u.n AND NOT a.attisdropped)
-                                       ELSE u.old END ORDER BY u.i)
-                         FROM ROWS FROM (pg_catalog.unnest(s.attnums), pg_catalog.unnest(s.attnames)) WITH ORDINALITY AS u(n, old, i))
-      FROM pg_catalog.pg_event_trigger_ddl_commands() c
-     WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND c.objsubid OPERATOR(pg_catalog.>) 0
-       AND s.relation::pg_catalog.oid OPERATOR(pg_catalog.=) c.objid AND s.attnames IS NOT NULL
-       AND c.objsubid::pg_catalog.int2 OPERATOR(pg_catalog.=) ANY (s.attnums);
+                                            WHERE a.attrelid = s.relation AND a.attname = u.old AND NOT a.attisdropped)
+                                       THEN k.attname ELSE u.old END ORDER BY u.i)
+                         FROM ROWS FROM (pg_catalog.unnest(s.attnums), pg_catalog.unnest(s.attnames))
+                              WITH ORDINALITY AS u(n, old, i))
+      FROM renamed r
+      JOIN pg_catalog.pg_attribute k ON k.attrelid = r.relid AND k.attname = r.newname AND NOT k.attisdropped
+     WHERE s.relation::pg_catalog.oid = r.relid AND s.attnames IS NOT NULL AND k.attnum = ANY (s.attnums);
 END
 $$;
 COMMENT ON FUNCTION synopses_follow_renames() IS 'Event trigger: a renamed column''s synopses store its new name';

@@ -85,13 +85,22 @@ void sweep(void) {
 }
 
 // Why column c of the synopsis cannot be used any more (nullptr: it can).
-// A row with names binds column c by its name (ts.attnum[c] follows a moved
-// number); a row from before 0.6.0 by its number.
+// A row with names binds column c by its name; a name at another number
+// (a restore renumbered the columns, or the column was dropped and another
+// added under its name) binds there but makes the synopsis stale until
+// refresh_synopsis, so that it never answers for another column. A row from
+// before 0.6.0 binds by number.
 const char* column_problem(TableSynopsis& ts, int c, const SynValue* v, const char* stored_name) {
     if (stored_name) {
         const char* problem;
         AttrNumber a = bind_column(ts.relid, stored_name, ts.atttype[c], ts.collation[c], &problem);
-        if (problem == nullptr) ts.attnum[c] = a;
+        if (problem == nullptr && a != ts.attnum[c]) {
+            ts.attnum[c] = a;
+            if (ts.built_stale == nullptr)
+                ts.built_stale = psprintf("column \"%s\" has another number than when the synopsis was built (a "
+                                          "restore, or dropped and added again); refresh_synopsis rebinds it by name",
+                                          stored_name);
+        }
         return problem;
     }
     const char* name = v->has_names ? v->names[c] : psprintf("%d", c + 1);

@@ -129,6 +129,18 @@ SELECT * FROM fr_avg('fr_s5_restored', 'c');
 ALTER TABLE fr_s5_restored RENAME COLUMN c TO e;
 SELECT * FROM fr_avg('fr_s5_restored', 'e');
 SELECT s->>'status' AS status, s->'columns' AS columns FROM approx_gpu.synopsis_status('fr_s5_syn') s;
+-- dropped and added again under its name: another column, never answered for
+ALTER TABLE fr_s5_restored DROP COLUMN e;
+ALTER TABLE fr_s5_restored ADD COLUMN e float8 DEFAULT 7;
+SELECT * FROM fr_avg('fr_s5_restored', 'e');
+-- a rename on a partitioned table recurses to its partitions: their synopses follow
+CREATE TABLE fr_parted (k int, x float8) PARTITION BY RANGE (k);
+CREATE TABLE fr_part1 PARTITION OF fr_parted FOR VALUES FROM (0) TO (20000);
+INSERT INTO fr_parted SELECT g, g FROM generate_series(1, 10000) g;
+SELECT pg_stat_force_next_flush();
+SELECT (approx_gpu.create_synopsis('fr_part1_syn', 'fr_part1'::regclass, ARRAY['x']::name[])->>'N')::int AS n;
+ALTER TABLE fr_parted RENAME COLUMN x TO y;
+SELECT * FROM fr_avg('fr_part1', 'y');
 
 -- ---- item 5: an enum label renamed: the dictionary's label means another value
 CREATE TYPE fr_mood AS ENUM ('sad', 'happy');
@@ -150,8 +162,8 @@ SELECT * FROM fr_count('fr_s6', $$m = 'glad'$$);
 
 SELECT dblink_disconnect('fr_other');
 SELECT approx_gpu.drop_synopsis(n) FROM unnest(ARRAY['fr_s1_syn', 'fr_s2_syn', 'fr_s3_syn', 'fr_s4_syn', 'fr_s5_syn',
-                                                     'fr_s6_syn']) n;
-DROP TABLE fr_s1, fr_s2, fr_s3, fr_s4, fr_s5, fr_s5_restored, fr_s6, fr_groups;
+                                                     'fr_s6_syn', 'fr_part1_syn']) n;
+DROP TABLE fr_s1, fr_s2, fr_s3, fr_s4, fr_s5, fr_s5_restored, fr_s6, fr_groups, fr_parted;
 DROP TYPE fr_mood;
 DROP FUNCTION fr_answer(), fr_avg(text, text), fr_count(text, text), fr_table(text);
 DROP EXTENSION dblink;
