@@ -13,11 +13,11 @@ trap stop_cluster EXIT
 db=postgres
 avg() { judge "$db" "SELECT approx_gpu.approx_avg(x) FROM $1" "SELECT avg(x) FROM $1"; }
 q "$db" "CREATE EXTENSION approx_gpu" \
-  "CREATE UNLOGGED TABLE u AS SELECT g::float8 AS x FROM generate_series(1, 10000) g" \
-  "CREATE TABLE l AS SELECT g::float8 AS x FROM generate_series(1, 10000) g" \
+  "CREATE UNLOGGED TABLE u AS SELECT g::float8 AS x FROM generate_series(1, 2000) g" \
+  "CREATE TABLE l AS SELECT g::float8 AS x FROM generate_series(1, 2000) g" \
   "SELECT pg_stat_force_next_flush()" >/dev/null
-q "$db" "SELECT approx_gpu.create_synopsis('u_syn', 'u'::regclass, ARRAY['x']::name[]) IS NOT NULL" \
-  "SELECT approx_gpu.create_synopsis('l_syn', 'l'::regclass, ARRAY['x']::name[]) IS NOT NULL" >/dev/null
+q "$db" "SELECT approx_gpu.create_synopsis('u_syn', 'u'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never') IS NOT NULL" \
+  "SELECT approx_gpu.create_synopsis('l_syn', 'l'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never') IS NOT NULL" >/dev/null
 check "unlogged table: fresh after the build" "$(avg u)" "right synopsis"
 
 as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w restart -l "$work/crash/server.log" >/dev/null
@@ -26,7 +26,7 @@ check "clean restart: the statistics survive, the synopsis stays fresh" "$(avg l
 as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null
 as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -w start -l "$work/crash/server.log" >/dev/null
 check "crash recovery emptied the unlogged table" "$(q "$db" "SELECT count(*) FROM u")" "0"
-q "$db" "INSERT INTO u SELECT g + 1000000 FROM generate_series(1, 10000) g" "SELECT pg_stat_force_next_flush()" >/dev/null
+q "$db" "INSERT INTO u SELECT g + 1000000 FROM generate_series(1, 2000) g" "SELECT pg_stat_force_next_flush()" >/dev/null
 check "unlogged table reloaded after crash recovery: exact path" "$(avg u)" "right rows"
 check "logged table after crash recovery (its counters restarted): exact path" "$(avg l)" "right rows"
 check "status after crash recovery" "$(q "$db" "SELECT approx_gpu.synopsis_status('l_syn')->>'status'")" "stale"

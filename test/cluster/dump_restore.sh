@@ -18,14 +18,14 @@ own_cluster "$work/dump_src" || { echo "not ok cluster: dump source cluster star
 "$PG_BIN/createdb" "$db"
 q "$db" "CREATE EXTENSION approx_gpu" \
   "CREATE TABLE t (a int, b int, c float8, d float8)" \
-  "INSERT INTO t SELECT g, g, g % 1000, g FROM generate_series(1, 10000) g" \
+  "INSERT INTO t SELECT g, g, g % 1000, g FROM generate_series(1, 2000) g" \
   "ALTER TABLE t DROP COLUMN b" \
   "CREATE TABLE u (a int, b int, c float8)" \
-  "INSERT INTO u SELECT g, g, g % 100 FROM generate_series(1, 10000) g" \
+  "INSERT INTO u SELECT g, g, g % 100 FROM generate_series(1, 2000) g" \
   "ALTER TABLE u DROP COLUMN b" \
   "SELECT pg_stat_force_next_flush()" >/dev/null
-q "$db" "SELECT approx_gpu.create_synopsis('t_c', 't'::regclass, ARRAY['c']::name[]) IS NOT NULL" \
-  "SELECT approx_gpu.create_synopsis('r_c', 'u'::regclass, ARRAY['c']::name[]) IS NOT NULL" \
+q "$db" "SELECT approx_gpu.create_synopsis('t_c', 't'::regclass, ARRAY['c']::name[], 10000, 'cdf', 'never') IS NOT NULL" \
+  "SELECT approx_gpu.create_synopsis('r_c', 'u'::regclass, ARRAY['c']::name[], 10000, 'cdf', 'never') IS NOT NULL" \
   "ALTER TABLE u RENAME COLUMN c TO z" >/dev/null
 check "source: the synopsis of c answers" "$(judge "$db" "SELECT approx_gpu.approx_avg(c) FROM t" "SELECT avg(c) FROM t")" "right synopsis"
 check "source: a renamed column follows" "$(judge "$db" "SELECT approx_gpu.approx_avg(z) FROM u" "SELECT avg(z) FROM u")" "right synopsis"

@@ -12,10 +12,10 @@ db=approx_cluster_stats
 "$PG_BIN/dropdb" --if-exists "$db" >/dev/null 2>&1; "$PG_BIN/createdb" "$db" || { echo "not ok cluster: createdb"; exit 0; }
 q "$db" "CREATE EXTENSION approx_gpu" >/dev/null
 load() {  # TABLE: 10,000 rows, the counts flushed
-  q "$db" "DROP TABLE IF EXISTS $1" "CREATE TABLE $1 AS SELECT g::float8 AS x FROM generate_series(1, 10000) g" \
+  q "$db" "DROP TABLE IF EXISTS $1" "CREATE TABLE $1 AS SELECT g::float8 AS x FROM generate_series(1, 2000) g" \
     "SELECT pg_stat_force_next_flush()" >/dev/null
 }
-build() { q "$db" "SELECT approx_gpu.create_synopsis('$1_syn', '$1'::regclass, ARRAY['x']::name[]) IS NOT NULL" >/dev/null; }
+build() { q "$db" "SELECT approx_gpu.create_synopsis('$1_syn', '$1'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never') IS NOT NULL" >/dev/null; }
 update_all() { q "$db" "UPDATE $1 SET x = x + 1000000" "SELECT pg_stat_force_next_flush()" >/dev/null; }
 
 for reset in "pg_stat_reset()" "pg_stat_reset_single_table_counters('t_reset'::regclass)"; do

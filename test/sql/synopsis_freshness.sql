@@ -34,14 +34,14 @@ BEGIN
 END $$;
 CREATE FUNCTION fr_table(t text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  EXECUTE format('CREATE TABLE %I AS SELECT g::float8 AS x FROM generate_series(1, 10000) g', t);
+  EXECUTE format('CREATE TABLE %I AS SELECT g::float8 AS x FROM generate_series(1, 2000) g', t);
 END $$;
 
 -- ---- item 1: a single table's statistics reset, then as many changes as the
 -- build saw (every row updated): the counters read as before, the rows do not
 SELECT fr_table('fr_s1');
 SELECT pg_stat_force_next_flush();
-SELECT (approx_gpu.create_synopsis('fr_s1_syn', 'fr_s1'::regclass, ARRAY['x']::name[])->>'N')::int AS n;
+SELECT (approx_gpu.create_synopsis('fr_s1_syn', 'fr_s1'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never')->>'N')::int AS n;
 SELECT * FROM fr_avg('fr_s1');
 SELECT pg_stat_reset_single_table_counters('fr_s1'::regclass);
 UPDATE fr_s1 SET x = x + 1000000;
@@ -57,7 +57,7 @@ SELECT * FROM fr_avg('fr_s1');
 SELECT fr_table('fr_s2');
 SELECT pg_stat_force_next_flush();
 SELECT pg_stat_reset_single_table_counters('fr_s2'::regclass);
-SELECT (approx_gpu.create_synopsis('fr_s2_syn', 'fr_s2'::regclass, ARRAY['x']::name[])->>'N')::int AS n;
+SELECT (approx_gpu.create_synopsis('fr_s2_syn', 'fr_s2'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never')->>'N')::int AS n;
 SELECT * FROM fr_avg('fr_s2');
 UPDATE fr_s2 SET x = x + 1000000;
 SELECT pg_stat_force_next_flush();
@@ -69,9 +69,9 @@ SELECT fr_table('fr_s3');
 SELECT pg_stat_force_next_flush();
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT count(*) AS old_rows FROM fr_s3;
-SELECT dblink_exec('fr_other', 'DELETE FROM fr_s3; INSERT INTO fr_s3 SELECT g + 1000000 FROM generate_series(1, 1000) g; '
+SELECT dblink_exec('fr_other', 'DELETE FROM fr_s3; INSERT INTO fr_s3 SELECT g + 1000000 FROM generate_series(1, 200) g; '
                                'DO $d$ BEGIN PERFORM pg_stat_force_next_flush(); END $d$');
-SELECT (approx_gpu.create_synopsis('fr_s3_syn', 'fr_s3'::regclass, ARRAY['x']::name[])->>'N')::int AS n;
+SELECT (approx_gpu.create_synopsis('fr_s3_syn', 'fr_s3'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never')->>'N')::int AS n;
 COMMIT;
 SELECT * FROM fr_avg('fr_s3');
 SELECT * FROM fr_count('fr_s3', 'true');
@@ -86,7 +86,7 @@ SELECT * FROM fr_avg('fr_s3');
 -- row and commits; the block's next statement sees the new rows
 SELECT fr_table('fr_s4');
 SELECT pg_stat_force_next_flush();
-SELECT (approx_gpu.create_synopsis('fr_s4_syn', 'fr_s4'::regclass, ARRAY['x']::name[])->>'N')::int AS n;
+SELECT (approx_gpu.create_synopsis('fr_s4_syn', 'fr_s4'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never')->>'N')::int AS n;
 BEGIN;
 SELECT * FROM fr_avg('fr_s4');
 SELECT dblink_exec('fr_other', 'UPDATE fr_s4 SET x = x + 1000000; DO $d$ BEGIN PERFORM pg_stat_force_next_flush(); END $d$');
@@ -108,10 +108,10 @@ END $$;
 -- dropped column gives them (simulated in place: the catalog row's numbers
 -- are what pg_dump + restore would leave); names rebind, never the number
 CREATE TABLE fr_s5 (a int, b int, c float8, d float8);
-INSERT INTO fr_s5 SELECT g, g, g % 1000, g FROM generate_series(1, 10000) g;
+INSERT INTO fr_s5 SELECT g, g, g % 1000, g FROM generate_series(1, 2000) g;
 ALTER TABLE fr_s5 DROP COLUMN b;
 SELECT pg_stat_force_next_flush();
-SELECT (approx_gpu.create_synopsis('fr_s5_syn', 'fr_s5'::regclass, ARRAY['c']::name[])->>'N')::int AS n;
+SELECT (approx_gpu.create_synopsis('fr_s5_syn', 'fr_s5'::regclass, ARRAY['c']::name[], 10000, 'cdf', 'never')->>'N')::int AS n;
 SELECT attnums FROM approx_gpu.synopses WHERE name = 'fr_s5_syn';
 CREATE TABLE fr_s5_restored (a int, c float8, d float8);  -- the restored layout: c = 2, d = 3
 INSERT INTO fr_s5_restored SELECT a, c, d FROM fr_s5;
@@ -136,18 +136,18 @@ SELECT * FROM fr_avg('fr_s5_restored', 'e');
 -- a rename on a partitioned table recurses to its partitions: their synopses follow
 CREATE TABLE fr_parted (k int, x float8) PARTITION BY RANGE (k);
 CREATE TABLE fr_part1 PARTITION OF fr_parted FOR VALUES FROM (0) TO (20000);
-INSERT INTO fr_parted SELECT g, g FROM generate_series(1, 10000) g;
+INSERT INTO fr_parted SELECT g, g FROM generate_series(1, 2000) g;
 SELECT pg_stat_force_next_flush();
-SELECT (approx_gpu.create_synopsis('fr_part1_syn', 'fr_part1'::regclass, ARRAY['x']::name[])->>'N')::int AS n;
+SELECT (approx_gpu.create_synopsis('fr_part1_syn', 'fr_part1'::regclass, ARRAY['x']::name[], 10000, 'cdf', 'never')->>'N')::int AS n;
 ALTER TABLE fr_parted RENAME COLUMN x TO y;
 SELECT * FROM fr_avg('fr_part1', 'y');
 
 -- ---- item 5: an enum label renamed: the dictionary's label means another value
 CREATE TYPE fr_mood AS ENUM ('sad', 'happy');
 CREATE TABLE fr_s6 AS SELECT g::float8 AS x, (CASE WHEN g % 2 = 0 THEN 'happy' ELSE 'sad' END)::fr_mood AS m
-  FROM generate_series(1, 10000) g;
+  FROM generate_series(1, 2000) g;
 SELECT pg_stat_force_next_flush();
-SELECT (approx_gpu.create_synopsis('fr_s6_syn', 'fr_s6'::regclass, ARRAY['x', 'm']::name[])->>'N')::int AS n;
+SELECT (approx_gpu.create_synopsis('fr_s6_syn', 'fr_s6'::regclass, ARRAY['x', 'm']::name[], 10000, 'cdf', 'never')->>'N')::int AS n;
 SELECT * FROM fr_count('fr_s6', $$m = 'happy'$$);
 ALTER TYPE fr_mood RENAME VALUE 'happy' TO 'glad';
 SELECT * FROM fr_count('fr_s6', $$m = 'glad'$$);
