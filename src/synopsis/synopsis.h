@@ -15,8 +15,10 @@
 //   synopsis_table_sql.cpp table synopses: create_synopsis, refresh as the owner, synopsis_status
 //   synopsis_build.cpp     building a table synopsis: checks, sampling, dictionaries
 //                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass
-//   synopsis_cache.cpp     the per-backend cache of table synopses, freshness (synopsis_table.h:
-//                          the seam with the planner side, src/aqp/)
+//   synopsis_cache.cpp     the per-backend cache of table synopses (synopsis_table.h: the seam
+//                          with the planner side, src/aqp/)
+//   synopsis_freshness.cpp freshness: what a build records beyond the counters and the check;
+//                          columns bound by name and type
 //   synopsis_binding.cpp   whose table synopsis answers which role, and who may be told its
 //                          name (synopsis_table.h)
 //   synopsis_codec.cpp     SQL values <-> the sample's numbers and dictionary codes, both
@@ -157,6 +159,12 @@ struct TableBuild {
     int64 changes_built;    // n_tup_ins + n_tup_upd + n_tup_del as the statistics reported them
     int64 pending_inserts;  // max(0, N - (n_tup_ins - n_tup_del)): rows the statistics had not counted yet
     Oid relfilenode;
+    int64 inserts_built;  // n_tup_ins
+    TimestampTz stats_reset;
+    TimestampTz cluster_stats_reset;
+    int64 label_hash[kMaxDim];
+    const char* built_stale;  // nullptr: none
+    char attname[kMaxDim][NAMEDATALEN];
 };
 // Opens relid with AccessShareLock, kept to the end of the transaction; a
 // table dropped while the call waited for the lock is a clean 42P01 naming it.
@@ -170,6 +178,24 @@ Relation open_synopsis_table(Oid relid, const char* fn);
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
                                  int32 sample_size, int method, int smoothing, const char* fn);
 
+}  // namespace synopsis_glue
+
+// ---- freshness (synopsis_freshness.cpp) ---------------------------------------------------------
+namespace synopsis_glue {
+// The table's counters and the statistics' reset times as of this statement.
+struct StatsMark {
+    int64 changes, inserts, live;
+    TimestampTz stats_reset, cluster_stats_reset;
+};
+void read_stats_mark(Oid relid, StatsMark* m);
+// Why the active snapshot may be older than counters read just before (a
+// REPEATABLE READ snapshot some transaction ended after), or nullptr.
+const char* build_snapshot_problem(void);
+// A hash of the pg_enum rows the labels name now (false: one is gone).
+bool enum_label_hash(Oid type, int n, const char* const* labels, int64* out);
+// Column `name` of relid bound by name: its number, or *problem says why not
+// (gone, another type, another collation).
+AttrNumber bind_column(Oid relid, const char* name, Oid type, Oid collation, const char** problem);
 }  // namespace synopsis_glue
 
 // The synopsis feature's settings (approx_gpu.synopsis_max_staleness); from _PG_init.

@@ -79,6 +79,17 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                         "for each role",
                         fn, relname)));
 
+    // Freshness: the counters first, then the snapshot that reads the rows,
+    // so that a change the counters miss is one the sample holds or one that
+    // counts later as a change. Under READ COMMITTED a new snapshot (what a
+    // volatile function's next query would get); a transaction snapshot
+    // older than the counters makes the synopsis stale from birth.
+    StatsMark mark;
+    read_stats_mark(relid, &mark);
+    const char* built_stale = build_snapshot_problem();
+    bool own_snapshot = !IsolationUsesXactSnapshot();
+    if (own_snapshot) PushActiveSnapshot(GetTransactionSnapshot());
+
     ColumnPlan* cols = static_cast<ColumnPlan*>(palloc0(sizeof(ColumnPlan) * d));
     TupleDesc desc = RelationGetDescr(rel);
     AttrNumber max_att = 0;
@@ -200,7 +211,9 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     for (int j = 0; j < d; ++j) {
         b->atttype[j] = cols[j].type;
         b->collation[j] = TupleDescAttr(desc, cols[j].attnum - 1)->attcollation;
+        strlcpy(b->attname[j], cols[j].name, NAMEDATALEN);
     }
+    if (own_snapshot) PopActiveSnapshot();
     table_close(rel, NoLock);  // the lock is kept until the end of the transaction
     if (n_rows == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -246,17 +259,26 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     }
     validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));
 
-    // Freshness: the table's counters as the statistics report them now,
-    // with this backend's own unflushed counts (table_change_counters). Rows
-    // the build read that no counter has seen yet (another session's load
-    // not flushed) arrive later as inserts: pending_inserts, which the
-    // staleness check forgives.
-    int64 changes, live;
-    table_change_counters(relid, &changes, &live);
+    // The counters read before the snapshot, with this backend's own
+    // unflushed counts (table_change_counters). Rows the build read that no
+    // counter had seen (another session's load not flushed) arrive later as
+    // inserts: pending_inserts, which the staleness check forgives.
     b->value = PointerGetDatum(value_to_bytes(v));
     b->rows_built = n_rows;
-    b->changes_built = changes;
-    b->pending_inserts = std::max<int64>(0, n_rows - live);
+    b->changes_built = mark.changes;
+    b->inserts_built = mark.inserts;
+    b->pending_inserts = std::max<int64>(0, n_rows - mark.live);
+    b->stats_reset = mark.stats_reset;
+    b->cluster_stats_reset = mark.cluster_stats_reset;
+    b->built_stale = built_stale;
+    for (int j = 0; j < d; ++j) {
+        b->label_hash[j] = 0;
+        if (cols[j].encoding == ValueEncoding::Dictionary && type_is_enum(cols[j].type) &&
+            !enum_label_hash(cols[j].type, v->dict_size[j], v->dict[j], &b->label_hash[j]))
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                            errmsg("%s: a label of enum column \"%s\" of %s changed during the build", fn, cols[j].name,
+                                   relname)));
+    }
     return b;
 }
 

@@ -4,7 +4,9 @@
 // against the relation's current attributes; an entry is dropped by a
 // relcache invalidation of its relation (create / refresh / drop of one of
 // its synopses send one; DDL on the table does too) or of approx_gpu.synopses
-// itself, and freed once no running query pins it.
+// itself, and freed once no running query pins it. Columns bind by name and
+// type (synopsis_freshness.cpp): a restore moves numbers, a rename updates
+// the stored name (the catalog's event trigger).
 #include "synopsis/synopsis.h"
 
 extern "C" {
@@ -83,7 +85,24 @@ void sweep(void) {
 }
 
 // Why column c of the synopsis cannot be used any more (nullptr: it can).
-const char* column_problem(const TableSynopsis& ts, int c, const SynValue* v) {
+// A row with names binds column c by its name; a name at another number
+// (a restore renumbered the columns, or the column was dropped and another
+// added under its name) binds there but makes the synopsis stale until
+// refresh_synopsis, so that it never answers for another column. A row from
+// before 0.6.0 binds by number.
+const char* column_problem(TableSynopsis& ts, int c, const SynValue* v, const char* stored_name) {
+    if (stored_name) {
+        const char* problem;
+        AttrNumber a = bind_column(ts.relid, stored_name, ts.atttype[c], ts.collation[c], &problem);
+        if (problem == nullptr && a != ts.attnum[c]) {
+            ts.attnum[c] = a;
+            if (ts.built_stale == nullptr)
+                ts.built_stale = psprintf("column \"%s\" has another number than when the synopsis was built (a "
+                                          "restore, or dropped and added again); refresh_synopsis rebinds it by name",
+                                          stored_name);
+        }
+        return problem;
+    }
     const char* name = v->has_names ? v->names[c] : psprintf("%d", c + 1);
     HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(ts.relid), Int16GetDatum(ts.attnum[c]));
     if (!HeapTupleIsValid(tup)) return psprintf("column \"%s\" was dropped since the synopsis was built", name);
@@ -112,10 +131,29 @@ Oid array_oid(Datum d, int i, Oid elem) {
     return elem == INT2OID ? static_cast<Oid>(DatumGetInt16(elems[i])) : DatumGetObjectId(elems[i]);
 }
 
+int64 array_int8(Datum d, int i) {
+    Datum* elems;
+    bool* nulls;
+    int n;
+    deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+    return i < n && !nulls[i] ? DatumGetInt64(elems[i]) : 0;
+}
+
+const char* array_name(Datum d, int i) {
+    Datum* elems;
+    bool* nulls;
+    int n;
+    deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &n);
+    return i < n && !nulls[i] ? pstrdup(NameStr(*DatumGetName(elems[i]))) : nullptr;
+}
+
 int array_len(Datum d) {
     ArrayType* a = DatumGetArrayTypeP(d);
     return ARR_NDIM(a) == 0 ? 0 : ARR_DIMS(a)[0];
 }
+
+// The catalog columns add_row reads (lookup's SELECT list).
+constexpr int kColumns = 21;
 
 struct Fill {
     Entry* e;
@@ -126,9 +164,9 @@ struct Fill {
 void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
     Fill* f = static_cast<Fill*>(ctx);
     Entry* e = f->e;
-    bool isnull[13];
-    Datum v[13];
-    for (int c = 0; c < 13; ++c) v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
+    bool isnull[kColumns];
+    Datum v[kColumns];
+    for (int c = 0; c < kColumns; ++c) v[c] = SPI_getbinval(tup, desc, c + 1, &isnull[c]);
     Oid owner = DatumGetObjectId(v[1]);
     if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(owner))) return;  // an orphan: never used
     if (isnull[4] || isnull[5] || isnull[6] || isnull[8] || isnull[9] || isnull[10] || isnull[11]) return;
@@ -145,6 +183,7 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
         ts.atttype[c] = array_oid(v[5], c, OIDOID);
         ts.collation[c] = array_oid(v[6], c, OIDOID);
     }
+    // stratify holds numbers as stored: mapped before column_problem rebinds
     ts.n_stratify = isnull[7] ? 0 : array_len(v[7]);
     for (int s = 0; s < ts.n_stratify; ++s) {
         AttrNumber a = static_cast<AttrNumber>(array_oid(v[7], s, INT2OID));
@@ -163,9 +202,23 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
     ts.pending_inserts = DatumGetInt64(v[10]);
     ts.relfilenode = DatumGetObjectId(v[11]);
     ts.built = DatumGetTimestampTz(v[12]);
+    ts.inserts_built = isnull[14] ? 0 : DatumGetInt64(v[14]);
+    ts.identity_known = !isnull[15] && !isnull[16] && !isnull[14];
+    ts.system_identifier = isnull[15] ? 0 : static_cast<uint64>(DatumGetInt64(v[15]));
+    ts.database = isnull[16] ? InvalidOid : DatumGetObjectId(v[16]);
+    ts.stats_reset = isnull[17] ? 0 : DatumGetTimestampTz(v[17]);
+    ts.cluster_stats_reset = isnull[18] ? 0 : DatumGetTimestampTz(v[18]);
+    ts.built_stale = isnull[20] ? nullptr : TextDatumGetCString(v[20]);
     ts.unusable = nullptr;
     if (ts.d != sv->s.d || ts.d > kMaxDim) ts.unusable = "the catalog row does not match its synopsis value";
-    for (int c = 0; c < ts.d && ts.unusable == nullptr; ++c) ts.unusable = column_problem(ts, c, sv);
+    if (ts.unusable == nullptr && (!isnull[13] && array_len(v[13]) != ts.d))
+        ts.unusable = "the catalog row's column names do not match its synopsis value";
+    if (ts.unusable == nullptr && (!isnull[19] && array_len(v[19]) != ts.d))
+        ts.unusable = "the catalog row's enum label hashes do not match its synopsis value";
+    for (int c = 0; c < ts.d && ts.unusable == nullptr; ++c) {
+        ts.label_hash[c] = isnull[19] ? 0 : array_int8(v[19], c);
+        ts.unusable = column_problem(ts, c, sv, isnull[13] ? nullptr : array_name(v[13], c));
+    }
     if (e->n == f->cap) {
         f->cap = f->cap ? f->cap * 2 : 4;
         e->list = static_cast<const TableSynopsis**>(e->list ? repalloc(e->list, sizeof(TableSynopsis*) * f->cap)
@@ -196,12 +249,19 @@ Entry* lookup(Oid relid) {
     Fill f = {e, 0};
     Oid types[1] = {OIDOID};
     Datum args[1] = {ObjectIdGetDatum(relid)};
-    as_table_owner(
-        "SELECT name, owner::pg_catalog.oid, synopsis, relation::pg_catalog.oid, attnums, "
-        "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, pending_inserts, "
-        "relfilenode, created FROM approx_gpu.synopses "
-        "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
-        1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
+    // 0.6.0's columns, or NULLs where the extension's objects are older
+    const char* since_060 = get_attnum(cat, "attnames") != InvalidAttrNumber
+                                ? "attnames, inserts_built, system_identifier, database_oid, stats_reset, "
+                                  "cluster_stats_reset, label_hashes, built_stale"
+                                : "NULL::pg_catalog.name[], NULL::pg_catalog.int8, NULL::pg_catalog.int8, "
+                                  "NULL::pg_catalog.oid, NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, "
+                                  "NULL::pg_catalog.int8[], NULL::pg_catalog.text";
+    as_table_owner(psprintf("SELECT name, owner::pg_catalog.oid, synopsis, relation::pg_catalog.oid, attnums, "
+                            "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, "
+                            "pending_inserts, relfilenode, created, %s FROM approx_gpu.synopses "
+                            "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
+                            since_060),
+                   1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
     MemoryContextSwitchTo(old);
     MemoryContextSetParent(cxt, CacheMemoryContext);
     e->valid = true;
@@ -236,40 +296,4 @@ void table_synopsis_unpin(const TableSynopsis* ts) {
     if (e->pins > 0) --e->pins;
     // An invalidated entry goes at the next sweep (never while *out of a
     // table_synopses call may still be read).
-}
-
-void table_change_counters(Oid relid, int64* changes, int64* live) {
-    PgStat_StatTabEntry* tab = pgstat_fetch_stat_tabentry(relid);
-    int64 c = tab ? tab->tuples_inserted + tab->tuples_updated + tab->tuples_deleted : 0;
-    int64 l = tab ? tab->n_live_tuples : 0;
-    if (PgStat_TableStatus* own = find_tabstat_entry(relid)) {
-        const PgStat_TableCounts& t = own->t_counts;
-        c += t.t_tuples_inserted + t.t_tuples_updated + t.t_tuples_deleted;
-        l = (t.t_truncdropped ? 0 : l) + t.t_delta_live_tuples;
-        for (PgStat_TableXactStatus* x = own->trans; x != nullptr; x = x->upper) {
-            c += x->tuples_inserted + x->tuples_updated + x->tuples_deleted;
-            l = (x->truncdropped ? 0 : l) + x->tuples_inserted - x->tuples_deleted;
-        }
-    }
-    *changes = c;
-    *live = std::max<int64>(0, l);
-}
-
-const char* table_synopsis_staleness(const TableSynopsis* ts) {
-    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(ts->relid));
-    if (!HeapTupleIsValid(tup)) return "table no longer exists";
-    Oid filenode = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relfilenode;
-    ReleaseSysCache(tup);
-    if (filenode != ts->relfilenode) return "table was truncated or rewritten since the synopsis was built";
-    int64 now, live;
-    table_change_counters(ts->relid, &now, &live);
-    int64 changes = now - ts->changes_built;
-    if (changes < 0) return "table statistics were reset since the synopsis was built";
-    // Rows the build read before the statistics counted them arrive as
-    // inserts afterwards: forgive up to pending_inserts of the changes.
-    int64 changed = changes - std::min(changes, ts->pending_inserts);
-    if (static_cast<double>(changed) > synopsis_max_staleness * static_cast<double>(ts->rows_built))
-        return psprintf("synopsis stale: %.0f%% of the rows changed since it was built",
-                        100.0 * static_cast<double>(changed) / static_cast<double>(std::max<int64>(1, ts->rows_built)));
-    return nullptr;
 }

@@ -89,6 +89,8 @@ int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const 
 
 bool table_synopses_available(void) { return get_attnum(synopses_relid(), "relation") != InvalidAttrNumber; }
 
+bool freshness_columns_available(void) { return get_attnum(synopses_relid(), "attnames") != InvalidAttrNumber; }
+
 bool role_exists(Oid role) { return SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)); }
 
 // ---- shared with synopsis_named.cpp and synopsis_table_sql.cpp (synopsis_catalog.h) ----------
@@ -189,7 +191,7 @@ static const char* visible_sql(void) {
 static void collect_tier(void* ctx, HeapTuple tup, TupleDesc desc) {
     int* tiers = static_cast<int*>(ctx);
     bool isnull;
-    tiers[tiers[0] < 2 ? ++tiers[0] : 2] = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+    tiers[tiers[0] < 2 ? ++tiers[0] : 2] = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
 }
 
 // Finds the synopsis `name` among the rows the caller may see -- its own,
@@ -204,10 +206,10 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     Oid caller = GetUserId();
     Oid types[3] = {TEXTOID, OIDOID, OIDOID};
     Datum args[3] = {PointerGetDatum(name), ObjectIdGetDatum(caller), ObjectIdGetDatum(only_owner)};
-    Datum values[9];
-    bool nulls[9];
+    Datum values[10];
+    bool nulls[10];
     const char* sql = psprintf(
-        "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, "
+        "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, %s, "
         "CASE WHEN owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 THEN 0 "
         "WHEN pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') THEN 1 ELSE 2 END AS tier "
         "FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1 AND %s "
@@ -217,6 +219,7 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
         want_synopsis ? "synopsis" : "NULL::approx_gpu.kde_synopsis",
         table_synopses_available() ? "relation::pg_catalog.oid, attnums, stratify"
                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[], NULL::pg_catalog.int2[]",
+        freshness_columns_available() ? "attnames" : "NULL::pg_catalog.name[]",
         // Reading the value (estimates, refresh) stays with the owner's
         // privileges: the table's owner lists, inspects and drops another
         // role's synopsis of its table, but never answers from it.
@@ -245,6 +248,19 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     row.relation = nulls[5] ? InvalidOid : DatumGetObjectId(values[5]);
     row.d = nulls[6] ? 0 : int2_array(DatumGetArrayTypeP(values[6]), row.attnums);
     row.n_stratify = nulls[7] ? 0 : int2_array(DatumGetArrayTypeP(values[7]), row.stratify);
+    row.has_attnames = !nulls[8];
+    if (row.has_attnames) {
+        Datum* elems;
+        bool* enulls;
+        int ne;
+        deconstruct_array(DatumGetArrayTypeP(values[8]), NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &enulls,
+                          &ne);
+        row.has_attnames = ne == row.d;
+        for (int j = 0; j < ne && j < kMaxDim && row.has_attnames; ++j) {
+            row.has_attnames = !enulls[j];
+            if (!enulls[j]) strlcpy(row.attnames[j], NameStr(*DatumGetName(elems[j])), NAMEDATALEN);
+        }
+    }
     row.search_path = nulls[2] ? nullptr : TextDatumGetCString(values[2]);
     row.synopsis = want_synopsis ? DatumGetByteaPP(values[3]) : nullptr;
     row.ctid = TextDatumGetCString(values[4]);

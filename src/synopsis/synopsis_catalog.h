@@ -19,6 +19,8 @@ struct NamedRow {
     AttrNumber attnums[kMaxDim];
     int n_stratify;
     AttrNumber stratify[kMaxDim];
+    bool has_attnames;                   // false: a row from before 0.6.0 (columns by number)
+    char attnames[kMaxDim][NAMEDATALEN];  // the columns' names (kept current on RENAME COLUMN)
     char* ctid;  // the row version read (refresh updates exactly it)
 };
 
@@ -30,6 +32,9 @@ bool role_exists(Oid role);
 
 // ERROR unless name is a valid synopsis name.
 void check_name(text* name, const char* fn);
+
+// Whether approx_gpu.synopses has 0.6.0's freshness columns (attnames, ...).
+bool freshness_columns_available(void);
 
 // ERROR unless the catalog table is the extension's current one.
 void require_current_table(const char* fn);

@@ -45,6 +45,15 @@ struct TableSynopsis {
     int64 pending_inserts;  // rows the build saw that the statistics had not reported yet (late counters)
     Oid relfilenode;        // of the relation when built
     TimestampTz built;      // when built (the most recent wins; also the plan's identity check)
+    // What the counters cannot show (synopsis_freshness.cpp).
+    int64 inserts_built;              // n_tup_ins when built (only late inserts are forgiven)
+    bool identity_known;              // false: built before 0.6.0 (stale until refreshed)
+    uint64 system_identifier;         // the cluster that built it
+    Oid database;                     // the database that built it
+    TimestampTz stats_reset;          // pg_stat_database.stats_reset when built (0: never)
+    TimestampTz cluster_stats_reset;  // pg_stat_bgwriter.stats_reset when built (crash recovery resets it)
+    int64 label_hash[approx::synopsis::kMaxDim];  // enum columns: their labels' pg_enum rows (0: not an enum)
+    const char* built_stale;          // why the build could not vouch for its freshness (nullptr: it could)
     // A column dropped, retyped or re-collated since the build: never used.
     const char* unusable;  // nullptr: usable; else the reason
 };
@@ -83,7 +92,8 @@ const char* table_synopsis_phrase(Oid relid, Oid owner, const char* name, Oid ro
 // nullptr when the synopsis is fresh; otherwise why not, in words for
 // last_run() ("synopsis stale: 31% of the rows changed since it was built",
 // "table was truncated or rewritten since the synopsis was built",
-// "table statistics were reset since the synopsis was built").
+// "table statistics were reset since the synopsis was built"). Reads the
+// statistics as of the statement (synopsis_freshness.cpp).
 const char* table_synopsis_staleness(const TableSynopsis* ts);
 
 // A table's change counters as this backend sees them: the cumulative
@@ -92,7 +102,7 @@ const char* table_synopsis_staleness(const TableSynopsis* ts);
 // live rows the same way (a pending TRUNCATE counts from zero). Without the
 // own counts a build right after this session's bulk load would read as stale
 // once the load's counts arrive.
-void table_change_counters(Oid relid, int64* changes, int64* live);
+void table_change_counters(Oid relid, int64* changes, int64* inserts, int64* live);
 
 // approx_gpu.synopsis_max_staleness (synopsis.cpp): the fraction of a table's
 // rows that may change before its synopses stop answering.

@@ -9,6 +9,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/pg_type.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -59,6 +60,41 @@ int name_array_arg(FunctionCallInfo fcinfo, int argno, const char* fn, const cha
     return n;
 }
 
+// The 0.6.0 catalog columns of a build (synopsis_freshness.cpp): attnames,
+// inserts_built, system_identifier, database_oid, stats_reset,
+// cluster_stats_reset, label_hashes, built_stale -- 8 parameters from types[0].
+constexpr int kFreshnessArgs = 8;
+void freshness_args(const TableBuild* b, int d, Oid* types, Datum* args, char* nulls) {
+    Datum names[kMaxDim];
+    Datum hashes[kMaxDim];
+    for (int j = 0; j < d; ++j) {
+        names[j] = PointerGetDatum(b->attname[j]);
+        hashes[j] = Int64GetDatum(b->label_hash[j]);
+    }
+    const Oid t[kFreshnessArgs] = {NAMEARRAYOID,   INT8OID,        INT8OID,      OIDOID,
+                                   TIMESTAMPTZOID, TIMESTAMPTZOID, INT8ARRAYOID, TEXTOID};
+    memcpy(types, t, sizeof t);
+    args[0] = PointerGetDatum(construct_array(names, d, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR));
+    args[1] = Int64GetDatum(b->inserts_built);
+    args[2] = Int64GetDatum(static_cast<int64>(GetSystemIdentifier()));
+    args[3] = ObjectIdGetDatum(MyDatabaseId);
+    args[4] = TimestampTzGetDatum(b->stats_reset);
+    args[5] = TimestampTzGetDatum(b->cluster_stats_reset);
+    args[6] = PointerGetDatum(construct_array(hashes, d, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+    args[7] = b->built_stale ? CStringGetTextDatum(b->built_stale) : (Datum)0;
+    memset(nulls, ' ', kFreshnessArgs);
+    if (b->stats_reset == 0) nulls[4] = 'n';  // never reset (pg_stat_database shows NULL)
+    if (b->cluster_stats_reset == 0) nulls[5] = 'n';
+    if (b->built_stale == nullptr) nulls[7] = 'n';
+}
+
+void require_freshness_columns(const char* fn) {
+    if (!freshness_columns_available())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the extension's objects in this database are older than its library", fn),
+                        errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
+}
+
 // Stratify attnums -> 0-based synopsis column indexes.
 int stratify_indexes(const NamedRow& row, int* out) {
     for (int s = 0; s < row.n_stratify; ++s)
@@ -75,9 +111,24 @@ namespace synopsis_glue {
 // security-restricted operation: nothing the scan runs -- type output
 // functions -- acts with the caller's privileges), same columns and settings.
 Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
+    require_freshness_columns(fn);
     SynValue* old = stored_value(row.synopsis);
     int stratify[kMaxDim];
-    int ns = stratify_indexes(row, stratify);
+    int ns = stratify_indexes(row, stratify);  // by the stored numbers
+    // The same columns by name (a restore moves numbers; a rename updated the
+    // name); a row from before 0.6.0 by number.
+    AttrNumber attnums[kMaxDim];
+    for (int j = 0; j < row.d; ++j) {
+        attnums[j] = row.has_attnames ? get_attnum(row.relation, row.attnames[j]) : row.attnums[j];
+        if (attnums[j] == InvalidAttrNumber)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                            errmsg("%s: column \"%s\" of table %s no longer exists", fn, row.attnames[j],
+                                   quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.relation)),
+                                                              get_rel_name(row.relation))),
+                            errhint("Drop the synopsis and create it on the columns you mean.")));
+    }
+    AttrNumber satt[kMaxDim];
+    for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
     Oid save_userid;
     int save_sec;
     GetUserIdAndSecContext(&save_userid, &save_sec);
@@ -85,30 +136,39 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
     int nest = NewGUCNestLevel();
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
                             false);
-    TableBuild* b = build_table_synopsis(row.relation, row.d, row.attnums, ns, stratify,
+    TableBuild* b = build_table_synopsis(row.relation, row.d, attnums, ns, stratify,
                                          static_cast<int32>(std::min<int64>(old->s.sample_size, INT32_MAX)),
                                          static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
-    Oid types[10] = {
-        synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID, OIDOID, OIDOID, TEXTOID, TEXTOID};
-    Datum args[10] = {b->value,
-                      PointerGetDatum(oid_array_of(b->atttype, row.d)),
-                      PointerGetDatum(oid_array_of(b->collation, row.d)),
-                      Int64GetDatum(b->rows_built),
-                      Int64GetDatum(b->changes_built),
-                      Int64GetDatum(b->pending_inserts),
-                      ObjectIdGetDatum(b->relfilenode),
-                      ObjectIdGetDatum(row.owner),
-                      PointerGetDatum(name),
-                      CStringGetTextDatum(row.ctid)};
+    Oid types[12 + kFreshnessArgs] = {synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID,
+                                      OIDOID, OIDOID, TEXTOID, TEXTOID, INT2ARRAYOID, INT2ARRAYOID};
+    Datum args[12 + kFreshnessArgs] = {b->value,
+                                       PointerGetDatum(oid_array_of(b->atttype, row.d)),
+                                       PointerGetDatum(oid_array_of(b->collation, row.d)),
+                                       Int64GetDatum(b->rows_built),
+                                       Int64GetDatum(b->changes_built),
+                                       Int64GetDatum(b->pending_inserts),
+                                       ObjectIdGetDatum(b->relfilenode),
+                                       ObjectIdGetDatum(row.owner),
+                                       PointerGetDatum(name),
+                                       CStringGetTextDatum(row.ctid),
+                                       PointerGetDatum(int2_array_of(attnums, row.d)),
+                                       ns > 0 ? PointerGetDatum(int2_array_of(satt, ns)) : (Datum)0};
+    char nulls[12 + kFreshnessArgs + 1];
+    memset(nulls, ' ', 12);
+    nulls[12 + kFreshnessArgs] = '\0';
+    if (ns == 0) nulls[11] = 'n';
+    freshness_args(b, row.d, types + 12, args + 12, nulls + 12);
     int64 updated = as_table_owner(
         "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), "
         "atttypes = $2::pg_catalog.regtype[], collations = $3, rows_built = $4, changes_built = $5, "
-        "pending_inserts = $6, relfilenode = $7 "
+        "pending_inserts = $6, relfilenode = $7, attnums = $11, stratify = $12, attnames = $13, "
+        "inserts_built = $14, system_identifier = $15, database_oid = $16, stats_reset = $17, "
+        "cluster_stats_reset = $18, label_hashes = $19, built_stale = $20 "
         "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
         "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid",
-        10, types, args, nullptr, nullptr, nullptr, 0);
+        12 + kFreshnessArgs, types, args, nulls, nullptr, nullptr, 0);
     if (updated != 1)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: synopsis \"%s\" was dropped or replaced while it was rebuilt", fn,
@@ -132,6 +192,7 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     int method = bandwidth_arg(fcinfo, 4, fn);
     int smoothing = smoothing_arg(fcinfo, 5, fn);
     require_current_table(fn);
+    require_freshness_columns(fn);
     if (!table_synopses_available())
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: the extension's objects in this database are older than its library", fn),
@@ -182,10 +243,10 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, fn);
     AttrNumber satt[kMaxDim];
     for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
-    Oid types[12] = {TEXTOID,     OIDOID,      synopsis_type_oid(), OIDOID,  INT2ARRAYOID,
-                     OIDARRAYOID, OIDARRAYOID, INT2ARRAYOID,        INT8OID, INT8OID,
-                     INT8OID,     OIDOID};
-    Datum args[12] = {PointerGetDatum(name),
+    Oid types[12 + kFreshnessArgs] = {TEXTOID,     OIDOID,      synopsis_type_oid(), OIDOID,  INT2ARRAYOID,
+                                      OIDARRAYOID, OIDARRAYOID, INT2ARRAYOID,        INT8OID, INT8OID,
+                                      INT8OID,     OIDOID};
+    Datum args[12 + kFreshnessArgs] = {PointerGetDatum(name),
                       ObjectIdGetDatum(owner),
                       b->value,
                       ObjectIdGetDatum(relid),
@@ -197,14 +258,19 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
                       Int64GetDatum(b->changes_built),
                       Int64GetDatum(b->pending_inserts),
                       ObjectIdGetDatum(b->relfilenode)};
-    char arg_nulls[13] = "            ";
+    char arg_nulls[12 + kFreshnessArgs + 1];
+    memset(arg_nulls, ' ', 12);
+    arg_nulls[12 + kFreshnessArgs] = '\0';
     if (ns == 0) arg_nulls[7] = 'n';
+    freshness_args(b, d, types + 12, args + 12, arg_nulls + 12);
     if (as_table_owner(
             "INSERT INTO approx_gpu.synopses (name, owner, synopsis, created, relation, attnums, atttypes, "
-            "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode) "
+            "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode, attnames, inserts_built, "
+            "system_identifier, database_oid, stats_reset, cluster_stats_reset, label_hashes, built_stale) "
             "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
-            "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12) ON CONFLICT (owner, name) DO NOTHING",
-            12, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
+            "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) "
+            "ON CONFLICT (owner, name) DO NOTHING",
+            12 + kFreshnessArgs, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
         name_taken(name, fn);
     owner_grant(owner, true);
     CacheInvalidateRelcacheByRelid(relid);

@@ -146,6 +146,7 @@ INSERT INTO hostile_base VALUES
   ('create_synopsis(text,regclass,name[],int,text,text,name[])', $${"format('hostile_new_%s', nextval('hostile_seq'))","'hostile_perm'::regclass","'{a,b}'::name[]","50","'cdf'","'auto'","'{k}'::name[]"}$$),
   ('synopsis_status(text)', $${"'hostile_named'"}$$),
   ('synopses_drop_relations()', '{}'),
+  ('synopses_follow_renames()', '{}'),
   ('approx_count()', '{}'),
   ('approx_count_ci()', '{}'),
   ('approx_sum(float8)', $${"g::float8"}$$),
