@@ -28,7 +28,7 @@ SET search_path = approx_gpu, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)
-\set hand_tests 60
+\set hand_tests 62
 BEGIN;
 
 -- ---- sentinel: the postmaster's start time and this backend -------------------------
@@ -386,8 +386,11 @@ SELECT is((SELECT count(*) FROM hash_join('SELECT key, probe_value FROM approx_g
           (SELECT count(*) FROM (hb JOIN hp p1 USING (k)) JOIN hp p2 USING (k)), 'hash_join over hash_join: a nested SRF as the build query');
 SELECT is(pg_temp.state($$SELECT hash_join('SELECT k, v FROM hb', 'SELECT k, v FROM hp')$$), 'ok',
           'hash_join in the select list');
+-- Inner queries run read-only (they also run inside parallel operations such
+-- as CREATE TABLE AS): a data-modifying one is refused, naming the argument.
 SELECT is(pg_temp.state($$SELECT count(*) FROM hash_join('WITH d AS (DELETE FROM hb WHERE k = 1 RETURNING k, v) SELECT k, v FROM d', 'SELECT k, v FROM hp')$$),
-          'ok', 'hash_join: a data-modifying build query (DELETE ... RETURNING)');
+          '22023', 'hash_join: a data-modifying build query (DELETE ... RETURNING) -> 22023');
+SELECT is((SELECT count(*) FROM hb WHERE k = 1), 10::bigint, 'hash_join: the refused build query deleted nothing');
 SELECT is(pg_temp.state($$SELECT hash_join_count('SELECT k, v FROM hb', 'SELECT k, v FROM hp WHERE approx_gpu.mo_drop(''hostile_nope'') IS NULL')$$),
           '42704', 'hash_join_count: the probe query calls mo_drop of an unknown index -> 42704');
 SET LOCAL statement_timeout = '1s';
@@ -416,8 +419,9 @@ SELECT is(pg_temp.state($$SELECT count(*) FROM transitive_closure('SELECT s, d F
           '55006', 'transitive_closure: the edge query truncates its own table -> 55006');
 SELECT is(reachability_count('SELECT s, reachability_count(''SELECT s, d FROM he'') FROM he WHERE s < 3'),
           2::bigint, 'reachability_count re-entered from its own edge query (edges 1 -> 465, 2 -> 465)');
-SELECT is((SELECT count(*) FROM reachable('WITH x AS (DELETE FROM he WHERE s > 25 RETURNING s, d) SELECT s, d FROM x', 26)),
-          5::bigint, 'reachable: a data-modifying edge query (DELETE ... RETURNING)');
+SELECT is(pg_temp.state($$SELECT count(*) FROM reachable('WITH x AS (DELETE FROM he WHERE s > 25 RETURNING s, d) SELECT s, d FROM x', 26)$$),
+          '22023', 'reachable: a data-modifying edge query (DELETE ... RETURNING) -> 22023');
+SELECT is((SELECT count(*) FROM he WHERE s > 25), 5::bigint, 'reachable: the refused edge query deleted nothing');
 SELECT is(pg_temp.state($$SELECT transitive_closure('SELECT s, d FROM he')$$), 'ok', 'transitive_closure in the select list');
 SELECT is(pg_temp.state($$SELECT reachable('SELECT s, d FROM he', 1)$$), 'ok', 'reachable in the select list');
 SELECT is((SELECT count(*) FROM generate_series(1, 3) g, LATERAL transitive_closure(format('SELECT s, d FROM he WHERE s <= %s', g * 5))),

@@ -220,5 +220,19 @@ SELECT mo_drop('city');
 SELECT pg_temp.err($$SELECT mo_info('city')$$);
 SELECT mo_create('city', -1, -1, 1, 1, 1, 1);
 SELECT (mo_info('city')->>'cells')::int AS cells;
+-- An index belongs to the role that created it: after SET ROLE to a role
+-- without its privileges it is refused (it holds what its creator could read).
+SET client_min_messages = warning;
+CREATE ROLE regress_mo_other;
+RESET client_min_messages;
+GRANT USAGE ON SCHEMA approx_gpu TO regress_mo_other;
+SET ROLE regress_mo_other;
+SELECT pg_temp.err($$SELECT mo_info('city')$$);
+SELECT pg_temp.err($$SELECT count(*) FROM mo_range('city', 0, 0, 100, 50)$$);
+SELECT pg_temp.err($$SELECT mo_drop('city')$$);
+RESET ROLE;
+SELECT (mo_info('city')->>'cells')::int AS cells;
+REVOKE USAGE ON SCHEMA approx_gpu FROM regress_mo_other;
+DROP ROLE regress_mo_other;
 SELECT mo_drop('city');
 DROP TABLE mo_pts, mo_mirror, mo_q;
