@@ -30,6 +30,7 @@ SELECT g, 'k' || lpad(s::text, 2, '0') AS k,
        (random() < 0.004)::int AS rare
   FROM (SELECT g, least(60, 1 + floor(60 * power(random(), 3)))::int AS s FROM generate_series(1, 30000) g) x;
 ANALYZE ci_p.t;
+CREATE TABLE ci_p.sizes AS SELECT k, count(*) AS rows FROM ci_p.t GROUP BY k;  -- <= 100 rows: wholly sampled
 CREATE TABLE ci_p.res (smoothing text, box int, k text, n float8, n_lo float8, n_hi float8, s float8, s_lo float8,
                        s_hi float8, a_lo float8, a_hi float8, true_n float8, true_s float8, whole bool,
                        answered text);
@@ -51,8 +52,8 @@ BEGIN
     EXECUTE format('INSERT INTO ci_p.res
       SELECT %L, %s, a.k, (a.c).estimate, (a.c).lower, (a.c).upper, (a.s).estimate, (a.s).lower, (a.s).upper,
              (a.a).lower, (a.a).upper, coalesce(e.n, 0), coalesce(e.s, 0),
-             (SELECT count(*) <= 100 FROM ci_p.t WHERE t.k = a.k), %L
-        FROM pg_temp.ci_a a LEFT JOIN (SELECT k, count(*) AS n, sum(v) AS s FROM ci_p.t WHERE %s GROUP BY k) e
+             z.rows <= 100, %L
+        FROM pg_temp.ci_a a JOIN ci_p.sizes z USING (k) LEFT JOIN (SELECT k, count(*) AS n, sum(v) AS s FROM ci_p.t WHERE %s GROUP BY k) e
           USING (k)', smoothing, b, answered, cond);
     DROP TABLE pg_temp.ci_a;
   END LOOP;

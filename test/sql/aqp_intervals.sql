@@ -38,6 +38,14 @@ CREATE TEMP TABLE a9g AS SELECT k, approx_gpu.approx_sum(x) AS s FROM ci_s GROUP
 SELECT ci_answer();
 SELECT k, a.s IS NULL AS approx_null, e.s IS NULL AS exact_null
   FROM a9g a JOIN (SELECT k, sum(x) AS s FROM ci_s GROUP BY k) e USING (k) ORDER BY k;
+-- the same on the stored synopsis value: the box g in [19001, 19940] holds 'nul' rows only
+SELECT approx_gpu.approx_sum(synopsis, 3, ARRAY[19001, NULL, NULL, NULL, NULL], ARRAY[19940, NULL, NULL, NULL, NULL])
+         IS NULL AS sum_null,
+       (approx_gpu.approx_sum_ci(synopsis, 3, ARRAY[19001, NULL, NULL, NULL, NULL],
+                                 ARRAY[19940, NULL, NULL, NULL, NULL])).estimate IS NULL AS sum_ci_null,
+       approx_gpu.approx_sum(synopsis, 3, ARRAY[1, NULL, NULL, NULL, NULL], ARRAY[19940, NULL, NULL, NULL, NULL])
+         IS NOT NULL AS others_answered
+  FROM approx_gpu.synopses WHERE name = 'ci_s_syn';
 
 -- ---- item 18: the guard never answers GROUP BY from a sample that saw no row ---------------
 SET approx_gpu.max_relative_error = 0.5;
