@@ -146,6 +146,10 @@ Var* aqp_strip_to_var(Node* node);
 // The create_upper_paths_hook: the query's shape, the synopsis that answers it,
 // the CustomPath over a fresh exact child; else the reason for last_run().
 extern create_upper_paths_hook_type aqp_prev_upper_paths_hook;
+// Does the type of synopsis column j allow GROUP BY on it (dictionary columns,
+// integers, dates)? Decided by type alone; the groups' boxes treat it as exact.
+struct TableSynopsis;
+bool aqp_group_column_ok(const TableSynopsis* ts, int j);
 void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
                      void* extra);
 

@@ -339,6 +339,19 @@ void build_boxes(AqpScanState* st) {
                     hi[j] = 0;
                 }
             }
+            // A stratum holds one value of its keys: when the conditions
+            // exclude it, the box is empty for certain (exact 0, not a
+            // sampled stratum that merely shows no row).
+            for (int gi = 0; gi < box.n_groups && box.groups_are_strata; ++gi) {
+                int j = box.group_cols[gi];
+                double v = st->keys[g * box.n_groups + gi];
+                bool inside = std::isnan(v) ? nul[j] != static_cast<uint8>(NullPolicy::NotNull)
+                                            : nul[j] != static_cast<uint8>(NullPolicy::IsNull) && lo[j] <= v && v <= hi[j];
+                if (!inside) {
+                    lo[j] = 1;
+                    hi[j] = 0;
+                }
+            }
         }
     }
 }

@@ -29,7 +29,6 @@ extern "C" {
 #include "utils/rls.h"
 }
 
-using approx::synopsis::Mode;
 
 create_upper_paths_hook_type aqp_prev_upper_paths_hook = nullptr;
 
@@ -73,6 +72,23 @@ static const char* encoding_mismatch(const TableSynopsis* ts, int col, const Aqp
     return "unknown column encoding";
 }
 
+// GROUP BY takes a column by its type, never by the synopsis' choice of
+// smoothing (which the user cannot predict): dictionary columns and whole
+// numbers (integers, dates); the groups' boxes treat them as exact
+// (aqp_scan_exec.cpp, run_estimates).
+bool aqp_group_column_ok(const TableSynopsis* ts, int j) {
+    if (ts->encoding[j] == ValueEncoding::Dictionary) return true;
+    switch (ts->atttype[j]) {
+        case INT2OID:
+        case INT4OID:
+        case INT8OID:
+        case DATEOID:
+            return true;
+        default:
+            return false;
+    }
+}
+
 // nullptr when ts answers the query; else why not.
 static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* shape, Oid role) {
     // Reasons name only a synopsis the role may see.
@@ -83,8 +99,10 @@ static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* 
         Var* v = static_cast<Var*>(lfirst(lc));
         int j = synopsis_column(ts, v->varattno);
         if (j < 0) return psprintf("column %s not in %s", attname(shape->relid, v->varattno), syn);
-        if (ts->encoding[j] != ValueEncoding::Dictionary && ts->model.cols[j].mode != Mode::Exact)
-            return psprintf("GROUP BY column %s is smoothed in %s", attname(shape->relid, v->varattno), syn);
+        if (!aqp_group_column_ok(ts, j))
+            return psprintf("GROUP BY column %s is of type %s (GROUP BY takes bool, text, varchar, enum, integer "
+                            "and date columns)",
+                            attname(shape->relid, v->varattno), format_type_be(ts->atttype[j]));
     }
     foreach (lc, shape->agg_attnos) {
         int j = synopsis_column(ts, static_cast<AttrNumber>(lfirst_int(lc)));

@@ -61,8 +61,16 @@ struct BoxEstimates {
 
 // One engine call per aggregate kind and column, over every box.
 static void run_estimates(AqpScanState* st, BoxEstimates* out) {
-    const syn::Synopsis& s = st->ts->model;
     const AqpBoxSpec& box = st->spec->boxes;
+    // A group's key is a value, not a range: its column is exact membership
+    // whatever the synopsis smooths it with (the model is plain data; the
+    // sample is shared).
+    syn::Synopsis s = st->ts->model;
+    for (int gi = 0; gi < box.n_groups; ++gi) {
+        syn::Column& c = s.cols[box.group_cols[gi]];
+        c.mode = syn::Mode::Exact;
+        c.discrete = true;
+    }
     int64 q = st->q;
     int d = s.d;
     memset(out, 0, sizeof *out);
@@ -120,15 +128,19 @@ static void run_estimates(AqpScanState* st, BoxEstimates* out) {
 // covariance of disjoint boxes' estimates is ignored, which widens the
 // interval slightly).
 static syn::BoxEstimate combine(const syn::BoxEstimate* e, int64 first, int64 n) {
-    syn::BoxEstimate r;
-    double var = 0;
+    syn::BoxEstimate r = e[first];  // the column's range and the population
+    double var = 0, count_var = 0;
+    r.estimate = r.count = 0;
+    r.support = 0;
     for (int64 b = first; b < first + n; ++b) {
         r.estimate += e[b].estimate;
         var += e[b].se * e[b].se;
         r.support += e[b].support;
+        r.count += e[b].count;
+        count_var += e[b].count_se * e[b].count_se;
     }
     r.se = std::sqrt(var);
-    r.n_rows = e[first].n_rows;
+    r.count_se = std::sqrt(count_var);
     return r;
 }
 
@@ -160,12 +172,21 @@ static GroupEstimate group_estimate(const AqpScanState* st, const BoxEstimates& 
         } else {  // ratio of the summed boxes; se from the SUM's alone (an approximation)
             syn::BoxEstimate sum = combine(est.sums[spec.col], first, n);
             syn::BoxEstimate rows = combine(est.value_counts[spec.col], first, n);
+            e = sum;  // the column's range (interval clips AVG to it)
             e.estimate = rows.estimate > 0 ? sum.estimate / rows.estimate : NAN;
             e.se = rows.estimate > 0 ? sum.se / rows.estimate : NAN;
             e.support = rows.support;
         }
     }
-    if (spec.kind != AQP_COUNT && (cnt.support == 0 || std::isnan(e.estimate))) return GroupEstimate{false, 0, 0, 0};
+    // No value to add up: NULL as sum() and avg() give, where the sample saw
+    // rows of the group but none with a value (all NULL), or saw no row of
+    // an exact box. A SUM over rows the sample did not see is 0 with an
+    // interval (the engine's zero-count bound) rather than a claimed NULL.
+    if (spec.kind != AQP_COUNT) {
+        bool unseen = cnt.support == 0 && !(cnt.se == 0 && cnt.estimate == 0);
+        if (std::isnan(e.estimate) || (e.support == 0 && !(spec.kind == AQP_SUM && unseen)))
+            return GroupEstimate{false, 0, 0, 0};
+    }
     GroupEstimate r{true, e.estimate, e.estimate, e.estimate};
     if (with_interval) syn::interval(st->ts->model, agg, e, aqp_confidence, r.lower, r.upper);
     return r;
@@ -192,12 +213,26 @@ static void assemble_rows(AqpScanState* st, const BoxEstimates& est) {
     st->out_nulls = static_cast<bool*>(palloc(sizeof(bool) * st->natts * (st->n_cand + 1)));
     st->n_out = 0;
     double mre = aqp_max_relative_error;
+    // The groups of an unstratified sample (or one stratified on other
+    // columns) are those it holds: a group it missed would be missing from
+    // the answer, which no bound covers.
+    const syn::Synopsis& model = st->ts->model;
+    if (mre > 0 && box.n_groups > 0 && !box.groups_are_strata && model.m < model.n_rows) {
+        fall_back(st, "GROUP BY over a sample that may miss groups (stratify the synopsis on the GROUP BY columns)");
+        return;
+    }
     for (int64 g = 0; g < st->n_cand; ++g) {
         syn::BoxEstimate cnt = group_count(st, est, g);
-        if (box.n_groups > 0 && cnt.support == 0) continue;  // a group no sample row answers
-        if (mre > 0 && cnt.support == 0) {
-            fall_back(st, "the box holds no sample row");
-            return;
+        // No sample row in the box: the answer is exactly "no rows" only where
+        // every stratum it covers was wholly sampled (zero count, zero se);
+        // otherwise rows may exist that the sample missed, so the guard's
+        // promise needs the exact path (grouped or not).
+        if (cnt.support == 0) {
+            if (mre > 0 && !(cnt.se == 0 && cnt.estimate == 0)) {
+                fall_back(st, "the box holds no sample row");
+                return;
+            }
+            if (box.n_groups > 0) continue;  // a group no sample row answers
         }
         Datum* values = st->out_values + st->n_out * st->natts;
         bool* nulls = st->out_nulls + st->n_out * st->natts;

@@ -670,6 +670,13 @@ double piece_population(const Synopsis& s, const Piece& p) {
                                             : static_cast<double>(s.n_rows);
 }
 
+// N times the mean of m shifted values (shift v0, shifted sum sv). A wholly
+// sampled piece (m >= N) adds its values up instead, so that an exact answer
+// is exact (31, not 31.000000000000004).
+double piece_total(double N, double m, double v0, double sv) {
+    return m >= N ? (m * v0 + sv) * (N / m) : N * (v0 + sv / m);
+}
+
 // One stratum's (or an unstratified sample's) estimate from its sums: N rows,
 // m sample rows.
 BoxEstimate estimate_one(double N, double m, Aggregate agg, const BoxSums& t) {
@@ -683,11 +690,11 @@ BoxEstimate estimate_one(double N, double m, Aggregate agg, const BoxSums& t) {
     const double dof = m > 1 ? m - 1 : 1;
     switch (agg) {
         case Aggregate::Count:
-            e.estimate = N * mean_c;
+            e.estimate = piece_total(N, m, t.c0, t.sc);
             e.se = N * std::sqrt(fpc * scc / dof / m);
             break;
         case Aggregate::Sum:
-            e.estimate = N * mean_s;
+            e.estimate = piece_total(N, m, t.s0, t.ss);
             e.se = N * std::sqrt(fpc * sss / dof / m);
             break;
         case Aggregate::Avg: {
@@ -835,8 +842,8 @@ BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* 
         if (!(m > 0)) continue;
         const double fpc = m >= N ? 0.0 : (N - m) / (N - 1);
         const double w = N * N * fpc / (m > 1 ? m - 1 : 1) / m;
-        C += N * (t.c0 + t.sc / m);
-        S += N * (t.s0 + t.ss / m);
+        C += piece_total(N, m, t.c0, t.sc);
+        S += piece_total(N, m, t.s0, t.ss);
         var_c += w * std::max(0.0, t.scc - t.sc * t.sc / m);
         var_s += w * std::max(0.0, t.sss - t.ss * t.ss / m);
     }
@@ -879,6 +886,62 @@ BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* 
         }
     }
     return e;
+}
+
+void widen_for_unseen(const Synopsis& s, Aggregate agg, int column, const Piece* pieces, const BoxSums* sums, int64_t n,
+                      BoxEstimate& e, bool every_row) {
+    constexpr double z2 = 1.96 * 1.96;
+    const Column* col = agg == Aggregate::Count ? nullptr : &s.cols[column];
+    const double xmax = col ? std::max(std::fabs(col->min), std::fabs(col->max)) : 0;
+    double C = 0, S = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double m = static_cast<double>(pieces[i].end - pieces[i].begin);
+        const double N = piece_population(s, pieces[i]);
+        if (!(m > 0)) continue;
+        C += N * (sums[i].c0 + sums[i].sc / m);
+        S += N * (sums[i].s0 + sums[i].ss / m);
+    }
+    double var_c = 0, count_extra = 0, sum_extra = 0, floor_total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const BoxSums& t = sums[i];
+        const double m = static_cast<double>(pieces[i].end - pieces[i].begin);
+        const double N = piece_population(s, pieces[i]);
+        if (!(m > 0) || m >= N) continue;  // wholly sampled: nothing unseen
+        const double fpc = (N - m) / (N - 1);
+        const double mean_c = t.c0 + t.sc / m, mean_s = t.s0 + t.ss / m;
+        const double k = std::min(m, std::max(0.0, m * mean_c)), q = k / m;
+        const double p = (k + z2) / (m + 2 * z2);
+        const double w = N * N * fpc / m;
+        var_c += w / (m > 1 ? m - 1 : 1) * std::max(0.0, t.scc - t.sc * t.sc / m);
+        if (every_row) continue;  // the box holds every row: nothing to miss
+        const double extra = w * std::max(0.0, p * (1 - p) - q * (1 - q));
+        floor_total += w * p * (1 - p);
+        count_extra += extra;
+        if (agg == Aggregate::Sum) {
+            const double xbar = mean_c > 0 ? mean_s / mean_c : C > 0 ? S / C : xmax;
+            sum_extra += extra * xbar * xbar;
+        }
+    }
+    e.count = C;
+    e.count_se = std::sqrt(var_c + count_extra);
+    if (col) {
+        e.has_range = true;
+        e.value_min = col->min;
+        e.value_max = col->max;
+    }
+    if (!(floor_total > 0) || std::isnan(e.se)) return;  // exact (or no AVG)
+    switch (agg) {
+        case Aggregate::Count:
+            e.se = std::sqrt(e.se * e.se + count_extra);
+            break;
+        case Aggregate::Sum:
+            e.se = std::sqrt(e.se * e.se + sum_extra);
+            if (e.se == 0) e.se = xmax * std::sqrt(floor_total);
+            break;
+        case Aggregate::Avg:
+            if (e.se == 0 && C > 0) e.se = 0.5 * (col->max - col->min) * std::sqrt(floor_total) / C;
+            break;
+    }
 }
 
 Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& caller, BoxEstimate* out) {
@@ -945,10 +1008,36 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& cal
             ctx.stats->add("sample_rows", static_cast<double>(s.m));
             if (s.n_strata > 0) ctx.stats->add("pieces", static_cast<double>(n));
         }
-        if (n > 0)
+        // Pieces of wholly sampled strata are summed with every column exact
+        // (their rows are the stratum: an exact answer, never smoothed), the
+        // rest with the synopsis' modes; both subsets keep the pieces' order.
+        bool smoothed = false;
+        for (int j = 0; j < s.d; ++j) smoothed |= s.cols[j].mode != Mode::Exact;
+        std::vector<Piece> part[2];
+        std::vector<int64_t> where[2];
+        for (int64_t i = 0; i < n; ++i) {
+            const bool whole =
+                smoothed && static_cast<double>(pieces[i].end - pieces[i].begin) >= piece_population(s, pieces[i]);
+            part[whole].push_back(pieces[i]);
+            where[whole].push_back(i);
+        }
+        Synopsis exact = s;
+        for (int j = 0; j < exact.d; ++j) {
+            exact.cols[j].mode = Mode::Exact;
+            exact.cols[j].discrete = true;
+        }
+        for (int w = 0; w < 2; ++w) {
+            const int64_t np = static_cast<int64_t>(part[w].size());
+            if (np == 0) continue;
+            const Synopsis& model = w ? exact : s;
+            std::vector<BoxSums> got(static_cast<size_t>(np));
+            int64_t prow = 0;
+            for (const Piece& pc : part[w]) prow += pc.end - pc.begin;
             APPROX_TRY(dispatch(
-                ctx, rows, [&] { return piece_sums_cpu(s, boxes, pieces.data(), n, ctx, sums.data()); },
-                APPROX_GPU(piece_sums_gpu(s, boxes, pieces.data(), n, ctx, sums.data()))));
+                ctx, prow, [&] { return piece_sums_cpu(model, boxes, part[w].data(), np, ctx, got.data()); },
+                APPROX_GPU(piece_sums_gpu(model, boxes, part[w].data(), np, ctx, got.data()))));
+            for (int64_t i = 0; i < np; ++i) sums[where[w][i]] = got[i];
+        }
         for (int64_t b = 0; b < boxes.q; ++b) {
             const int64_t np = first[b + 1] - first[b];
             double population = 0;
@@ -961,7 +1050,17 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& cal
                 continue;
             }
             out[b] = estimate_from_pieces(s, boxes.agg, pieces.data() + first[b], sums.data() + first[b], np);
-            out[b].se *= box_interval_scale(s, boxes.lo + b * s.d, boxes.hi + b * s.d);
+            // A box of no bound and no NULL test holds every row (a SUM / AVG
+            // column without NULLs too): the sample cannot miss any.
+            bool every_row = boxes.agg == Aggregate::Count || s.cols[boxes.column].null_count == 0;
+            for (int j = 0; j < s.d && every_row; ++j)
+                every_row = boxes.lo[b * s.d + j] == -INFINITY && boxes.hi[b * s.d + j] == INFINITY &&
+                            (boxes.nulls == nullptr || boxes.nulls[b * s.d + j] == math::kNullAny);
+            widen_for_unseen(s, boxes.agg, boxes.column, pieces.data() + first[b], sums.data() + first[b], np, out[b],
+                             every_row);
+            const double scale = box_interval_scale(s, boxes.lo + b * s.d, boxes.hi + b * s.d);
+            out[b].se *= scale;
+            out[b].count_se *= scale;
         }
         return Status::Ok();
     });
@@ -1003,10 +1102,23 @@ void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double con
     double z = normal_quantile(0.5 + confidence / 2);
     lower = e.estimate - z * e.se;
     upper = e.estimate + z * e.se;
+    const double cap = e.n_rows > 0 ? e.n_rows : static_cast<double>(s.n_rows);
     if (agg == Aggregate::Count) {
         lower = std::max(0.0, lower);
-        upper = std::min(e.n_rows > 0 ? e.n_rows : static_cast<double>(s.n_rows), upper);
+        upper = std::min(cap, upper);
+        return;
     }
+    if (!e.has_range || std::isnan(e.estimate)) return;
+    if (agg == Aggregate::Sum) {  // between count_lo / count_hi rows, each in [min, max]
+        const double c_lo = std::max(0.0, e.count - z * e.count_se), c_hi = std::min(cap, e.count + z * e.count_se);
+        lower = std::max(lower, e.value_min >= 0 ? c_lo * e.value_min : c_hi * e.value_min);
+        upper = std::min(upper, e.value_max >= 0 ? c_hi * e.value_max : c_lo * e.value_max);
+    } else {
+        lower = std::max(lower, e.value_min);
+        upper = std::min(upper, e.value_max);
+    }
+    lower = std::min(lower, e.estimate);
+    upper = std::max(upper, e.estimate);
 }
 
 Status density(const Synopsis& s, const double* x, const ExecContext& ctx, double& out) {

@@ -228,13 +228,23 @@ struct BoxEstimate {
     bool empty = false;   // a bound pair lo > hi
     int64_t support = 0;  // sample rows with a positive COUNT weight in the box (0: no sample row in it)
     double n_rows = 0;    // rows of the population the box was evaluated over (N, or its stratum's)
+    // What interval() needs besides: the COUNT of the rows the aggregate
+    // reads (SUM / AVG: those with a value in the column) with its standard
+    // error, and for SUM / AVG the column's sample range [value_min, value_max].
+    double count = 0;
+    double count_se = 0;
+    bool has_range = false;
+    double value_min = 0, value_max = 0;
 };
 
 // Estimates and standard errors for every box (out has q entries). Each box
 // is expanded into pieces (one per stratum it is evaluated over), the engine
 // sums each piece, and estimate_from_pieces (synopsis_internal.hpp) combines
 // them; a box with one piece (unstratified, or one stratum) gets the plain
-// formulas above with that piece's N and m. Runs on the GPU (cuda/synopsis.cu:
+// formulas above with that piece's N and m. Pieces of a wholly sampled
+// stratum (m_g = N_g, or an unstratified sample of every row) are evaluated
+// with every column exact: their rows are the population, and smoothing
+// them would only blur an exact answer. Runs on the GPU (cuda/synopsis.cu:
 // one block per run of a piece's rows) or the CPU (threads over pieces, or over
 // row chunks for few pieces) under ctx. NULL semantics: see math::row_terms in
 // synopsis_math.hpp (for SUM / AVG of column k, rows whose k is NULL count for
@@ -244,7 +254,12 @@ Status evaluate(const Synopsis& s, const BoxBatch& boxes, const ExecContext& ctx
 
 // Confidence interval estimate -/+ z se, z = Phi^-1((1 + confidence) / 2);
 // COUNT intervals are clipped to [0, e.n_rows] (the population the box was
-// evaluated over; s.n_rows when e.n_rows is 0). confidence in (0, 1).
+// evaluated over; s.n_rows when e.n_rows is 0); SUM intervals to
+// [count_lo min, count_hi max] (each of the box's rows lies in the column's
+// range: a non-negative column's SUM is >= 0), AVG intervals to [min, max];
+// the estimate always lies inside. The standard errors come floored from
+// evaluate (see widen_for_unseen, synopsis_internal.hpp): an interval has zero
+// width only when every stratum of the box was wholly sampled. confidence in (0, 1).
 void interval(const Synopsis& s, Aggregate agg, const BoxEstimate& e, double confidence, double& lower, double& upper);
 
 // Product-kernel density at x (d values) with the density bandwidths

@@ -111,6 +111,25 @@ BoxEstimate estimate_from_sums(const Synopsis& s, Aggregate agg, const BoxSums& 
 // not yet multiplied by box_interval_scale. support and n_rows are summed.
 BoxEstimate estimate_from_pieces(const Synopsis& s, Aggregate agg, const Piece* pieces, const BoxSums* sums, int64_t n);
 
+// What the sample cannot see (shared by both engines; after
+// estimate_from_pieces, before box_interval_scale). Each piece of a stratum
+// that was not wholly sampled (m_g < N_g) adds the Wilson score interval's
+// excess over the plug-in binomial variance, N_g^2 fpc_g / m_g *
+// max(0, p~ (1 - p~) - p^ (1 - p^)), p^ = k / m_g, p~ = (k + z^2) / (m_g + 2 z^2)
+// (k = the piece's COUNT weight, z = 1.96): with k = 0 the 95% upper bound is
+// N_g z^2 / (m_g + z^2), Wilson's bound for no successes (about 3.8 N_g / m_g,
+// Clopper-Pearson's is 3.7); with k = m_g (every sample row in the box) the
+// lower bound likewise; for small k it is close to Wilson's interval; for
+// moderate k it adds little. SUM adds the same times the square of the
+// piece's mean value in the box (the box's mean, or the column's largest
+// magnitude when the sample saw no value); a SUM or AVG whose se is still 0
+// (every value seen equal) gets sqrt(sum of the pieces' N_g^2 fpc_g p~ (1 - p~)
+// / m_g) times the column's largest magnitude (SUM) or half its range over
+// COUNT (AVG). every_row: the box has no bound (nothing to widen). Also fills
+// count, count_se and (SUM / AVG) the column's range. column: the SUM / AVG column.
+void widen_for_unseen(const Synopsis& s, Aggregate agg, int column, const Piece* pieces, const BoxSums* sums, int64_t n,
+                      BoxEstimate& e, bool every_row);
+
 // Phi^-1(p), p in (0, 1), to about 1e-15 (Acklam + one Halley step).
 double normal_quantile(double p);
 

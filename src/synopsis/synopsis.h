@@ -133,6 +133,10 @@ Datum state_final(SynAgg* st, const char* fn);
 // buffer when out is null; returns it.
 syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const double* hi, syn::Aggregate agg,
                             int column, const char* fn, syn::BoxEstimate* out = nullptr);
+// SUM estimates of boxes whose sample rows all hold NULL in the column
+// become NaN (SQL NULL, as sum() of NULLs).
+void null_sums(const SynValue* v, int64 q, const double* lo, const double* hi, int column, const char* fn,
+               syn::BoxEstimate* e);
 Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e);
 
 // ---- the catalog table (synopsis_catalog.cpp) -----------------------------------------------------

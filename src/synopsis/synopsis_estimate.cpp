@@ -123,6 +123,21 @@ syn::BoxEstimate* run_boxes(const SynValue* v, int64 q, const double* lo, const 
     return out;
 }
 
+// SUM over boxes whose sample rows all hold NULL in the column is NULL, as
+// sum() (a box with no sample row at all stays an estimate of 0 with its
+// interval): marks them NaN. Only a column with NULLs needs the COUNT.
+void null_sums(const SynValue* v, int64 q, const double* lo, const double* hi, int column, const char* fn,
+                      syn::BoxEstimate* e) {
+    if (v->s.cols[column].null_count == 0) return;
+    bool any = false;
+    for (int64 i = 0; i < q && !any; ++i) any = e[i].support == 0;
+    if (!any) return;
+    syn::BoxEstimate* rows = run_boxes(v, q, lo, hi, syn::Aggregate::Count, 0, fn);
+    for (int64 i = 0; i < q; ++i)
+        if (e[i].support == 0 && rows[i].support > 0) e[i].estimate = NAN;
+    pfree(rows);
+}
+
 // A buffer for q estimates that lives as long as the backend (up to 32 MB;
 // larger batches get a palloc'd one): the many-box forms run again and again,
 // and a fresh buffer of 10^4 estimates (320 kB) costs a page fault per 4 kB
@@ -173,6 +188,7 @@ OneBox one_box_args(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn)
 Datum one_box(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
     OneBox b = one_box_args(fcinfo, agg, fn);
     syn::BoxEstimate* e = run_boxes(b.v, 1, b.lo, b.hi, agg, b.column, fn);
+    if (agg == syn::Aggregate::Sum) null_sums(b.v, 1, b.lo, b.hi, b.column, fn, e);
     return estimate_datum(fcinfo, e[0]);
 }
 
@@ -183,6 +199,7 @@ Datum one_box_ci(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: confidence must be between 0 and 1 (exclusive), not %g", fn, confidence)));
     syn::BoxEstimate* e = run_boxes(b.v, 1, b.lo, b.hi, agg, b.column, fn);
+    if (agg == syn::Aggregate::Sum) null_sums(b.v, 1, b.lo, b.hi, b.column, fn, e);
     TupleDesc desc;
     if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s: result type must be approx_estimate", fn)));
@@ -213,6 +230,7 @@ Datum many_boxes(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
                         errmsg("%s: lo has " INT64_FORMAT " boxes and hi " INT64_FORMAT, fn, q_lo, q_hi)));
     if (q_lo == 0) PG_RETURN_ARRAYTYPE_P(construct_empty_array(FLOAT8OID));
     syn::BoxEstimate* e = run_boxes(v, q_lo, lo, hi, agg, column, fn, estimate_scratch(q_lo));
+    if (agg == syn::Aggregate::Sum) null_sums(v, q_lo, lo, hi, column, fn, e);
     int64 n_null = 0;
     for (int64 i = 0; i < q_lo; ++i) n_null += std::isnan(e[i].estimate);
     int dims[1] = {static_cast<int>(q_lo)};

@@ -180,6 +180,7 @@ Datum named_estimate(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn
     double* hi = static_cast<double*>(palloc(sizeof(double) * v->s.d));
     predicate_box(v, cols, PG_GETARG_JSONB_P(pred_arg), lo, hi, fn);
     syn::BoxEstimate* e = run_boxes(v, 1, lo, hi, agg, column, fn);
+    if (agg == syn::Aggregate::Sum) null_sums(v, 1, lo, hi, column, fn, e);
     return estimate_datum(fcinfo, e[0]);
 }
 

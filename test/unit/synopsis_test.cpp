@@ -148,6 +148,16 @@ BoxEstimate reference(const Synopsis& s, const double* lo, const double* hi, Agg
     if (agg == Aggregate::Count) e.estimate = N * mc, e.se = N * std::sqrt(fpc * vc / (m - 1) / m);
     if (agg == Aggregate::Sum) e.estimate = N * ms, e.se = N * std::sqrt(fpc * vs / (m - 1) / m);
     if (agg == Aggregate::Avg) e.estimate = r, e.se = std::sqrt(fpc * vr / (m - 1) / m) / mc;
+    // what the sample cannot see: the Wilson excess over the binomial variance
+    // (widen_for_unseen), unless the box has no bound
+    bool bounded = false;
+    for (int j = 0; j < s.d; ++j) bounded |= lo[j] > -INFINITY || hi[j] < INFINITY;
+    if (bounded && fpc > 0 && agg != Aggregate::Avg) {
+        const double z2 = 1.96 * 1.96, kk = m * mc, p = (kk + z2) / (m + 2 * z2), q = mc;
+        const double excess = N * N * fpc / m * std::max(0.0, p * (1 - p) - q * (1 - q));
+        const double xbar = mc > 0 ? ms / mc : std::max(std::fabs(s.cols[k].min), std::fabs(s.cols[k].max));
+        e.se = std::sqrt(e.se * e.se + excess * (agg == Aggregate::Sum ? xbar * xbar : 1));
+    }
     // the smoothing allowance of the smoothed columns the box constrains
     double extra = 0;
     for (int j = 0; j < s.d; ++j)
@@ -524,6 +534,9 @@ TEST(SynopsisBoxes, MatchNaiveReference) {
                     continue;
                 }
                 EXPECT_NEAR(est[q].estimate, r.estimate, 1e-10 * std::fabs(r.estimate) + 1e-12 * 1e6) << q;
+                // An AVG of values all equal in the box (se 0) is widened by the
+                // column's range (widen_for_unseen): checked in SynopsisIntervals.
+                if (agg == Aggregate::Avg && r.se <= 1e-9 * (std::fabs(r.estimate) + 1)) continue;
                 // The AVG residual sum of squares cancels when s_i = R c_i: about 1e-8 of the value.
                 EXPECT_NEAR(est[q].se, r.se, 1e-6 * std::fabs(r.se) + 1e-8 * std::fabs(r.estimate) + 1e-9) << q;
             }
@@ -554,6 +567,7 @@ TEST(SynopsisBoxes, LogScaleColumnMatchesQuadrature) {
                 continue;
             }
             EXPECT_NEAR(est[q].estimate, r.estimate, 1e-8 * std::fabs(r.estimate) + 1e-12 * 1e6) << q;
+            if (agg == Aggregate::Avg && r.se <= 1e-9 * (std::fabs(r.estimate) + 1)) continue;  // see above
             EXPECT_NEAR(est[q].se, r.se, 1e-6 * std::fabs(r.se) + 1e-8 * std::fabs(r.estimate) + 1e-9) << q;
         }
     }
@@ -1059,7 +1073,11 @@ TEST(SynopsisNulls, SumAndAvgSkipNullsOfTheirColumn) {
             exact_terms(s, &lo[q * 3], &hi[q * 3], &nulls[q * 3], 1, c, g);
             BoxEstimate r = stratified_reference(c, g, {Stratum{400000, 0, 4000}}, agg);
             EXPECT_NEAR(e[q].estimate, r.estimate, 1e-10 * std::fabs(r.estimate)) << q;
-            EXPECT_NEAR(e[q].se, r.se, 1e-7 * r.se) << q;
+            // the direct formula's se, plus (SUM) the Wilson excess of widen_for_unseen
+            if (agg == Aggregate::Avg)
+                EXPECT_NEAR(e[q].se, r.se, 1e-7 * r.se) << q;
+            else
+                EXPECT_GE(e[q].se, r.se * (1 - 1e-7)) << q;
             int64_t support = 0;
             for (double v : c) support += v > 0;
             EXPECT_EQ(e[q].support, support) << q;  // rows with a non-NULL x in the box
@@ -1256,7 +1274,9 @@ TEST(SynopsisStrata, EstimatesAndVariancesMatchTheDirectFormulas) {
                     continue;
                 }
                 EXPECT_NEAR(e[q].estimate, r.estimate, 1e-11 * std::fabs(r.estimate)) << q;
-                EXPECT_NEAR(e[q].se, r.se, 1e-8 * r.se + 1e-12) << q;
+                // the direct formulas' se, or more where a stratum's floor for
+                // what its sample cannot see binds (widen_for_unseen)
+                EXPECT_GE(e[q].se, r.se * (1 - 1e-8)) << q;
                 double pop = 0;
                 for (const Stratum& st : over) pop += static_cast<double>(st.n_rows);
                 EXPECT_EQ(e[q].n_rows, pop);
@@ -1607,5 +1627,138 @@ TEST(SynopsisGpu, PiecesNullsAndStrataMatchCpu) {
             EXPECT_NEAR(sg[i].ss, sc[i].ss, 1e-9 * n * 30) << i;
             EXPECT_NEAR(sg[i].sss, sc[i].sss, 1e-9 * std::fabs(sc[i].sss) + 1e-9 * n) << i;
         }
+    }
+}
+
+// ---- intervals: what the sample cannot see (issue 26, items 19-21) ----------------------------
+
+namespace {
+
+// Two strata of d = 2 rows (col 0 the stratum code, col 1 values):
+// stratum 0 holds all of its `whole` rows, stratum 1 `m1` sample rows of n1.
+Owned two_strata(int64_t whole, int64_t m1, int64_t n1, Smoothing sm, double (*value)(std::mt19937_64&, int64_t)) {
+    std::mt19937_64 g(21);
+    std::vector<double> rows;
+    for (int64_t i = 0; i < whole; ++i) rows.insert(rows.end(), {0.0, value(g, i)});
+    for (int64_t i = 0; i < m1; ++i) rows.insert(rows.end(), {1.0, value(g, i)});
+    std::vector<Stratum> strata = {{whole, 0, whole}, {n1, whole, whole + m1}};
+    return make_owned(rows, 2, whole + n1, sm, strata, {0});
+}
+
+double uniform_value(std::mt19937_64& g, int64_t) { return std::uniform_real_distribution<double>(0, 100)(g); }
+double zero_value(std::mt19937_64&, int64_t) { return 0.0; }
+
+}  // namespace
+
+TEST(SynopsisIntervals, NoSampleRowGivesAnUpperBound) {
+    // 200 of 20,000 rows, values in [0, 100): a box beyond them holds no sample row
+    std::mt19937_64 g(5);
+    std::vector<double> rows;
+    for (int i = 0; i < 200; ++i) rows.insert(rows.end(), {uniform_value(g, i), uniform_value(g, i)});
+    for (int64_t N : {20000, 200}) {  // sampled, then the whole table
+        Owned o = make_owned(rows, 2, N, Smoothing::Never);
+        std::vector<double> lo = {200, -INFINITY}, hi = {300, INFINITY};
+        BoxEstimate c, s, a;
+        ASSERT_TRUE(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Count, 0), cpu_ctx(), &c).ok());
+        ASSERT_TRUE(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Sum, 1), cpu_ctx(), &s).ok());
+        ASSERT_TRUE(evaluate(o.s, batch_of(1, lo, hi, Aggregate::Avg, 1), cpu_ctx(), &a).ok());
+        EXPECT_EQ(c.support, 0);
+        double lower, upper;
+        interval(o.s, Aggregate::Count, c, 0.95, lower, upper);
+        EXPECT_EQ(c.estimate, 0);
+        EXPECT_EQ(lower, 0);
+        if (N == 200) {  // every row sampled: exactly none
+            EXPECT_EQ(upper, 0);
+        } else {  // Wilson's zero-success bound, N z^2 / (m + z^2), about 3.8 N / m
+            const double z2 = 1.96 * 1.96, fpc = (N - 200.0) / (N - 1.0), p = z2 / (200 + 2 * z2);
+            EXPECT_NEAR(upper, 1.96 * N * std::sqrt(fpc * p * (1 - p) / 200), 1e-6 * N);
+            EXPECT_GT(upper, 3.0 * N / 200);
+        }
+        interval(o.s, Aggregate::Sum, s, 0.95, lower, upper);
+        EXPECT_EQ(s.estimate, 0);
+        EXPECT_EQ(lower, 0);  // a non-negative column
+        if (N == 200)
+            EXPECT_EQ(upper, 0);
+        else
+            EXPECT_GT(upper, 0);
+        EXPECT_TRUE(std::isnan(a.estimate));
+    }
+}
+
+TEST(SynopsisIntervals, AllInTheBoxIsNotZeroWidthUnlessWhollySampled) {
+    // stratum 1: 100 sample rows of 1,000, every value 0; the box value = 0 holds them all
+    Owned o = two_strata(50, 100, 1000, Smoothing::Never, zero_value);
+    std::vector<double> lo = {1, 0, 0, 0}, hi = {1, 0, 0, 0};
+    std::vector<int32_t> which = {1, 0};
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        std::vector<BoxEstimate> e(2);
+        ASSERT_TRUE(evaluate(o.s, batch_of(2, lo, hi, agg, 1, nullptr, &which), cpu_ctx(), e.data()).ok());
+        double lower, upper;
+        interval(o.s, agg, e[0], 0.95, lower, upper);
+        if (agg == Aggregate::Count) {
+            EXPECT_EQ(e[0].estimate, 1000);
+            EXPECT_LT(lower, 990);  // rows of another value may hide among the 900 unseen
+            EXPECT_EQ(upper, 1000);
+        }
+        interval(o.s, agg, e[1], 0.95, lower, upper);  // the wholly sampled stratum: exact
+        EXPECT_EQ(lower, upper) << static_cast<int>(agg);
+    }
+}
+
+TEST(SynopsisIntervals, WhollySampledStrataAreExactOnSmoothedColumns) {
+    Owned o = two_strata(80, 300, 30000, Smoothing::Always, uniform_value);
+    ASSERT_EQ(o.s.cols[1].mode, Mode::Kde);
+    std::vector<double> lo, hi;
+    std::vector<int32_t> which;
+    for (double t : {10.0, 33.3, 50.0, 99.0, 150.0}) {
+        lo.insert(lo.end(), {-INFINITY, -INFINITY});
+        hi.insert(hi.end(), {INFINITY, t});
+        which.push_back(0);
+    }
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum}) {
+        std::vector<BoxEstimate> e(5);
+        ASSERT_TRUE(evaluate(o.s, batch_of(5, lo, hi, agg, 1, nullptr, &which), cpu_ctx(), e.data()).ok());
+        for (int q = 0; q < 5; ++q) {
+            double count = 0, sum = 0;
+            for (int64_t i = 0; i < 80; ++i)
+                if (o.sample[i * 2 + 1] <= hi[q * 2 + 1]) count += 1, sum += o.sample[i * 2 + 1];
+            EXPECT_NEAR(e[q].estimate, agg == Aggregate::Count ? count : sum, 1e-9 * (sum + 1)) << q;
+            EXPECT_EQ(e[q].se, 0) << q;
+            EXPECT_EQ(e[q].support, static_cast<int64_t>(count)) << q;
+        }
+    }
+    // a box beyond every value: no phantom mass in the wholly sampled stratum
+    std::vector<double> lo1 = {-INFINITY, 100.5}, hi1 = {INFINITY, INFINITY};
+    std::vector<int32_t> w0 = {0};
+    BoxEstimate e;
+    ASSERT_TRUE(evaluate(o.s, batch_of(1, lo1, hi1, Aggregate::Count, 0, nullptr, &w0), cpu_ctx(), &e).ok());
+    EXPECT_EQ(e.estimate, 0);
+    EXPECT_EQ(e.support, 0);
+}
+
+TEST(SynopsisIntervals, SumAndAvgStayInTheColumnsRange) {
+    Owned o = weighted_strata(200, 12, Smoothing::Never);  // col 2 exponential (>= 0)
+    std::vector<double> lo, hi;
+    std::mt19937_64 g(3);
+    std::uniform_real_distribution<double> u(0, 1);
+    const int q = 300;
+    for (int b = 0; b < q; ++b) {
+        double a = -std::log(1 - u(g)), w = 0.05 * u(g);
+        lo.insert(lo.end(), {-INFINITY, -INFINITY, a});
+        hi.insert(hi.end(), {INFINITY, INFINITY, a + w});
+    }
+    std::vector<BoxEstimate> s(q), a(q);
+    ASSERT_TRUE(evaluate(o.s, batch_of(q, lo, hi, Aggregate::Sum, 2), cpu_ctx(), s.data()).ok());
+    ASSERT_TRUE(evaluate(o.s, batch_of(q, lo, hi, Aggregate::Avg, 2), cpu_ctx(), a.data()).ok());
+    for (int b = 0; b < q; ++b) {
+        double lower, upper;
+        interval(o.s, Aggregate::Sum, s[b], 0.95, lower, upper);
+        EXPECT_GE(lower, 0) << b;
+        EXPECT_LE(lower, s[b].estimate) << b;
+        EXPECT_GE(upper, s[b].estimate) << b;
+        if (std::isnan(a[b].estimate)) continue;
+        interval(o.s, Aggregate::Avg, a[b], 0.95, lower, upper);
+        EXPECT_GE(lower, o.s.cols[2].min) << b;
+        EXPECT_LE(upper, o.s.cols[2].max) << b;
     }
 }
