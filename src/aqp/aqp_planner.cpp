@@ -74,7 +74,7 @@ static const char* encoding_mismatch(const TableSynopsis* ts, int col, const Aqp
 
 // GROUP BY takes a column by its type, never by the synopsis' choice of
 // smoothing (which the user cannot predict): dictionary columns and whole
-// numbers (integers, dates); the groups' boxes treat them as exact
+// numbers (integers, dates, timestamps); the groups' boxes treat them as exact
 // (aqp_scan_exec.cpp, run_estimates).
 bool aqp_group_column_ok(const TableSynopsis* ts, int j) {
     if (ts->encoding[j] == ValueEncoding::Dictionary) return true;
@@ -83,6 +83,8 @@ bool aqp_group_column_ok(const TableSynopsis* ts, int j) {
         case INT4OID:
         case INT8OID:
         case DATEOID:
+        case TIMESTAMPOID:    // integer microseconds: discrete like int8 (a key past
+        case TIMESTAMPTZOID:  // 2^53 falls back, synopsis_codec.cpp)
             return true;
         default:
             return false;
@@ -100,8 +102,8 @@ static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* 
         int j = synopsis_column(ts, v->varattno);
         if (j < 0) return psprintf("column %s not in %s", attname(shape->relid, v->varattno), syn);
         if (!aqp_group_column_ok(ts, j))
-            return psprintf("GROUP BY column %s is of type %s (GROUP BY takes bool, text, varchar, enum, integer "
-                            "and date columns)",
+            return psprintf("GROUP BY column %s is of type %s (GROUP BY takes bool, text, varchar, enum, integer, "
+                            "date and timestamp columns)",
                             attname(shape->relid, v->varattno), format_type_be(ts->atttype[j]));
     }
     foreach (lc, shape->agg_attnos) {
