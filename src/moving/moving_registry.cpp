@@ -65,8 +65,10 @@ MoEntry* mo_lookup(FunctionCallInfo fcinfo, const char* fn) {
                         errhint("Indexes live in the session that created them with mo_create().")));
     if (!has_privs_of_role(GetUserId(), e->owner))
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("%s: moving-object index \"%s\" belongs to role %s", fn, name,
-                               GetUserNameFromId(e->owner, true) ? GetUserNameFromId(e->owner, true) : "(dropped)")));
+                        errmsg("%s: moving-object index \"%s\" belongs to another role", fn, name),
+                        errdetail("It was created by role %s, whose privileges the current role does not have.",
+                                  GetUserNameFromId(e->owner, true) ? GetUserNameFromId(e->owner, true)
+                                                                    : "(dropped)")));
     return e;
 }
 
