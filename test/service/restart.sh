@@ -119,7 +119,7 @@ done
 # more than 1 ms.)
 lscv="SELECT (approx_gpu.kde_lscv(array(SELECT ARRAY[sin(i), cos(i * 0.7)]::float8[] FROM generate_series(1, 400) i))).h::numeric(20,12)"
 ref=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.use_service = off" -c "SET approx_gpu.device = 'cpu'" -c "$lscv" 2>&1)
-out=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.gpu_min_rows = 0" -c "SET approx_gpu.service_request_limit = '1ms'" -c "$lscv" 2>&1)
+out=$($PSQL -qXAt -d "$db" -c "SET approx_gpu.gpu_min_rows = 0" -c "SET approx_gpu.device = 'auto'" -c "SET approx_gpu.service_request_limit = '1ms'" -c "$lscv" 2>&1)
 if echo "$out" | grep -q "service_request_limit" && echo "$out" | grep -q "ran on the CPU instead" && [ "$(echo "$out" | tail -1)" = "$ref" ]; then
   echo "ok service: a call past approx_gpu.service_request_limit runs on the CPU under device = auto, same answer"
 else
