@@ -934,13 +934,25 @@ void widen_for_unseen(const Synopsis& s, Aggregate agg, int column, const Piece*
         case Aggregate::Count:
             e.se = std::sqrt(e.se * e.se + count_extra);
             break;
-        case Aggregate::Sum:
+        // The floors below replace a standard error that is negligible next
+        // to the unseen rows' allowance (not only an exact 0: kernel tails
+        // leave 1e-8 on one engine where the other sums to 0, and the two
+        // engines must give one answer). An AVG's floor is capped at the
+        // column's range: its interval is clipped to [min, max] anyway, and a
+        // box whose weights are all but 0 (C ~ 1e-100) would divide by it.
+        case Aggregate::Sum: {
             e.se = std::sqrt(e.se * e.se + sum_extra);
-            if (e.se == 0) e.se = xmax * std::sqrt(floor_total);
+            const double floor_se = xmax * std::sqrt(floor_total);
+            if (e.se < 1e-6 * floor_se) e.se = floor_se;
             break;
-        case Aggregate::Avg:
-            if (e.se == 0 && C > 0) e.se = 0.5 * (col->max - col->min) * std::sqrt(floor_total) / C;
+        }
+        case Aggregate::Avg: {
+            const double range = col->max - col->min;
+            const double floor_se =
+                C > 0 ? std::min(range, 0.5 * range * std::sqrt(floor_total) / C) : range;
+            if (e.se < 1e-6 * floor_se) e.se = floor_se;
             break;
+        }
     }
 }
 
