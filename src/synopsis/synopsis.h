@@ -142,6 +142,8 @@ Datum estimate_datum(FunctionCallInfo fcinfo, const syn::BoxEstimate& e);
 // ---- the catalog table (synopsis_catalog.cpp) -----------------------------------------------------
 Oid synopses_relid(void);
 Oid synopses_owner(void);
+// The owner of any relation (InvalidOid: gone).
+Oid relation_owner(Oid relid);
 // Runs one fixed statement on approx_gpu.synopses as the table's owner with
 // search_path = pg_catalog, pg_temp (what a SECURITY DEFINER function with a
 // fixed search_path does; the caller itself cannot write the table).

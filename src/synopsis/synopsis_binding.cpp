@@ -15,16 +15,8 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
-static Oid table_owner(Oid relid) {
-    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-    if (!HeapTupleIsValid(tup)) return InvalidOid;
-    Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
-    ReleaseSysCache(tup);
-    return owner;
-}
-
 bool table_synopsis_binds(Oid relid, Oid owner) {
-    Oid towner = table_owner(relid);
+    Oid towner = synopsis_glue::relation_owner(relid);
     return OidIsValid(towner) && has_privs_of_role(owner, towner);
 }
 
@@ -39,7 +31,7 @@ bool table_synopsis_answers(Oid relid, Oid owner, Oid role) {
 
 bool table_synopsis_visible(Oid relid, Oid owner, Oid role) {
     if (has_privs_of_role(role, owner)) return true;
-    Oid towner = table_owner(relid);
+    Oid towner = synopsis_glue::relation_owner(relid);
     return OidIsValid(towner) && has_privs_of_role(role, towner);
 }
 

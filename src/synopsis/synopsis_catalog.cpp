@@ -33,11 +33,17 @@ Oid synopses_relid(void) {
     return relid;
 }
 
-Oid synopses_owner(void) {
-    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(synopses_relid()));
-    if (!HeapTupleIsValid(tup)) elog(ERROR, "cache lookup failed for approx_gpu.synopses");
+Oid relation_owner(Oid relid) {
+    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(tup)) return InvalidOid;
     Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
     ReleaseSysCache(tup);
+    return owner;
+}
+
+Oid synopses_owner(void) {
+    Oid owner = relation_owner(synopses_relid());
+    if (!OidIsValid(owner)) elog(ERROR, "cache lookup failed for approx_gpu.synopses");
     return owner;
 }
 
