@@ -23,8 +23,16 @@ extern double aqp_max_relative_error;  // approx_gpu.max_relative_error, 0 = off
 extern int aqp_box_memory_limit_kb;    // approx_gpu.box_memory_limit (superuser-only)
 void aqp_define_settings(void);
 
-// Which approx_* aggregate an Aggref calls.
-enum AqpAggKind { AQP_COUNT = 0, AQP_SUM = 1, AQP_AVG = 2 };
+// Which approx_* aggregate an Aggref calls. The box path answers COUNT(*),
+// SUM and AVG; the sample path also COUNT(expr) and the percentiles.
+enum AqpAggKind {
+    AQP_COUNT = 0,            // approx_count(*)
+    AQP_SUM = 1,
+    AQP_AVG = 2,
+    AQP_COUNT_VALUE = 3,      // approx_count(expr): rows where expr IS NOT NULL
+    AQP_PERCENTILE_CONT = 4,  // approx_percentile_cont(f) WITHIN GROUP (ORDER BY x)
+    AQP_PERCENTILE_DISC = 5,  // approx_percentile_disc(f) WITHIN GROUP (ORDER BY x)
+};
 struct AqpAgg {
     AqpAggKind kind;
     bool ci;  // the _ci form (returns approx_estimate)
@@ -32,6 +40,42 @@ struct AqpAgg {
 // True when fnoid is one of the six aggregates of the extension (cached OIDs,
 // reset on any pg_proc change).
 bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
+
+// ---- the sample path's weighted aggregates (in aqp_sample_aggregates.cpp) -----------------
+// The sample path (aqp_sample_*.cpp) plans the query again with the sampled
+// table replaced by its sample relation and each approx_* Aggref by its
+// weighted (Horvitz-Thompson) form, which also takes the row's stratum and
+// the sample relation's OID (a Const):
+//   approx_gpu.sample_count(int4 stratum, oid sample)            COUNT(*); COUNT(expr) with
+//                                                                FILTER (WHERE expr IS NOT NULL)
+//   approx_gpu.sample_sum(float8 x, int4 stratum, oid sample)    also sample_avg
+//   approx_gpu.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
+//                                                                also _disc (plain aggregates:
+//                                                                the fraction is a direct argument)
+// and each its _ci form (approx_estimate). Their final functions read the
+// design of their sample: per stratum s = 1..n_strata the table's rows N_s
+// and the sample's rows m_s (weights N_s / m_s, computed at query time).
+struct AqpSampleDesign {
+    Oid sample_relid;
+    int n_strata;
+    const double* rows;     // N_s, n_strata entries
+    const double* sampled;  // m_s
+};
+// The sample plan's node pushes the design around its nested execution (a
+// stack: nested sample plans); final functions find theirs by sample_relid
+// (none: ERROR 55000, the aggregates are for sample plans only). Reset at
+// transaction end.
+void aqp_sample_design_push(const AqpSampleDesign* design);
+void aqp_sample_design_pop(void);
+// The guard, read by the node after the nested run: with
+// approx_gpu.max_relative_error set, a final function whose group's interval
+// is too wide (or that the sample cannot estimate) records why; the node then
+// runs the exact plan instead.
+void aqp_sample_guard_reset(void);
+void aqp_sample_guard_trip(const char* reason);  // the first reason is kept
+const char* aqp_sample_guard_reason(void);        // nullptr: not tripped
+// The pg_proc OID of the weighted form of `agg` (cached, reset on any pg_proc change).
+Oid aqp_sample_aggregate(AqpAgg agg);
 
 // ---- the plan specification (in aqp_plan_spec.cpp) --------------------------------------
 // What an "Approx Synopsis Scan" answers: written by the planner, read by the

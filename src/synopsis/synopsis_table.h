@@ -56,6 +56,16 @@ struct TableSynopsis {
     const char* built_stale;          // why the build could not vouch for its freshness (nullptr: it could)
     // A column dropped, retyped or re-collated since the build: never used.
     const char* unusable;  // nullptr: usable; else the reason
+    // The sample relation (0.7.0; the sample path, aqp/aqp_sample_*.cpp): the
+    // model's sample rows with every column the table had at the build
+    // (sample attribute k + 1 holds table attribute sample_attnum[k], same
+    // name, type, typmod and collation) and, last (attribute sample_natts +
+    // 1), the stratum number, int4: model stratum g is g + 1, a uniform
+    // sample is stratum 1. InvalidOid: none (built before 0.7.0, or not
+    // restored by a dump): only the box path answers.
+    Oid sample_relid;
+    int sample_natts;
+    const AttrNumber* sample_attnum;
 };
 
 // The synopses bound to relid, most recently built first, from the
