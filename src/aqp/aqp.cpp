@@ -2,6 +2,7 @@
 // planner hook and the CustomScan methods, registered from _PG_init.
 #include "runtime/runtime.h"
 #include "aqp/aqp.h"
+#include "aqp/aqp_sample.h"
 
 extern "C" {
 #include "optimizer/planner.h"
@@ -12,4 +13,5 @@ void aqp_init(void) {
     aqp_scan_register();
     aqp_prev_upper_paths_hook = create_upper_paths_hook;
     create_upper_paths_hook = aqp_upper_paths;
+    aqp_sample_init();
 }

@@ -14,6 +14,7 @@
 // child is a fresh AggPath over input_rel's cheapest path (add_path may
 // pfree a path already in output_rel once ours dominates it).
 #include "aqp/aqp.h"
+#include "aqp/aqp_sample.h"
 
 #include "synopsis/synopsis_table.h"
 
@@ -233,7 +234,7 @@ void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* inp
     if (IS_OTHER_REL(output_rel) || IS_OTHER_REL(input_rel)) return;
     GroupPathExtraData* gextra = static_cast<GroupPathExtraData*>(extra);
     if (gextra != nullptr && gextra->patype == PARTITIONWISE_AGGREGATE_PARTIAL) return;
-    if (!root->parse->hasAggs) return;
+    if (!root->parse->hasAggs || !aqp_box_path_enabled) return;  // off: the sample path answers
     if (!aqp_mentions_approx(reinterpret_cast<Node*>(output_rel->reltarget->exprs)) &&
         !aqp_mentions_approx(root->parse->havingQual))
         return;
@@ -275,5 +276,9 @@ void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* inp
             return;
         }
     }
+    if (!aqp_sample_path_considered())
+        reason = psprintf("%s; the sample path was not tried: approx_gpu was loaded while this statement was planned "
+                          "(it applies from the next statement; shared_preload_libraries = 'approx_gpu' avoids this)",
+                          reason);
     last_run_rows("approx aggregate", reason);
 }

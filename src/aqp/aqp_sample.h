@@ -1,0 +1,43 @@
+// The sample path (DESIGN.md "Approximate aggregates in plain SQL"): the
+// query planned again over the sampled table's sample relation with the
+// weighted aggregates (aqp.h), run nested by an "Approx Sample Scan" over
+// the exact plan. Planner side: aqp_sample_planner.cpp; the node:
+// aqp_sample_scan.cpp.
+#pragma once
+
+#include "aqp/aqp.h"
+
+extern "C" {
+#include "nodes/plannodes.h"
+#include "utils/timestamp.h"
+}
+
+// What the node needs besides the two plans (custom_private, as plain nodes).
+struct AqpSampleSpec {
+    Oid relid;  // the synopsis, pinned again by this identity at execution
+    Oid owner;
+    const char* synopsis;
+    TimestampTz built;
+    Oid sample_relid;
+    int64 sample_rows;
+    // The aggregated top level's constant LIMIT / OFFSET, taken off the
+    // sample plan so that the guard sees every group (-1: no limit).
+    int64 limit_count;
+    int64 limit_offset;
+    bool role_dependent;  // planning only: a synopsis of some role was considered
+};
+
+// approx_gpu.box_path (default on): off sends the box path's queries to the sample path.
+extern bool aqp_box_path_enabled;
+
+// Settings, the planner hook, the node's methods (from aqp_init).
+void aqp_sample_init(void);
+void aqp_sample_scan_register(void);
+// False while planning a statement the hook did not see: the library was
+// loaded by that statement's planning (the aggregates' support function).
+bool aqp_sample_path_considered(void);
+// Is this CustomScan the box path's node?
+bool aqp_is_box_scan(const CustomScan* cs);
+// The exact statement with an Approx Sample Scan on top that runs `sample`
+// first; plan-cache dependencies merged.
+PlannedStmt* aqp_sample_wrap(PlannedStmt* exact, PlannedStmt* sample, const AqpSampleSpec* spec, int cursor_options);

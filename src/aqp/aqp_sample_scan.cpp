@@ -1,0 +1,338 @@
+// The "Approx Sample Scan": the top node of a statement the sample path
+// answers (aqp_sample_planner.cpp). Its outer child is the exact plan; its
+// custom_private holds the sample plan, a PlannedStmt of its own. On the
+// first row it pins the synopsis, locks the sample relation, pushes the
+// sample's design for the weighted aggregates and runs the sample plan
+// nested (a QueryDesc with the statement's snapshot and parameters, into a
+// tuplestore); if the guard tripped, or the synopsis changed since planning,
+// it returns the exact plan's rows instead.
+//
+// Plan shape: the node is built after set_plan_references, so it is written
+// in its final form: scanrelid 0; custom_scan_tlist = OUTER_VAR references
+// to the child's target list (so EXPLAIN VERBOSE deparses through the child,
+// ruleutils.c set_deparse_plan: outer_plan = lefttree); the target list =
+// INDEX_VAR references to custom_scan_tlist (no projection). The child
+// hangs on lefttree, initialised and ended by this node.
+#include "aqp/aqp_sample.h"
+
+#include "synopsis/synopsis_table.h"
+
+#include <algorithm>
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/tstoreReceiver.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/planmain.h"
+#include "storage/lmgr.h"
+#include "tcop/dest.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
+}
+
+static constexpr const char* kNodeName = "Approx Sample Scan";
+extern const CustomScanMethods aqp_sample_scan_methods;
+
+bool aqp_is_box_scan(const CustomScan* cs) {
+    return cs->methods != nullptr && strcmp(cs->methods->CustomName, "Approx Synopsis Scan") == 0;
+}
+
+// ---- the spec as plain nodes -----------------------------------------------------------
+// custom_private: (Integer relid, Integer owner, String synopsis, Const built,
+// Integer sample_relid, Const sample_rows, Const limit_count, Const
+// limit_offset, PlannedStmt sample plan).
+
+static Const* int8_const(int64 v) {
+    return makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(v), false, FLOAT8PASSBYVAL);
+}
+static int64 int8_of(Node* n) { return DatumGetInt64(castNode(Const, n)->constvalue); }
+
+static List* form_spec(const AqpSampleSpec* s, PlannedStmt* sample) {
+    List* l = NIL;
+    l = lappend(l, makeInteger(static_cast<int>(s->relid)));
+    l = lappend(l, makeInteger(static_cast<int>(s->owner)));
+    l = lappend(l, makeString(pstrdup(s->synopsis)));
+    l = lappend(l, int8_const(s->built));
+    l = lappend(l, makeInteger(static_cast<int>(s->sample_relid)));
+    l = lappend(l, int8_const(s->sample_rows));
+    l = lappend(l, int8_const(s->limit_count));
+    l = lappend(l, int8_const(s->limit_offset));
+    l = lappend(l, sample);
+    return l;
+}
+
+static void deform_spec(List* l, AqpSampleSpec* s, PlannedStmt** sample) {
+    memset(s, 0, sizeof *s);
+    s->relid = static_cast<Oid>(intVal(list_nth(l, 0)));
+    s->owner = static_cast<Oid>(intVal(list_nth(l, 1)));
+    s->synopsis = strVal(list_nth(l, 2));
+    s->built = int8_of(static_cast<Node*>(list_nth(l, 3)));
+    s->sample_relid = static_cast<Oid>(intVal(list_nth(l, 4)));
+    s->sample_rows = int8_of(static_cast<Node*>(list_nth(l, 5)));
+    s->limit_count = int8_of(static_cast<Node*>(list_nth(l, 6)));
+    s->limit_offset = int8_of(static_cast<Node*>(list_nth(l, 7)));
+    *sample = castNode(PlannedStmt, list_nth(l, 8));
+}
+
+// ---- plan ---------------------------------------------------------------------------
+
+static int max_node_id(Plan* p) {
+    if (p == nullptr) return -1;
+    return std::max({p->plan_node_id, max_node_id(p->lefttree), max_node_id(p->righttree)});
+}
+
+PlannedStmt* aqp_sample_wrap(PlannedStmt* exact, PlannedStmt* sample, const AqpSampleSpec* spec, int cursor_options) {
+    Plan* child = exact->planTree;
+    int next_id = max_node_id(child);
+    ListCell* lc;
+    foreach (lc, exact->subplans) next_id = std::max(next_id, max_node_id(static_cast<Plan*>(lfirst(lc))));
+    CustomScan* cs = makeNode(CustomScan);
+    int i = 0;
+    foreach (lc, child->targetlist) {
+        TargetEntry* te = static_cast<TargetEntry*>(lfirst(lc));
+        Node* e = reinterpret_cast<Node*>(te->expr);
+        AttrNumber att = static_cast<AttrNumber>(++i);
+        Var* outer = makeVar(OUTER_VAR, att, exprType(e), exprTypmod(e), exprCollation(e), 0);
+        Var* index = makeVar(INDEX_VAR, att, exprType(e), exprTypmod(e), exprCollation(e), 0);
+        cs->custom_scan_tlist =
+            lappend(cs->custom_scan_tlist, makeTargetEntry(reinterpret_cast<Expr*>(outer), att, te->resname, te->resjunk));
+        TargetEntry* out = makeTargetEntry(reinterpret_cast<Expr*>(index), te->resno, te->resname, te->resjunk);
+        out->ressortgroupref = te->ressortgroupref;
+        cs->scan.plan.targetlist = lappend(cs->scan.plan.targetlist, out);
+    }
+    Plan* p = &cs->scan.plan;
+    p->startup_cost = child->startup_cost;
+    p->total_cost = child->total_cost;
+    p->plan_rows = child->plan_rows;
+    p->plan_width = child->plan_width;
+    p->parallel_aware = false;
+    p->parallel_safe = false;
+    p->plan_node_id = ++next_id;
+    p->lefttree = child;
+    p->extParam = bms_copy(child->extParam);
+    p->allParam = bms_copy(child->allParam);
+    cs->scan.scanrelid = 0;
+    cs->flags = 0;
+    cs->custom_private = form_spec(spec, sample);
+    cs->methods = &aqp_sample_scan_methods;
+    Plan* top = p;
+    if (cursor_options & CURSOR_OPT_SCROLL) {  // the node reads forward only (planner.c does the same)
+        top = materialize_finished_plan(top);
+        top->plan_node_id = ++next_id;
+    }
+    exact->planTree = top;
+    // Invalidation: the sample plan's relations (the sample relation) and
+    // functions count for the cached statement too.
+    exact->relationOids = list_concat_unique_oid(exact->relationOids, sample->relationOids);
+    exact->invalItems = list_concat(exact->invalItems, static_cast<List*>(copyObjectImpl(sample->invalItems)));
+    exact->dependsOnRole = true;
+    return exact;
+}
+
+// ---- executor state -----------------------------------------------------------------
+
+struct ApproxSampleState {
+    CustomScanState css;
+    AqpSampleSpec spec;
+    PlannedStmt* sample;
+    const TableSynopsis* ts;  // pinned while running
+    const char* fallback;     // non-null: the exact rows answer, and why
+    bool ran, recorded;
+    Tuplestorestate* store;
+    TupleTableSlot* nested_slot;
+    int* column_of;  // scan attribute -> sample plan's output column (0-based), -1: junk (NULL)
+    int64 returned, skipped, groups;
+};
+
+static void fall_back(ApproxSampleState* st, const char* reason) {
+    if (st->fallback == nullptr) st->fallback = reason;
+}
+
+static void sample_begin(CustomScanState* node, EState* estate, int eflags) {
+    ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
+    CustomScan* cs = reinterpret_cast<CustomScan*>(node->ss.ps.plan);
+    outerPlanState(node) = ExecInitNode(outerPlan(cs), estate, eflags);
+    deform_spec(cs->custom_private, &st->spec, &st->sample);
+}
+
+// The design of the pinned synopsis' sample: per stratum N_s and m_s.
+static AqpSampleDesign design_of(const TableSynopsis* ts) {
+    const approx::synopsis::Synopsis& m = ts->model;
+    int n = std::max(1, m.n_strata);
+    double* rows = static_cast<double*>(palloc(sizeof(double) * n));
+    double* sampled = static_cast<double*>(palloc(sizeof(double) * n));
+    if (m.n_strata == 0) {
+        rows[0] = static_cast<double>(m.n_rows);
+        sampled[0] = static_cast<double>(m.m);
+    } else {
+        for (int g = 0; g < n; ++g) {
+            rows[g] = static_cast<double>(m.strata[g].n_rows);
+            sampled[g] = static_cast<double>(m.strata[g].end - m.strata[g].begin);
+        }
+    }
+    return AqpSampleDesign{ts->sample_relid, n, rows, sampled};
+}
+
+// Maps the scan tuple's columns to the sample plan's output (its non-junk
+// columns, in order); false when the two disagree (never expected).
+static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
+    TupleDesc scan = st->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+    CustomScan* cs = reinterpret_cast<CustomScan*>(st->css.ss.ps.plan);
+    st->column_of = static_cast<int*>(palloc(sizeof(int) * (scan->natts + 1)));
+    int k = 0;
+    ListCell* lc;
+    foreach (lc, cs->custom_scan_tlist) {
+        int i = foreach_current_index(lc);
+        TargetEntry* te = static_cast<TargetEntry*>(lfirst(lc));
+        if (te->resjunk) {
+            st->column_of[i] = -1;
+            continue;
+        }
+        if (k >= nested->natts || TupleDescAttr(nested, k)->atttypid != TupleDescAttr(scan, i)->atttypid) return false;
+        st->column_of[i] = k++;
+    }
+    return k == nested->natts;
+}
+
+static void run_sample_plan(ApproxSampleState* st) {
+    EState* estate = st->css.ss.ps.state;
+    const AqpSampleSpec& spec = st->spec;
+    Oid role = GetUserId();
+    const char* syn = table_synopsis_phrase(spec.relid, spec.owner, spec.synopsis, role);
+    if (!table_synopsis_answers(spec.relid, spec.owner, role))
+        return fall_back(st, psprintf("the synopsis chosen at planning may not answer role %s (roles changed since "
+                                      "planning)",
+                                      GetUserNameFromId(role, false)));
+    st->ts = table_synopsis_pin(spec.relid, spec.owner, spec.synopsis, spec.built);
+    if (st->ts == nullptr || st->ts->sample_relid != spec.sample_relid)
+        return fall_back(st, psprintf("%s was dropped or rebuilt since planning", syn));
+    const char* stale = table_synopsis_staleness(st->ts);
+    if (stale != nullptr) return fall_back(st, psprintf("%s: %s", syn, stale));
+    // The plan cache locked the outer statement's relations, not this one.
+    LockRelationOid(spec.sample_relid, AccessShareLock);
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(spec.sample_relid)))
+        return fall_back(st, psprintf("the sample relation of %s was dropped", syn));
+
+    MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+    AqpSampleDesign design = design_of(st->ts);
+    st->store = tuplestore_begin_heap(false, false, work_mem);
+    DestReceiver* dest = CreateDestReceiver(DestTuplestore);
+    SetTuplestoreDestReceiverParams(dest, st->store, estate->es_query_cxt, false, nullptr, nullptr);
+    QueryDesc* qd = CreateQueryDesc(st->sample, estate->es_sourceText, estate->es_snapshot, InvalidSnapshot, dest,
+                                    estate->es_param_list_info, estate->es_queryEnv, 0);
+    aqp_sample_guard_reset();
+    aqp_sample_design_push(&design);
+    TupleDesc nested = nullptr;
+    PG_TRY();
+    {
+        ExecutorStart(qd, 0);
+        nested = CreateTupleDescCopy(qd->tupDesc);
+        ExecutorRun(qd, ForwardScanDirection, 0, true);
+        ExecutorFinish(qd);
+        ExecutorEnd(qd);
+    }
+    PG_FINALLY();
+    { aqp_sample_design_pop(); }
+    PG_END_TRY();
+    FreeQueryDesc(qd);
+    dest->rDestroy(dest);
+    st->nested_slot = MakeSingleTupleTableSlot(nested, &TTSOpsMinimalTuple);
+    MemoryContextSwitchTo(old);
+
+    const char* guard = aqp_sample_guard_reason();
+    if (guard != nullptr) return fall_back(st, guard);
+    if (!map_columns(st, nested)) return fall_back(st, "the sample plan's columns differ from the query's");
+    st->groups = tuplestore_tuple_count(st->store);
+    last_run_rows("approx aggregate", nullptr);  // a fresh record
+    last_run_set_answer("sample", nullptr, table_synopsis_shown_name(spec.relid, spec.owner, spec.synopsis, role));
+    last_run_stats().add("sample_rows", static_cast<double>(st->ts->model.m));
+    last_run_stats().add("groups", static_cast<double>(st->groups));
+}
+
+static TupleTableSlot* next_row(ScanState* ss) {
+    ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(ss);
+    TupleTableSlot* slot = ss->ss_ScanTupleSlot;
+    ExecClearTuple(slot);
+    for (;;) {
+        if (st->spec.limit_count >= 0 && st->returned >= st->spec.limit_count) return slot;
+        if (!tuplestore_gettupleslot(st->store, true, false, st->nested_slot)) return slot;
+        if (st->skipped < st->spec.limit_offset) {
+            ++st->skipped;
+            continue;
+        }
+        break;
+    }
+    ++st->returned;
+    slot_getallattrs(st->nested_slot);
+    for (int i = 0; i < slot->tts_tupleDescriptor->natts; ++i) {
+        int k = st->column_of[i];
+        slot->tts_values[i] = k < 0 ? 0 : st->nested_slot->tts_values[k];
+        slot->tts_isnull[i] = k < 0 ? true : st->nested_slot->tts_isnull[k];
+    }
+    return ExecStoreVirtualTuple(slot);
+}
+
+static bool recheck_row(ScanState*, TupleTableSlot*) { return true; }
+
+static TupleTableSlot* sample_exec(CustomScanState* node) {
+    ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
+    if (!st->ran) {
+        st->ran = true;
+        run_sample_plan(st);
+    }
+    if (st->fallback != nullptr) {
+        if (!st->recorded) last_run_rows("approx aggregate", st->fallback);
+        st->recorded = true;
+        return ExecProcNode(outerPlanState(node));
+    }
+    return ExecScan(&node->ss, next_row, recheck_row);
+}
+
+static void sample_end(CustomScanState* node) {
+    ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
+    ExecEndNode(outerPlanState(node));
+    if (st->nested_slot != nullptr) ExecDropSingleTupleTableSlot(st->nested_slot);
+    if (st->store != nullptr) tuplestore_end(st->store);
+    if (st->ts != nullptr) table_synopsis_unpin(st->ts);
+    st->ts = nullptr;
+}
+
+static void sample_rescan(CustomScanState* node) {
+    ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
+    st->returned = st->skipped = 0;
+    if (st->store != nullptr) tuplestore_rescan(st->store);
+    PlanState* child = outerPlanState(node);
+    if (child->chgParam == nullptr) ExecReScan(child);
+}
+
+static void explain_sample(CustomScanState* node, List* ancestors, ExplainState* es) {
+    ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
+    const AqpSampleSpec& spec = st->spec;
+    ExplainPropertyText("Synopsis", table_synopsis_shown_name(spec.relid, spec.owner, spec.synopsis, GetUserId()),
+                        es);
+    ExplainPropertyInteger("Sample Rows", nullptr, spec.sample_rows, es);
+    if (es->analyze) ExplainPropertyText("Answered From", st->fallback != nullptr ? "rows" : "sample", es);
+    if (st->fallback != nullptr) ExplainPropertyText("Fallback", st->fallback, es);
+}
+
+static const CustomExecMethods sample_exec_methods = {
+    kNodeName, sample_begin, sample_exec, sample_end, sample_rescan, nullptr, nullptr,
+    nullptr,   nullptr,      nullptr,     nullptr,    nullptr,       explain_sample,
+};
+
+static Node* create_sample_state(CustomScan*) {
+    ApproxSampleState* st = static_cast<ApproxSampleState*>(palloc0(sizeof(ApproxSampleState)));
+    NodeSetTag(st, T_CustomScanState);
+    st->css.methods = &sample_exec_methods;
+    return reinterpret_cast<Node*>(st);
+}
+
+const CustomScanMethods aqp_sample_scan_methods = {kNodeName, create_sample_state};
+
+void aqp_sample_scan_register(void) { RegisterCustomScanMethods(&aqp_sample_scan_methods); }
