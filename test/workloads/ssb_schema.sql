@@ -10,8 +10,9 @@
 -- SF 0.01 (dbgen draws them at random). skew = 0 (default): uniform as
 -- dbgen; skew > 0: the foreign keys and lo_quantity drawn Zipf(skew) (hot
 -- keys scattered over the key range) and lo_extendedprice multiplied by a
--- Pareto factor of index 2 / skew (capped at 1,000), so lo_revenue is
--- heavy-tailed. The tables and functions go into the first schema of the
+-- Pareto factor of index 2 / skew (capped at 1,000, and lo_extendedprice
+-- at 2 * 10^7 so that lo_extendedprice * lo_discount stays an int4), so
+-- lo_revenue is heavy-tailed. The tables and functions go into the first schema of the
 -- search_path (the generator keeps it). Needs no extension.
 DROP TABLE IF EXISTS lineorder, date, customer, supplier, part;
 CREATE TABLE date (
@@ -120,7 +121,7 @@ BEGIN
     INSERT INTO lineorder
     SELECT (g - 1) / 4 + 1, (g - 1) % 4 + 1, ck, pk, sk, to_char(od, 'YYYYMMDD')::int,
            (ARRAY['1-URGENT','2-HIGH','3-MEDIUM','4-NOT SPECI','5-LOW'])[1 + floor(random() * 5)::int], '0',
-           q, ep, ep * 4, disc, ep * (100 - disc) / 100, (6 * rp / 10)::int, floor(random() * 9)::int,
+           q, ep, least(2000000000, ep::bigint * 4)::int, disc, (ep::bigint * (100 - disc) / 100)::int, (6 * rp / 10)::int, floor(random() * 9)::int,
            to_char(od + 30 + floor(random() * 61)::int, 'YYYYMMDD')::int,
            (ARRAY['REG AIR','AIR','RAIL','SHIP','TRUCK','MAIL','FOB'])[1 + floor(random() * 7)::int]
       FROM generate_series(1, n_lo) g,
@@ -130,7 +131,7 @@ BEGIN
                            CASE WHEN skew > 0 THEN least(1000, power(1 - random(), -skew / 2)) ELSE 1 END AS pareto
                     WHERE g > 0) r,
            LATERAL (SELECT (90000 + (pk / 10) % 20001 + 100 * (pk % 1000)) / 100 AS rp) p,
-           LATERAL (SELECT least(2000000000, q * rp * pareto)::int AS ep) e;
+           LATERAL (SELECT least(20000000, q * rp * pareto)::int AS ep) e;
     ANALYZE date; ANALYZE customer; ANALYZE supplier; ANALYZE part; ANALYZE lineorder;
     RETURN format('lineorder %s, date 2556, customer %s, supplier %s, part %s', n_lo, n_c, n_s, n_p);
 END $$;
