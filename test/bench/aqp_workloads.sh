@@ -87,10 +87,12 @@ SELECT format('| %s.%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | 
   FROM bench_workload_results ORDER BY at;
 SELECT '';
 SELECT format('%s: answered from the sample %s / %s queries; interval coverage %s of (group, aggregate) pairs; '
-              'with max_relative_error = 0.1, %s of %s (query, group) pairs within 10%% (%s)', workload,
+              'with max_relative_error = 0.1, %s of %s (query, group) pairs within 10%% (%s; %s queries still '
+              'answered from the sample)', workload,
               count(*) FILTER (WHERE answered_from = 'sample'), count(*),
               coalesce(round(sum(covered)::numeric / nullif(sum(ci_pairs), 0), 3)::text, 'n/a'),
               sum(within10_guarded), sum(groups),
-              coalesce(round(sum(within10_guarded)::numeric / nullif(sum(groups), 0), 3)::text, 'n/a'))
+              coalesce(round(sum(within10_guarded)::numeric / nullif(sum(groups), 0), 3)::text, 'n/a'),
+              count(*) FILTER (WHERE guarded_from = 'sample'))
   FROM bench_workload_results GROUP BY workload ORDER BY min(at);
 SQL
