@@ -39,29 +39,43 @@ static MomentState* new_moment_state(MemoryContext mcxt) {
     return static_cast<MomentState*>(MemoryContextAllocZero(mcxt, sizeof(MomentState)));
 }
 
-static void check_sample(Oid* have, Oid sample, const char* fn) {
-    if (!OidIsValid(*have))
+// Transition functions name the aggregate (calling_aggregate_name, a
+// catalog lookup) only when they raise an error, not per row.
+static const char* agg_name(FunctionCallInfo fcinfo, const char* fallback) {
+    return calling_aggregate_name(fcinfo, fallback);
+}
+
+static void check_sample(Oid* have, Oid sample, FunctionCallInfo fcinfo, const char* fallback) {
+    if (!OidIsValid(*have)) {
         *have = sample;
-    else if (OidIsValid(sample) && *have != sample)
+    } else if (OidIsValid(sample) && *have != sample) {
+        const char* fn = agg_name(fcinfo, fallback);
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: argument sample must be the same on every row", fn)));
+    }
 }
 
 // The 0-based stratum of argument argno (1..n_strata, checked against the
 // design in the final function).
-static int32 stratum_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
-    if (PG_ARGISNULL(argno))
+static int32 stratum_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
+    if (PG_ARGISNULL(argno)) {
+        const char* fn = agg_name(fcinfo, fallback);
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: argument stratum must not be NULL", fn)));
+    }
     int32 s = PG_GETARG_INT32(argno);
-    if (s < 1)
+    if (s < 1) {
+        const char* fn = agg_name(fcinfo, fallback);
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: argument stratum must be at least 1, not %d", fn, s)));
+    }
     return s - 1;
 }
 
-static Oid sample_arg(FunctionCallInfo fcinfo, int argno, const char* fn) {
-    if (PG_ARGISNULL(argno))
+static Oid sample_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
+    if (PG_ARGISNULL(argno)) {
+        const char* fn = agg_name(fcinfo, fallback);
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: argument sample must not be NULL", fn)));
+    }
     return PG_GETARG_OID(argno);
 }
 
@@ -96,28 +110,28 @@ static smp::GroupPart* part_of(MomentState* st, int32 s, MemoryContext mcxt) {
 // sample_count(stratum, sample): a row of the group (COUNT(expr) comes with
 // FILTER (WHERE expr IS NOT NULL)).
 APPROX_FUNCTION(approx_gpu_aqp_sample_count_trans) {
-    const char* fn = calling_aggregate_name(fcinfo, "sample_count");
+    const char* fn = "sample_count";
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
     int32 s = stratum_arg(fcinfo, 1, fn);
-    check_sample(&st->sample, sample_arg(fcinfo, 2, fn), fn);
+    check_sample(&st->sample, sample_arg(fcinfo, 2, fn), fcinfo, fn);
     smp::add(part_of(st, s, mcxt)->m, 1.0);
     PG_RETURN_POINTER(st);
 }
 
 // sample_sum / sample_avg(x, stratum, sample): NULL x is skipped, as sum() does.
 APPROX_FUNCTION(approx_gpu_aqp_sample_sum_trans) {
-    const char* fn = calling_aggregate_name(fcinfo, "sample_sum");
+    const char* fn = "sample_sum";
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
     int32 s = stratum_arg(fcinfo, 2, fn);
-    check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fn);
+    check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fcinfo, fn);
     if (!PG_ARGISNULL(1)) smp::add(part_of(st, s, mcxt)->m, PG_GETARG_FLOAT8(1));
     PG_RETURN_POINTER(st);
 }
 
 APPROX_FUNCTION(approx_gpu_aqp_sample_combine) {
-    const char* fn = calling_aggregate_name(fcinfo, "sample aggregate combine");
+    const char* fn = "sample aggregate combine";
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     if (PG_ARGISNULL(1)) {
         if (PG_ARGISNULL(0)) PG_RETURN_NULL();
@@ -125,7 +139,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_combine) {
     }
     MomentState* other = reinterpret_cast<MomentState*>(PG_GETARG_POINTER(1));
     MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
-    check_sample(&st->sample, other->sample, fn);
+    check_sample(&st->sample, other->sample, fcinfo, fn);
     for (int32 i = 0; i < other->n_parts; ++i) smp::merge(part_of(st, other->parts[i].stratum, mcxt)->m, other->parts[i].m);
     PG_RETURN_POINTER(st);
 }
@@ -276,22 +290,25 @@ struct ValueState {
 // sample_percentile_cont / _disc(x, stratum, sample, fraction): the
 // fraction is an argument (the user's direct argument), equal on every row.
 APPROX_FUNCTION(approx_gpu_aqp_sample_values_trans) {
-    const char* fn = calling_aggregate_name(fcinfo, "sample_percentile_cont");
+    const char* fn = "sample_percentile";
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     ValueState* st = PG_ARGISNULL(0) ? static_cast<ValueState*>(MemoryContextAllocZero(mcxt, sizeof(ValueState)))
                                      : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
     int32 s = stratum_arg(fcinfo, 2, fn);
-    check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fn);
+    check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fcinfo, fn);
     bool null_fraction = PG_ARGISNULL(4);
     double f = null_fraction ? 0 : PG_GETARG_FLOAT8(4);
     if (!st->has_fraction) {
-        if (!null_fraction && !(f >= 0 && f <= 1))
+        if (!null_fraction && !(f >= 0 && f <= 1)) {
+            fn = agg_name(fcinfo, fn);
             ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                             errmsg("%s: argument fraction %g is not between 0 and 1", fn, f)));
+        }
         st->has_fraction = true;
         st->null_fraction = null_fraction;
         st->fraction = f;
     } else if (st->null_fraction != null_fraction || (!null_fraction && f != st->fraction)) {
+        fn = agg_name(fcinfo, fn);
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: argument fraction must be the same on every row of a group", fn)));
     }
@@ -299,8 +316,10 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_values_trans) {
     if (st->n == st->capacity) {
         int64 cap = st->capacity > 0 ? st->capacity * 2 : 64;
         Size bytes = sizeof(smp::WeightedValue) * static_cast<Size>(cap);
-        if (bytes > MaxAllocHugeSize / 2)
+        if (bytes > MaxAllocHugeSize / 2) {
+            fn = agg_name(fcinfo, fn);
             ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("%s: too many rows in one group", fn)));
+        }
         st->rows = static_cast<smp::WeightedValue*>(st->rows ? repalloc_huge(st->rows, bytes)
                                                              : MemoryContextAllocHuge(mcxt, bytes));
         st->capacity = cap;
