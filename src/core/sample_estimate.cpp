@@ -98,6 +98,7 @@ void add(Moments& a, double y) {
     a.mean += dn;
     a.m3 += t1 * dn * (a.n - 2) - 3 * dn * a.m2;
     a.m2 += t1;
+    a.sum += y;
 }
 
 void merge(Moments& a, const Moments& b) {
@@ -111,6 +112,7 @@ void merge(Moments& a, const Moments& b) {
     a.m2 = a.m2 + b.m2 + delta * dn * a.n * b.n;
     a.mean += dn * b.n;
     a.n = n;
+    a.sum += b.sum;
 }
 
 double student_t_quantile(double p, double df) {
@@ -167,7 +169,7 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         const double m = std::max(d.sampled, k), N = std::max(d.rows, m);
         out.repeated |= k > d.sampled;
         X += N / m * k;
-        Y += N / m * k * parts[i].m.mean;
+        Y += N / m * parts[i].m.sum;
         merge(all, parts[i].m);
     }
     out.rows = all.n;

@@ -23,6 +23,7 @@ namespace approx::sample {
 // cancels (large values, small spread).
 struct Moments {
     double n = 0, mean = 0, m2 = 0, m3 = 0;
+    double sum = 0;  // the plain running sum, for the estimate: over a whole stratum the SUM is sum()'s own
 };
 void add(Moments& a, double y);
 void merge(Moments& a, const Moments& b);
