@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 ROWS=${ROWS:-1000000}
 NGROUPS=${NGROUPS:-100}
 REPS=${REPS:-3}
