@@ -73,7 +73,11 @@ struct AqpSampleDesign {
 // The sample plan's node pushes the design around its nested execution (a
 // stack: nested sample plans); final functions find theirs by sample_relid
 // (none: ERROR 55000, the aggregates are for sample plans only). Reset at
-// transaction end.
+// transaction end; a subtransaction's abort drops what it pushed. Final
+// functions must run in the backend that pushed (a Finalize Aggregate above
+// Gather does; a single-copy Gather of debug_parallel_query would not).
+// Transition functions need no design (parallel workers have none); a row's
+// stratum outside 1..n_strata is ERROR 22023 at the final function.
 void aqp_sample_design_push(const AqpSampleDesign* design);  // copied; ERROR 22023 if malformed
 void aqp_sample_design_pop(void);
 // The innermost pushed design of sample_relid, or nullptr.
