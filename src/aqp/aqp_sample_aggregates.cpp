@@ -158,6 +158,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_serial) {
         put_f64(&w, p.m.mean);
         put_f64(&w, p.m.m2);
         put_f64(&w, p.m.m3);
+        put_f64(&w, p.m.m4);
         put_f64(&w, p.m.sum);
     }
     PG_RETURN_BYTEA_P(byte_writer_finish(&w));
@@ -173,7 +174,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
     MomentState* st = new_moment_state(mcxt);
     st->sample = static_cast<Oid>(get_i32(&r));
     int32 n = get_i32(&r);
-    if (n < 0 || n > (r.end - r.p) / 44)
+    if (n < 0 || n > (r.end - r.p) / 52)
         ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
     for (int32 i = 0; i < n; ++i) {
         int32 s = get_i32(&r);
@@ -182,10 +183,12 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
         m.mean = get_f64(&r);
         m.m2 = get_f64(&r);
         m.m3 = get_f64(&r);
+        m.m4 = get_f64(&r);
         m.sum = get_f64(&r);
-        // strata strictly increasing; a whole, positive row count; a finite, non-negative M2
+        // strata strictly increasing; a whole, positive row count; no negative
+        // even moment (NaN passes: a NaN value gives NaN, as sum() does)
         if (s < 0 || (i > 0 && s <= st->parts[st->n_parts - 1].stratum) || !(m.n >= 1) || m.n != std::floor(m.n) ||
-            !(m.m2 >= 0) || std::isinf(m.m2))
+            m.m2 < 0 || m.m4 < 0)
             ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
         part_of(st, s, mcxt)->m = m;
     }

@@ -96,6 +96,7 @@ void add(Moments& a, double y) {
     a.n += 1;
     const double delta = y - a.mean, dn = delta / a.n, t1 = delta * dn * n1;
     a.mean += dn;
+    a.m4 += t1 * dn * dn * (a.n * a.n - 3 * a.n + 3) + 6 * dn * dn * a.m2 - 4 * dn * a.m3;
     a.m3 += t1 * dn * (a.n - 2) - 3 * dn * a.m2;
     a.m2 += t1;
     a.sum += y;
@@ -108,6 +109,8 @@ void merge(Moments& a, const Moments& b) {
         return;
     }
     const double n = a.n + b.n, delta = b.mean - a.mean, dn = delta / n;
+    a.m4 = a.m4 + b.m4 + delta * dn * dn * dn * a.n * b.n * (a.n * a.n - a.n * b.n + b.n * b.n) +
+           6 * dn * dn * (a.n * a.n * b.m2 + b.n * b.n * a.m2) + 4 * dn * (a.n * b.m3 - b.n * a.m3);
     a.m3 = a.m3 + b.m3 + delta * dn * dn * a.n * b.n * (a.n - b.n) + 3 * dn * (a.n * b.m2 - b.n * a.m2);
     a.m2 = a.m2 + b.m2 + delta * dn * a.n * b.n;
     a.mean += dn * b.n;
@@ -209,7 +212,7 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         Moments g = parts[i].m;
         if (agg == Aggregate::Count) {
             g.mean = 1;
-            g.m2 = g.m3 = 0;
+            g.m2 = g.m3 = g.m4 = 0;
         } else {
             g.mean -= R;  // AVG: y = d (v - R); otherwise R = 0
         }
@@ -217,7 +220,13 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         const double s2 = m > 1 ? full.m2 / (m - 1) : 0;
         const double a = W * s2;
         v_est += a;
-        sat_den += a * a / std::max(1.0, k - 1);
+        // Degrees of freedom of s^2_s: at most k_s - 1 (the group's rows), and
+        // fewer where the values are heavy-tailed: Var(s^2) / sigma^4 =
+        // 2 / (m - 1) + kappa / m (kappa: the excess kurtosis of the stratum's
+        // y), so df_s = 2 / that.
+        const double kurt = full.m2 > 0 ? m * full.m4 / (full.m2 * full.m2) - 3 : 0;
+        const double rel_var = 2 / std::max(1.0, m - 1) + std::max(0.0, kurt) / m;
+        sat_den += a * a * std::max(rel_var / 2, 1 / std::max(1.0, k - 1));
         kappa3 += w * w * w * (1 - f) * (1 - 2 * f) * full.m3;
         const double q = std::min(1.0, k / m), p = (k + z2) / (m + 2 * z2);
         const double extra = W * std::max(0.0, p * (1 - p) - q * (1 - q));

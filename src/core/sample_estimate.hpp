@@ -17,12 +17,12 @@
 namespace approx::sample {
 
 // n values' count, mean and central moment sums M2 = sum (y - mean)^2,
-// M3 = sum (y - mean)^3, updated one value at a time and merged (Pebay 2008,
+// M3 = sum (y - mean)^3, M4 = sum (y - mean)^4, updated one value at a time and merged (Pebay 2008,
 // "Formulas for robust, one-pass parallel computation of covariances and
 // arbitrary-order statistical moments"): stable where sum y^2 - (sum y)^2 / n
 // cancels (large values, small spread).
 struct Moments {
-    double n = 0, mean = 0, m2 = 0, m3 = 0;
+    double n = 0, mean = 0, m2 = 0, m3 = 0, m4 = 0;
     double sum = 0;  // the plain running sum, for the estimate: over a whole stratum the SUM is sum()'s own
 };
 void add(Moments& a, double y);
@@ -76,8 +76,10 @@ struct Estimate {
 //   value in s for SUM; strata the group was not seen in get the k = 0 term
 //   unless groups_within_strata (a stratum of no sample row: unbounded).
 //   COUNT: estimate -/+ z se. SUM, AVG: Student-t with Satterthwaite's degrees
-//   of freedom (sum a_s)^2 / sum a_s^2 / (k_s - 1) over the estimated terms a_s
-//   (the allowances count as known), and Hall's (1992) monotone skewness
+//   of freedom (sum a_s)^2 / sum a_s^2 / df_s over the estimated terms a_s
+//   (the allowances count as known), df_s = min(k_s - 1, 2 / (2 / (m_s - 1) +
+//   kappa_s / m_s)) with kappa_s the excess kurtosis of the stratum's y (the
+//   variance estimate of heavy-tailed values is itself uncertain), and Hall's (1992) monotone skewness
 //   correction of the studentised statistic, g(T) = T + a T^2 + a^2 T^3 / 3 + a / 2,
 //   a = gamma / 3, gamma the estimator's skewness from the third moments
 //   (kappa_3 = sum_s (N_s / m_s)^3 (1 - f_s)(1 - 2 f_s) M3_s). AVG (R = SUM / COUNT)

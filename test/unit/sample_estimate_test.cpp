@@ -26,6 +26,7 @@ Moments naive_moments(const std::vector<double>& y) {
     for (double v : y) {
         m.m2 += (v - m.mean) * (v - m.mean);
         m.m3 += (v - m.mean) * (v - m.mean) * (v - m.mean);
+        m.m4 += (v - m.mean) * (v - m.mean) * (v - m.mean) * (v - m.mean);
     }
     return m;
 }
@@ -66,6 +67,8 @@ TEST(SampleEstimate, MomentsMatchTwoPassAtAnOffset) {
     EXPECT_NEAR(ma.mean, ref.mean, 1e-6);
     EXPECT_NEAR(ma.m2 / ref.m2, 1, 1e-6);
     EXPECT_NEAR(ma.m3 / ref.m3, 1, 1e-4);
+    EXPECT_NEAR(ma.m4 / ref.m4, 1, 1e-4);
+    EXPECT_NEAR(ma.sum / (ref.mean * ref.n), 1, 1e-12);
 }
 
 TEST(SampleEstimate, StudentTQuantiles) {
