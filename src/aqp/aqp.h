@@ -37,11 +37,14 @@ struct AqpAgg {
     AqpAggKind kind;
     bool ci;  // the _ci form (returns approx_estimate)
 };
-// True when fnoid is one of the six aggregates of the extension (cached OIDs,
-// reset on any pg_proc change).
+// True when fnoid is one of the approx_* aggregates of the extension (the
+// six of the box path, approx_count(expr) and the percentiles, each with its
+// _ci form; cached OIDs, reset on any pg_proc change).
 bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
 
-// ---- the sample path's weighted aggregates (in aqp_sample_aggregates.cpp) -----------------
+// ---- the sample path's weighted aggregates (aqp_sample_design.cpp: the design stack,
+// ---- the guard, the OIDs; aqp_sample_aggregates.cpp: the aggregates; the estimates
+// ---- and intervals: src/core/sample_estimate.hpp) -----------------------------------------
 // The sample path (aqp_sample_*.cpp) plans the query again with the sampled
 // table replaced by its sample relation and each approx_* Aggref by its
 // weighted (Horvitz-Thompson) form, which also takes the row's stratum and
@@ -60,13 +63,25 @@ struct AqpSampleDesign {
     int n_strata;
     const double* rows;     // N_s, n_strata entries
     const double* sampled;  // m_s
+    // Every group's rows lie in the strata where the sample saw the group
+    // (e.g. GROUP BY includes the stratify columns or the partition key):
+    // intervals then allow nothing for strata a group was not seen in;
+    // otherwise each stratum not sampled whole may hold rows of any group
+    // that the sample missed, and its intervals say so.
+    bool groups_within_strata = false;
 };
 // The sample plan's node pushes the design around its nested execution (a
 // stack: nested sample plans); final functions find theirs by sample_relid
 // (none: ERROR 55000, the aggregates are for sample plans only). Reset at
-// transaction end.
-void aqp_sample_design_push(const AqpSampleDesign* design);
+// transaction end; a subtransaction's abort drops what it pushed. Final
+// functions must run in the backend that pushed (a Finalize Aggregate above
+// Gather does; a single-copy Gather of debug_parallel_query would not).
+// Transition functions need no design (parallel workers have none); a row's
+// stratum outside 1..n_strata is ERROR 22023 at the final function.
+void aqp_sample_design_push(const AqpSampleDesign* design);  // copied; ERROR 22023 if malformed
 void aqp_sample_design_pop(void);
+// The innermost pushed design of sample_relid, or nullptr.
+const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid);
 // The guard, read by the node after the nested run: with
 // approx_gpu.max_relative_error set, a final function whose group's interval
 // is too wide (or that the sample cannot estimate) records why; the node then

@@ -1,5 +1,6 @@
 // The approx_* aggregates over rows: run over rows they give the exact answer
-// (count as float8, sum and avg like sum(float8) and avg(float8), the _ci
+// (count(*) and count(x) as float8, sum and avg like sum(float8) and
+// avg(float8), the percentiles as percentile_cont / percentile_disc, the _ci
 // forms with lower = upper = estimate). The planner hook and the CustomScan
 // (aqp.h lists their files) answer the same Aggrefs from a synopsis.
 //
@@ -12,6 +13,7 @@
 // create_ordinary_grouping_paths consults the hook. shared_preload_libraries
 // = 'approx_gpu' is the alternative.
 #include "aqp/aqp.h"
+#include "runtime/aggregate_state.h"
 
 #include <cmath>
 
@@ -23,6 +25,7 @@ extern "C" {
 #include "commands/extension.h"
 #include "common/int.h"
 #include "utils/float.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/syscache.h"
@@ -87,6 +90,55 @@ APPROX_FUNCTION(approx_gpu_aqp_avg_ci_final) {
     return exact_estimate(fcinfo, t[1] / t[0], "approx_avg_ci");
 }
 
+// ---- approx_percentile_cont / _disc over rows: percentile_cont / percentile_disc --------------
+// The ordered-set machinery is PostgreSQL's own (utils/adt/orderedsetaggs.c):
+// the transition and final functions forward their fcinfo to
+// ordered_set_transition and percentile_*_final, so the answers are theirs;
+// the wrappers carry the support function and name this extension's
+// aggregate in the fraction's error.
+
+// (Called outside an aggregate, PostgreSQL's functions raise XX000 or assert:
+// checked first, as 0A000.)
+APPROX_FUNCTION(approx_gpu_aqp_ordered_set_trans) {
+    aggregate_context(fcinfo, "approx_percentile transition");
+    return ordered_set_transition(fcinfo);
+}
+
+// percentile_*_final's check of the direct argument, naming the aggregate.
+static bool fraction_is_null(FunctionCallInfo fcinfo, const char* fn) {
+    aggregate_context(fcinfo, fn);
+    if (PG_ARGISNULL(1)) return true;
+    double f = PG_GETARG_FLOAT8(1);
+    if (!(f >= 0 && f <= 1))
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("%s: fraction %g is not between 0 and 1", fn, f)));
+    return false;
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_percentile_cont_final) {
+    if (fraction_is_null(fcinfo, "approx_percentile_cont")) PG_RETURN_NULL();
+    return percentile_cont_float8_final(fcinfo);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_percentile_disc_final) {
+    if (fraction_is_null(fcinfo, "approx_percentile_disc")) PG_RETURN_NULL();
+    return percentile_disc_final(fcinfo);
+}
+
+static Datum percentile_ci(FunctionCallInfo fcinfo, bool cont, const char* fn) {
+    if (fraction_is_null(fcinfo, fn)) PG_RETURN_NULL();
+    Datum v = cont ? percentile_cont_float8_final(fcinfo) : percentile_disc_final(fcinfo);
+    if (fcinfo->isnull) PG_RETURN_NULL();  // no rows
+    return exact_estimate(fcinfo, DatumGetFloat8(v), fn);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_percentile_cont_ci_final) {
+    return percentile_ci(fcinfo, true, "approx_percentile_cont_ci");
+}
+APPROX_FUNCTION(approx_gpu_aqp_percentile_disc_ci_final) {
+    return percentile_ci(fcinfo, false, "approx_percentile_disc_ci");
+}
+
 // The planner support function of the transition functions: answers no
 // request (NULL = "no information"); being called is its purpose (see the top).
 APPROX_FUNCTION(approx_gpu_aqp_support) { PG_RETURN_POINTER(nullptr); }
@@ -95,13 +147,24 @@ APPROX_FUNCTION(approx_gpu_aqp_support) { PG_RETURN_POINTER(nullptr); }
 
 struct AggName {
     const char* name;
-    int nargs;  // 0: (*); 1: (float8)
+    int nargs;  // 0: (*)
+    Oid args[2];
     AqpAgg agg;
 };
 static const AggName kAggs[] = {
-    {"approx_count", 0, {AQP_COUNT, false}}, {"approx_sum", 1, {AQP_SUM, false}},
-    {"approx_avg", 1, {AQP_AVG, false}},     {"approx_count_ci", 0, {AQP_COUNT, true}},
-    {"approx_sum_ci", 1, {AQP_SUM, true}},   {"approx_avg_ci", 1, {AQP_AVG, true}},
+    {"approx_count", 0, {}, {AQP_COUNT, false}},
+    {"approx_sum", 1, {FLOAT8OID}, {AQP_SUM, false}},
+    {"approx_avg", 1, {FLOAT8OID}, {AQP_AVG, false}},
+    {"approx_count_ci", 0, {}, {AQP_COUNT, true}},
+    {"approx_sum_ci", 1, {FLOAT8OID}, {AQP_SUM, true}},
+    {"approx_avg_ci", 1, {FLOAT8OID}, {AQP_AVG, true}},
+    {"approx_count", 1, {ANYOID}, {AQP_COUNT_VALUE, false}},
+    {"approx_count_ci", 1, {ANYOID}, {AQP_COUNT_VALUE, true}},
+    // ordered-set aggregates: the direct argument, then the ordered one
+    {"approx_percentile_cont", 2, {FLOAT8OID, FLOAT8OID}, {AQP_PERCENTILE_CONT, false}},
+    {"approx_percentile_cont_ci", 2, {FLOAT8OID, FLOAT8OID}, {AQP_PERCENTILE_CONT, true}},
+    {"approx_percentile_disc", 2, {FLOAT8OID, FLOAT8OID}, {AQP_PERCENTILE_DISC, false}},
+    {"approx_percentile_disc_ci", 2, {FLOAT8OID, FLOAT8OID}, {AQP_PERCENTILE_DISC, true}},
 };
 constexpr int kNumAggs = sizeof kAggs / sizeof kAggs[0];
 static Oid agg_oids[kNumAggs];
@@ -118,8 +181,7 @@ static void resolve_agg_oids() {
     for (int i = 0; i < kNumAggs; ++i) {
         agg_oids[i] = InvalidOid;
         if (!OidIsValid(nsp)) continue;
-        Oid argtypes[1] = {FLOAT8OID};
-        oidvector* args = buildoidvector(argtypes, kAggs[i].nargs);
+        oidvector* args = buildoidvector(kAggs[i].args, kAggs[i].nargs);
         agg_oids[i] = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(kAggs[i].name),
                                       PointerGetDatum(args), ObjectIdGetDatum(nsp));
     }

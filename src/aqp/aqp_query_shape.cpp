@@ -254,6 +254,10 @@ static bool check_aggregates(PlannerInfo* root, RelOptInfo* output_rel, AqpQuery
             shape->reason = psprintf("aggregate %s is not an approx_* aggregate", get_func_name(a->aggfnoid));
             return false;
         }
+        if (agg.kind != AQP_COUNT && agg.kind != AQP_SUM && agg.kind != AQP_AVG) {
+            shape->reason = "approx_count(expr) / percentiles are answered by the sample path only";
+            return false;
+        }
         if (a->aggdistinct != NIL) {
             shape->reason = "DISTINCT aggregate";
             return false;

@@ -161,6 +161,44 @@ INSERT INTO hostile_base VALUES
   ('aqp_count_ci_final(bigint)', $${"5"}$$),
   ('aqp_sum_ci_final(float8)', $${"1.5"}$$),
   ('aqp_avg_ci_final(float8[])', $${"'{2,3,5}'::float8[]"}$$),
+  ('approx_count("any")', $${"g"}$$),
+  ('approx_count_ci("any")', $${"g"}$$),
+  ('aqp_count_value_trans(bigint,"any")', $${"3","1"}$$),
+  ('approx_percentile_cont(float8,float8)', $${"0.5","g::float8"}$$),
+  ('approx_percentile_cont_ci(float8,float8)', $${"0.5","g::float8"}$$),
+  ('approx_percentile_disc(float8,float8)', $${"0.5","g::float8"}$$),
+  ('approx_percentile_disc_ci(float8,float8)', $${"0.5","g::float8"}$$),
+  ('aqp_ordered_set_trans(internal,float8)', $${"NULL","1.5"}$$),
+  ('aqp_percentile_cont_final(internal,float8)', $${"NULL","0.5"}$$),
+  ('aqp_percentile_cont_ci_final(internal,float8)', $${"NULL","0.5"}$$),
+  ('aqp_percentile_disc_final(internal,float8)', $${"NULL","0.5"}$$),
+  ('aqp_percentile_disc_ci_final(internal,float8)', $${"NULL","0.5"}$$),
+  ('sample_count(int,oid)', $${"1","'hostile_t'::regclass::oid"}$$),
+  ('sample_count_ci(int,oid)', $${"1","'hostile_t'::regclass::oid"}$$),
+  ('sample_sum(float8,int,oid)', $${"g::float8","1","'hostile_t'::regclass::oid"}$$),
+  ('sample_sum_ci(float8,int,oid)', $${"g::float8","1","'hostile_t'::regclass::oid"}$$),
+  ('sample_avg(float8,int,oid)', $${"g::float8","1","'hostile_t'::regclass::oid"}$$),
+  ('sample_avg_ci(float8,int,oid)', $${"g::float8","1","'hostile_t'::regclass::oid"}$$),
+  ('sample_percentile_cont(float8,int,oid,float8)', $${"g::float8","1","'hostile_t'::regclass::oid","0.5"}$$),
+  ('sample_percentile_cont_ci(float8,int,oid,float8)', $${"g::float8","1","'hostile_t'::regclass::oid","0.5"}$$),
+  ('sample_percentile_disc(float8,int,oid,float8)', $${"g::float8","1","'hostile_t'::regclass::oid","0.5"}$$),
+  ('sample_percentile_disc_ci(float8,int,oid,float8)', $${"g::float8","1","'hostile_t'::regclass::oid","0.5"}$$),
+  ('aqp_sample_count_trans(internal,int,oid)', $${"NULL","1","'hostile_t'::regclass::oid"}$$),
+  ('aqp_sample_sum_trans(internal,float8,int,oid)', $${"NULL","1.5","1","'hostile_t'::regclass::oid"}$$),
+  ('aqp_sample_values_trans(internal,float8,int,oid,float8)', $${"NULL","1.5","1","'hostile_t'::regclass::oid","0.5"}$$),
+  ('aqp_sample_combine(internal,internal)', $${"NULL","NULL"}$$),
+  ('aqp_sample_serial(internal)', $${"NULL"}$$),
+  ('aqp_sample_deserial(bytea,internal)', $${"'\\x00'::bytea","NULL"}$$),
+  ('aqp_sample_count_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_count_ci_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_sum_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_sum_ci_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_avg_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_avg_ci_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_cont_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_cont_ci_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_disc_final(internal)', $${"NULL"}$$),
+  ('aqp_sample_disc_ci_final(internal)', $${"NULL"}$$),
   ('refresh_synopsis(text)', $${"'hostile_scratch'"}$$),
   ('drop_synopsis(text)', $${"'hostile_scratch'"}$$),
   ('drop_synopsis(text,regrole)', $${"'hostile_scratch'","CURRENT_USER::regrole"}$$),
@@ -215,6 +253,7 @@ INSERT INTO hostile_value (typ, val)
     $$'NaN'::float8$$, $$'Infinity'::float8$$, $$'-Infinity'::float8$$, '1e308::float8', '-1e308::float8',
     '4.9e-324::float8', '-4.9e-324::float8', '0::float8', '-1::float8', '1::float8', '2::float8']) v
   UNION ALL SELECT 'int'::regtype, v FROM unnest(ARRAY['0', '-1', '1', '2', '-2147483648', '2147483647', '100001']) v
+  UNION ALL SELECT 'oid'::regtype, v FROM unnest(ARRAY['0::oid', '4294967295::oid', $$'pg_class'::regclass::oid$$]) v
   UNION ALL SELECT 'bigint'::regtype, v FROM unnest(ARRAY['0::bigint', '-1::bigint', '(-9223372036854775807 - 1)::bigint',
     '9223372036854775807::bigint']) v
   UNION ALL SELECT 'bigint[]'::regtype, v FROM unnest(ARRAY[
@@ -289,8 +328,10 @@ DECLARE
   stmt text;
   res text;
   fname text;
+  nd int;  -- direct arguments of an ordered-set aggregate (NULL: not one)
 BEGIN
   SELECT * INTO p FROM pg_proc WHERE oid = f;
+  SELECT aggnumdirectargs INTO nd FROM pg_aggregate WHERE aggfnoid = f AND aggkind = 'o';
   SELECT b.args INTO base FROM hostile_base b WHERE b.fn = f;
   fname := quote_ident(p.proname);
   types := ARRAY(SELECT t::regtype FROM unnest(p.proargtypes::oid[]) t);
@@ -314,6 +355,8 @@ BEGIN
         a := ARRAY(SELECT CASE WHEN t = 'internal'::regtype THEN 'NULL' ELSE format('NULL::%s', t) END FROM unnest(types) t);
       END IF;
       stmt := CASE
+        WHEN nd IS NOT NULL THEN format('SELECT (%s(%s) WITHIN GROUP (ORDER BY %s)) IS NULL FROM generate_series(1, 8) g',
+          fname, array_to_string(a[1:nd], ', '), array_to_string(a[nd + 1:], ', '))
         WHEN p.prokind = 'a' THEN format('SELECT (%s(%s)) IS NULL FROM generate_series(1, 8) g', fname, array_to_string(a, ', '))
         WHEN p.proretset THEN format('SELECT count(*) FROM %s(%s)', fname, array_to_string(a, ', '))
         ELSE format('SELECT (%s(%s)) IS NULL', fname, array_to_string(a, ', ')) END;

@@ -1,0 +1,370 @@
+// The weighted (Horvitz-Thompson) aggregates of the sample path (aqp.h):
+// sample_count / sample_sum / sample_avg (internal state: per stratum the
+// moments of the group's rows; combine, serialise, deserialise: the nested
+// plan may be parallel) and sample_percentile_cont / _disc (the group's
+// values and strata; no partial aggregation), each with its _ci form. The
+// transition functions need no design (a parallel worker has none); the
+// final functions find it by the sample's OID and ask the engine
+// (core/sample_estimate.hpp) for the estimate and interval.
+#include "aqp/aqp.h"
+
+#include <cmath>
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "nodes/primnodes.h"
+#include "utils/float.h"
+}
+
+#include "core/sample_estimate.hpp"
+#include "runtime/aggregate_state.h"
+#include "runtime/byte_codec.h"
+
+namespace smp = approx::sample;
+
+// ---- state of COUNT / SUM / AVG --------------------------------------------------------
+
+struct MomentState {
+    Oid sample;     // the sample relation the rows come from (InvalidOid: no row yet)
+    int32 n_parts;  // parts sorted by stratum (0-based), distinct
+    int32 capacity;
+    int32 last;  // the part the previous row went to (rows come stratum by stratum)
+    smp::GroupPart* parts;
+};
+constexpr uint8 kMomentStateVersion = 1;
+
+static MomentState* new_moment_state(MemoryContext mcxt) {
+    return static_cast<MomentState*>(MemoryContextAllocZero(mcxt, sizeof(MomentState)));
+}
+
+// Transition functions name the aggregate (calling_aggregate_name, a
+// catalog lookup) only when they raise an error, not per row.
+static const char* agg_name(FunctionCallInfo fcinfo, const char* fallback) {
+    return calling_aggregate_name(fcinfo, fallback);
+}
+
+static void check_sample(Oid* have, Oid sample, FunctionCallInfo fcinfo, const char* fallback) {
+    if (!OidIsValid(*have)) {
+        *have = sample;
+    } else if (OidIsValid(sample) && *have != sample) {
+        const char* fn = agg_name(fcinfo, fallback);
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: argument sample must be the same on every row", fn)));
+    }
+}
+
+// The 0-based stratum of argument argno (1..n_strata, checked against the
+// design in the final function).
+static int32 stratum_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
+    if (PG_ARGISNULL(argno)) {
+        const char* fn = agg_name(fcinfo, fallback);
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: argument stratum must not be NULL", fn)));
+    }
+    int32 s = PG_GETARG_INT32(argno);
+    if (s < 1) {
+        const char* fn = agg_name(fcinfo, fallback);
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: argument stratum must be at least 1, not %d", fn, s)));
+    }
+    return s - 1;
+}
+
+static Oid sample_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
+    if (PG_ARGISNULL(argno)) {
+        const char* fn = agg_name(fcinfo, fallback);
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: argument sample must not be NULL", fn)));
+    }
+    return PG_GETARG_OID(argno);
+}
+
+// The part of stratum s, inserted in order when new.
+static smp::GroupPart* part_of(MomentState* st, int32 s, MemoryContext mcxt) {
+    if (st->last < st->n_parts && st->parts[st->last].stratum == s) return &st->parts[st->last];
+    int32 lo = 0, hi = st->n_parts;
+    while (lo < hi) {
+        int32 mid = lo + (hi - lo) / 2;
+        if (st->parts[mid].stratum < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == st->n_parts || st->parts[lo].stratum != s) {
+        if (st->n_parts == st->capacity) {
+            int32 cap = st->capacity > 0 ? st->capacity * 2 : 4;
+            Size bytes = sizeof(smp::GroupPart) * static_cast<Size>(cap);
+            st->parts = static_cast<smp::GroupPart*>(st->parts ? repalloc(st->parts, bytes)
+                                                               : MemoryContextAlloc(mcxt, bytes));
+            st->capacity = cap;
+        }
+        memmove(st->parts + lo + 1, st->parts + lo, sizeof(smp::GroupPart) * (st->n_parts - lo));
+        st->parts[lo].stratum = s;
+        st->parts[lo].m = smp::Moments();
+        ++st->n_parts;
+    }
+    st->last = lo;
+    return &st->parts[lo];
+}
+
+// sample_count(stratum, sample): a row of the group (COUNT(expr) comes with
+// FILTER (WHERE expr IS NOT NULL)).
+APPROX_FUNCTION(approx_gpu_aqp_sample_count_trans) {
+    const char* fn = "sample_count";
+    MemoryContext mcxt = aggregate_context(fcinfo, fn);
+    MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
+    int32 s = stratum_arg(fcinfo, 1, fn);
+    check_sample(&st->sample, sample_arg(fcinfo, 2, fn), fcinfo, fn);
+    smp::add(part_of(st, s, mcxt)->m, 1.0);
+    PG_RETURN_POINTER(st);
+}
+
+// sample_sum / sample_avg(x, stratum, sample): NULL x is skipped, as sum() does.
+APPROX_FUNCTION(approx_gpu_aqp_sample_sum_trans) {
+    const char* fn = "sample_sum";
+    MemoryContext mcxt = aggregate_context(fcinfo, fn);
+    MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
+    int32 s = stratum_arg(fcinfo, 2, fn);
+    check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fcinfo, fn);
+    if (!PG_ARGISNULL(1)) smp::add(part_of(st, s, mcxt)->m, PG_GETARG_FLOAT8(1));
+    PG_RETURN_POINTER(st);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_sample_combine) {
+    const char* fn = "sample aggregate combine";
+    MemoryContext mcxt = aggregate_context(fcinfo, fn);
+    if (PG_ARGISNULL(1)) {
+        if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+        PG_RETURN_POINTER(PG_GETARG_POINTER(0));
+    }
+    MomentState* other = reinterpret_cast<MomentState*>(PG_GETARG_POINTER(1));
+    MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
+    check_sample(&st->sample, other->sample, fcinfo, fn);
+    for (int32 i = 0; i < other->n_parts; ++i) smp::merge(part_of(st, other->parts[i].stratum, mcxt)->m, other->parts[i].m);
+    PG_RETURN_POINTER(st);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_sample_serial) {
+    MomentState* st = reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
+    ByteWriter w;
+    byte_writer_init(&w);
+    put_u8(&w, kMomentStateVersion);
+    put_i32(&w, static_cast<int32>(st->sample));
+    put_i32(&w, st->n_parts);
+    for (int32 i = 0; i < st->n_parts; ++i) {
+        const smp::GroupPart& p = st->parts[i];
+        put_i32(&w, p.stratum);
+        put_f64(&w, p.m.n);
+        put_f64(&w, p.m.mean);
+        put_f64(&w, p.m.m2);
+        put_f64(&w, p.m.m3);
+        put_f64(&w, p.m.m4);
+        put_f64(&w, p.m.sum);
+    }
+    PG_RETURN_BYTEA_P(byte_writer_finish(&w));
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
+    MemoryContext mcxt = aggregate_context(fcinfo, "sample aggregate deserialize");
+    ByteReader r;
+    byte_reader_init(&r, PG_GETARG_BYTEA_PP(0), "sample aggregate state");
+    if (get_u8(&r) != kMomentStateVersion)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+                        errmsg("unsupported sample aggregate state version")));
+    MomentState* st = new_moment_state(mcxt);
+    st->sample = static_cast<Oid>(get_i32(&r));
+    int32 n = get_i32(&r);
+    if (n < 0 || n > (r.end - r.p) / 52)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
+    for (int32 i = 0; i < n; ++i) {
+        int32 s = get_i32(&r);
+        smp::Moments m;
+        m.n = get_f64(&r);
+        m.mean = get_f64(&r);
+        m.m2 = get_f64(&r);
+        m.m3 = get_f64(&r);
+        m.m4 = get_f64(&r);
+        m.sum = get_f64(&r);
+        // strata strictly increasing; a whole, positive row count; no negative
+        // even moment (NaN passes: a NaN value gives NaN, as sum() does)
+        if (s < 0 || (i > 0 && s <= st->parts[st->n_parts - 1].stratum) || !(m.n >= 1) || m.n != std::floor(m.n) ||
+            m.m2 < 0 || m.m4 < 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
+        part_of(st, s, mcxt)->m = m;
+    }
+    byte_reader_expect_end(&r);
+    PG_RETURN_POINTER(st);
+}
+
+// ---- final functions ---------------------------------------------------------------------
+
+// The sample's OID: from the state, else (no row at all) from the Aggref's
+// argument argno, a Const the sample plan wrote.
+static Oid final_sample(FunctionCallInfo fcinfo, Oid from_state, int argno) {
+    if (OidIsValid(from_state)) return from_state;
+    Aggref* aggref = AggGetAggref(fcinfo);
+    if (aggref == nullptr || list_length(aggref->args) <= argno) return InvalidOid;
+    Node* e = reinterpret_cast<Node*>(static_cast<TargetEntry*>(list_nth(aggref->args, argno))->expr);
+    if (e == nullptr || !IsA(e, Const)) return InvalidOid;
+    Const* c = reinterpret_cast<Const*>(e);
+    return c->consttype == OIDOID && !c->constisnull ? DatumGetObjectId(c->constvalue) : InvalidOid;
+}
+
+static const AqpSampleDesign* final_design(FunctionCallInfo fcinfo, Oid from_state, int argno, const char* fn) {
+    const AqpSampleDesign* d = aqp_sample_design_find(final_sample(fcinfo, from_state, argno));
+    if (d == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s: runs only inside a sample plan", fn),
+                        errhint("The planner writes it for approx_* aggregates answered from a sample.")));
+    return d;
+}
+
+static void check_stratum_in_design(int32 s, const AqpSampleDesign* d, const char* fn) {
+    if (s >= d->n_strata)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: argument stratum %d is not between 1 and %d", fn, s + 1, d->n_strata)));
+}
+
+// The engine's answer as the aggregate's result; with
+// approx_gpu.max_relative_error set, trips the guard where the interval is
+// too wide or the sample cannot bound the answer (aqp_scan_exec.cpp's rule).
+static Datum answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, const char* fn) {
+    double mre = aqp_max_relative_error;
+    if (mre > 0) {
+        if (e.null || !e.estimable)
+            aqp_sample_guard_trip("the sample cannot bound a group's answer");
+        else if (!((e.upper - e.lower) / 2 <= mre * std::fabs(e.estimate)))
+            aqp_sample_guard_trip("an interval is wider than approx_gpu.max_relative_error allows");
+        else if (e.repeated)
+            aqp_sample_guard_trip("a join repeated sample rows (the intervals assume distinct rows)");
+    }
+    if (e.null) PG_RETURN_NULL();
+    if (!ci) PG_RETURN_FLOAT8(e.estimate);
+    TupleDesc desc;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s: result type must be approx_estimate", fn)));
+    desc = BlessTupleDesc(desc);
+    Datum values[3] = {Float8GetDatum(e.estimate), Float8GetDatum(e.lower), Float8GetDatum(e.upper)};
+    bool nulls[3] = {false, false, false};
+    return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+static void raise_engine_error(const approx::Status& st, const char* fn) {
+    ereport(ERROR, (errcode(st.code == approx::StatusCode::OutOfRange ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
+                                                                     : ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("%s: %s", fn, st.message)));
+}
+
+static Datum moment_final(FunctionCallInfo fcinfo, smp::Aggregate agg, bool ci, int sample_argno) {
+    const char* fn = calling_aggregate_name(fcinfo, "sample aggregate");
+    MomentState* st = PG_ARGISNULL(0) ? nullptr : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
+    const AqpSampleDesign* d = final_design(fcinfo, st ? st->sample : InvalidOid, sample_argno, fn);
+    if (st != nullptr && st->n_parts > 0) check_stratum_in_design(st->parts[st->n_parts - 1].stratum, d, fn);
+    approx::sample::Stratum* design =
+        static_cast<approx::sample::Stratum*>(palloc(sizeof(smp::Stratum) * (d->n_strata > 0 ? d->n_strata : 1)));
+    for (int s = 0; s < d->n_strata; ++s) {
+        design[s].rows = d->rows[s];
+        design[s].sampled = d->sampled[s];
+    }
+    smp::Options opt;
+    opt.confidence = aqp_confidence;
+    opt.groups_within_strata = d->groups_within_strata;
+    smp::Estimate e;
+    approx::Status status = smp::estimate(agg, design, d->n_strata, st ? st->parts : nullptr, st ? st->n_parts : 0, opt, e);
+    if (!status.ok()) raise_engine_error(status, fn);
+    return answer(fcinfo, e, ci, fn);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_sample_count_final) { return moment_final(fcinfo, smp::Aggregate::Count, false, 1); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_count_ci_final) { return moment_final(fcinfo, smp::Aggregate::Count, true, 1); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_sum_final) { return moment_final(fcinfo, smp::Aggregate::Sum, false, 2); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_sum_ci_final) { return moment_final(fcinfo, smp::Aggregate::Sum, true, 2); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_avg_final) { return moment_final(fcinfo, smp::Aggregate::Avg, false, 2); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_avg_ci_final) { return moment_final(fcinfo, smp::Aggregate::Avg, true, 2); }
+
+// ---- percentiles -----------------------------------------------------------------------
+
+struct ValueState {
+    Oid sample;
+    bool has_fraction;   // the first row's fraction is recorded
+    bool null_fraction;  // ... and it was NULL (the answer is NULL, as percentile_cont's)
+    double fraction;
+    int64 n, capacity;
+    smp::WeightedValue* rows;
+};
+
+// sample_percentile_cont / _disc(x, stratum, sample, fraction): the
+// fraction is an argument (the user's direct argument), equal on every row.
+APPROX_FUNCTION(approx_gpu_aqp_sample_values_trans) {
+    const char* fn = "sample_percentile";
+    MemoryContext mcxt = aggregate_context(fcinfo, fn);
+    ValueState* st = PG_ARGISNULL(0) ? static_cast<ValueState*>(MemoryContextAllocZero(mcxt, sizeof(ValueState)))
+                                     : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
+    int32 s = stratum_arg(fcinfo, 2, fn);
+    check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fcinfo, fn);
+    bool null_fraction = PG_ARGISNULL(4);
+    double f = null_fraction ? 0 : PG_GETARG_FLOAT8(4);
+    if (!st->has_fraction) {
+        if (!null_fraction && !(f >= 0 && f <= 1)) {
+            fn = agg_name(fcinfo, fn);
+            ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                            errmsg("%s: argument fraction %g is not between 0 and 1", fn, f)));
+        }
+        st->has_fraction = true;
+        st->null_fraction = null_fraction;
+        st->fraction = f;
+    } else if (st->null_fraction != null_fraction || (!null_fraction && f != st->fraction)) {
+        fn = agg_name(fcinfo, fn);
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: argument fraction must be the same on every row of a group", fn)));
+    }
+    if (PG_ARGISNULL(1)) PG_RETURN_POINTER(st);
+    if (st->n == st->capacity) {
+        int64 cap = st->capacity > 0 ? st->capacity * 2 : 64;
+        Size bytes = sizeof(smp::WeightedValue) * static_cast<Size>(cap);
+        if (bytes > MaxAllocHugeSize / 2) {
+            fn = agg_name(fcinfo, fn);
+            ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("%s: too many rows in one group", fn)));
+        }
+        st->rows = static_cast<smp::WeightedValue*>(st->rows ? repalloc_huge(st->rows, bytes)
+                                                             : MemoryContextAllocHuge(mcxt, bytes));
+        st->capacity = cap;
+    }
+    st->rows[st->n].value = PG_GETARG_FLOAT8(1);
+    st->rows[st->n].stratum = s;
+    ++st->n;
+    PG_RETURN_POINTER(st);
+}
+
+// Sorts the state's rows in place: the same rows in another order, so a
+// later final function (a shared state) or transition sees the same group.
+static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci) {
+    const char* fn = calling_aggregate_name(fcinfo, "sample_percentile");
+    ValueState* st = PG_ARGISNULL(0) ? nullptr : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
+    const AqpSampleDesign* d = final_design(fcinfo, st ? st->sample : InvalidOid, 2, fn);
+    if (st != nullptr && st->null_fraction) PG_RETURN_NULL();  // percentile_cont(NULL): NULL
+    if (st == nullptr || st->n == 0) {  // no value seen: NULL, which the sample cannot promise
+        smp::Estimate none;
+        none.null = true;
+        return answer(fcinfo, none, ci, fn);
+    }
+    int32 top = -1;
+    for (int64 i = 0; i < st->n; ++i) top = Max(top, st->rows[i].stratum);
+    check_stratum_in_design(top, d, fn);
+    smp::Stratum* design = static_cast<smp::Stratum*>(palloc(sizeof(smp::Stratum) * (d->n_strata > 0 ? d->n_strata : 1)));
+    for (int s = 0; s < d->n_strata; ++s) {
+        design[s].rows = d->rows[s];
+        design[s].sampled = d->sampled[s];
+    }
+    smp::Options opt;
+    opt.confidence = aqp_confidence;
+    opt.groups_within_strata = d->groups_within_strata;
+    smp::Estimate e;
+    approx::Status status = smp::percentile(kind, st->fraction, design, d->n_strata, st->rows, st->n, opt, e);
+    if (!status.ok()) raise_engine_error(status, fn);
+    return answer(fcinfo, e, ci, fn);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_sample_cont_final) { return values_final(fcinfo, smp::Percentile::Cont, false); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_cont_ci_final) { return values_final(fcinfo, smp::Percentile::Cont, true); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_disc_final) { return values_final(fcinfo, smp::Percentile::Disc, false); }
+APPROX_FUNCTION(approx_gpu_aqp_sample_disc_ci_final) { return values_final(fcinfo, smp::Percentile::Disc, true); }

@@ -1,0 +1,163 @@
+// The sample path's design stack, its guard and the OIDs of the weighted
+// aggregates (aqp.h, "the sample path's weighted aggregates"). The stack
+// lives in TopMemoryContext: the sample plan's node pushes its design
+// around the nested execution and pops it after; an error between the two
+// leaves entries behind, which the (sub)transaction's abort removes
+// (RegisterXactCallback / RegisterSubXactCallback, access/xact.h).
+#include "aqp/aqp.h"
+
+#include <cmath>
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+}
+
+// ---- the design stack ---------------------------------------------------------------
+
+struct DesignEntry {
+    AqpSampleDesign design;  // arrays owned by the entry (TopMemoryContext)
+    int nest_level;          // GetCurrentTransactionNestLevel() at the push
+};
+static DesignEntry* designs = nullptr;
+static int n_designs = 0, designs_capacity = 0;
+
+static char guard_reason[256];
+static bool guard_tripped = false;
+
+static void drop_top(void) {
+    DesignEntry& e = designs[--n_designs];
+    pfree(const_cast<double*>(e.design.rows));
+    pfree(const_cast<double*>(e.design.sampled));
+}
+
+static void forget_designs(XactEvent event, void*) {
+    switch (event) {
+        case XACT_EVENT_COMMIT:
+        case XACT_EVENT_ABORT:
+        case XACT_EVENT_PARALLEL_COMMIT:
+        case XACT_EVENT_PARALLEL_ABORT:
+        case XACT_EVENT_PREPARE:
+            while (n_designs > 0) drop_top();
+            guard_tripped = false;
+            break;
+        default:
+            break;
+    }
+}
+
+// A subtransaction's abort (an exception block around a sample plan) drops
+// what it pushed.
+static void forget_sub_designs(SubXactEvent event, SubTransactionId, SubTransactionId, void*) {
+    if (event != SUBXACT_EVENT_ABORT_SUB) return;
+    const int level = GetCurrentTransactionNestLevel();
+    while (n_designs > 0 && designs[n_designs - 1].nest_level >= level) drop_top();
+}
+
+void aqp_sample_design_push(const AqpSampleDesign* design) {
+    static bool registered = false;
+    if (!registered) {
+        RegisterXactCallback(forget_designs, nullptr);
+        RegisterSubXactCallback(forget_sub_designs, nullptr);
+        registered = true;
+    }
+    if (design == nullptr || design->n_strata < 0 ||
+        (design->n_strata > 0 && (design->rows == nullptr || design->sampled == nullptr)))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("sample plan: malformed sample design")));
+    for (int s = 0; s < design->n_strata; ++s)
+        if (!(design->rows[s] >= 0) || !(design->sampled[s] >= 0) || !std::isfinite(design->rows[s]) ||
+            !std::isfinite(design->sampled[s]))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("sample plan: stratum %d of the sample design has bad counts", s + 1)));
+    if (n_designs == designs_capacity) {
+        int cap = designs_capacity > 0 ? designs_capacity * 2 : 4;
+        Size bytes = sizeof(DesignEntry) * static_cast<Size>(cap);
+        designs = static_cast<DesignEntry*>(designs ? repalloc(designs, bytes)
+                                                    : MemoryContextAlloc(TopMemoryContext, bytes));
+        designs_capacity = cap;
+    }
+    Size bytes = sizeof(double) * static_cast<Size>(design->n_strata > 0 ? design->n_strata : 1);
+    double* rows = static_cast<double*>(MemoryContextAlloc(TopMemoryContext, bytes));
+    double* sampled = static_cast<double*>(MemoryContextAlloc(TopMemoryContext, bytes));
+    for (int s = 0; s < design->n_strata; ++s) {
+        rows[s] = design->rows[s];
+        sampled[s] = design->sampled[s];
+    }
+    DesignEntry& e = designs[n_designs++];
+    e.design = {design->sample_relid, design->n_strata, rows, sampled, design->groups_within_strata};
+    e.nest_level = GetCurrentTransactionNestLevel();
+}
+
+void aqp_sample_design_pop(void) {
+    if (n_designs > 0) drop_top();
+}
+
+const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid) {
+    for (int i = n_designs - 1; i >= 0; --i)
+        if (designs[i].design.sample_relid == sample_relid) return &designs[i].design;
+    return nullptr;
+}
+
+void aqp_sample_guard_reset(void) { guard_tripped = false; }
+
+void aqp_sample_guard_trip(const char* reason) {
+    if (guard_tripped) return;
+    strlcpy(guard_reason, reason ? reason : "the sample cannot answer", sizeof guard_reason);
+    guard_tripped = true;
+}
+
+const char* aqp_sample_guard_reason(void) { return guard_tripped ? guard_reason : nullptr; }
+
+// ---- the weighted aggregates' OIDs ------------------------------------------------------
+
+struct WeightedName {
+    const char* name;
+    int nargs;
+    Oid args[4];
+};
+// Indexed by kind (AQP_COUNT .. AQP_PERCENTILE_DISC) and ci.
+static const WeightedName kWeighted[6][2] = {
+    {{"sample_count", 2, {INT4OID, OIDOID}}, {"sample_count_ci", 2, {INT4OID, OIDOID}}},
+    {{"sample_sum", 3, {FLOAT8OID, INT4OID, OIDOID}}, {"sample_sum_ci", 3, {FLOAT8OID, INT4OID, OIDOID}}},
+    {{"sample_avg", 3, {FLOAT8OID, INT4OID, OIDOID}}, {"sample_avg_ci", 3, {FLOAT8OID, INT4OID, OIDOID}}},
+    {{"sample_count", 2, {INT4OID, OIDOID}}, {"sample_count_ci", 2, {INT4OID, OIDOID}}},  // + FILTER (x IS NOT NULL)
+    {{"sample_percentile_cont", 4, {FLOAT8OID, INT4OID, OIDOID, FLOAT8OID}},
+     {"sample_percentile_cont_ci", 4, {FLOAT8OID, INT4OID, OIDOID, FLOAT8OID}}},
+    {{"sample_percentile_disc", 4, {FLOAT8OID, INT4OID, OIDOID, FLOAT8OID}},
+     {"sample_percentile_disc_ci", 4, {FLOAT8OID, INT4OID, OIDOID, FLOAT8OID}}},
+};
+static Oid weighted_oids[6][2];
+static bool weighted_valid = false;
+
+static void forget_weighted(Datum, int, uint32) { weighted_valid = false; }
+
+Oid aqp_sample_aggregate(AqpAgg agg) {
+    static bool registered = false;
+    if (!registered) {
+        CacheRegisterSyscacheCallback(PROCOID, forget_weighted, 0);
+        registered = true;
+    }
+    if (static_cast<int>(agg.kind) < 0 || static_cast<int>(agg.kind) > AQP_PERCENTILE_DISC) return InvalidOid;
+    if (!weighted_valid) {
+        // The schema as aqp_aggregates.cpp's resolve_agg_oids finds it.
+        Oid ext = get_extension_oid("approx_gpu", true);
+        Oid nsp = OidIsValid(ext) ? get_namespace_oid("approx_gpu", true) : InvalidOid;
+        for (int k = 0; k < 6; ++k)
+            for (int c = 0; c < 2; ++c) {
+                const WeightedName& w = kWeighted[k][c];
+                weighted_oids[k][c] =
+                    OidIsValid(nsp) ? GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(w.name),
+                                                      PointerGetDatum(buildoidvector(w.args, w.nargs)),
+                                                      ObjectIdGetDatum(nsp))
+                                    : InvalidOid;
+            }
+        weighted_valid = true;
+    }
+    return weighted_oids[agg.kind][agg.ci ? 1 : 0];
+}

@@ -1,0 +1,102 @@
+-- approx_count(x) and approx_percentile_cont / _disc (with their _ci forms)
+-- over rows equal their exact twins; the sample path's weighted aggregates
+-- (sample_count / sample_sum / sample_avg / sample_percentile_*) run only
+-- inside a sample plan; argument errors. Outputs: booleans, counts, errors.
+CREATE TABLE aqps_t (g int, x float8, k int, t text);
+INSERT INTO aqps_t
+SELECT i % 7, CASE WHEN i % 5 = 0 THEN NULL ELSE (i * 37 % 101) / 4.0 END,
+       CASE WHEN i % 3 = 0 THEN NULL ELSE i % 10 END,  -- ties
+       CASE WHEN i % 4 = 0 THEN NULL ELSE 'v' || (i % 9) END
+  FROM generate_series(1, 1000) i;
+ANALYZE aqps_t;
+
+-- ---- approx_count(expr) = count(expr), NULLs skipped, any type -------------------------
+SELECT approx_gpu.approx_count(x) = count(x) AS float_eq,
+       approx_gpu.approx_count(k) = count(k) AS int_eq,
+       approx_gpu.approx_count(t) = count(t) AS text_eq,
+       approx_gpu.approx_count(*) = count(*) AS star_eq,
+       approx_gpu.approx_count(x) < approx_gpu.approx_count(*) AS nulls_skipped,
+       pg_typeof(approx_gpu.approx_count(t)) AS result_type
+  FROM aqps_t;
+SELECT bool_and(a = c) AS grouped_eq, count(*) AS groups
+  FROM (SELECT g, approx_gpu.approx_count(k) AS a, count(k) AS c FROM aqps_t GROUP BY g) s;
+SELECT (approx_gpu.approx_count_ci(x)).estimate = count(x) AS ci_estimate,
+       (approx_gpu.approx_count_ci(x)).lower = count(x) AS ci_lower,
+       (approx_gpu.approx_count_ci(x)).upper = count(x) AS ci_upper
+  FROM aqps_t;
+SELECT approx_gpu.approx_count(x) AS no_rows FROM aqps_t WHERE false;
+
+-- ---- percentiles = percentile_cont / percentile_disc ----------------------------------
+SELECT f,
+       approx_gpu.approx_percentile_cont(f) WITHIN GROUP (ORDER BY x)
+         = percentile_cont(f) WITHIN GROUP (ORDER BY x) AS cont_eq,
+       approx_gpu.approx_percentile_disc(f) WITHIN GROUP (ORDER BY x)
+         = percentile_disc(f) WITHIN GROUP (ORDER BY x) AS disc_eq,
+       approx_gpu.approx_percentile_cont(f) WITHIN GROUP (ORDER BY k)
+         = percentile_cont(f) WITHIN GROUP (ORDER BY k) AS ties_cont_eq,
+       approx_gpu.approx_percentile_disc(f) WITHIN GROUP (ORDER BY k)
+         = percentile_disc(f) WITHIN GROUP (ORDER BY k) AS ties_disc_eq
+  FROM aqps_t, unnest(ARRAY[0, 0.1, 0.25, 0.5, 0.73, 0.9, 1]::float8[]) f
+ GROUP BY f ORDER BY f;
+SELECT bool_and(a IS NOT DISTINCT FROM b AND c IS NOT DISTINCT FROM d) AS grouped_eq, count(*) AS groups
+  FROM (SELECT g, approx_gpu.approx_percentile_cont(0.3) WITHIN GROUP (ORDER BY x) AS a,
+               percentile_cont(0.3) WITHIN GROUP (ORDER BY x) AS b,
+               approx_gpu.approx_percentile_disc(0.3) WITHIN GROUP (ORDER BY x) AS c,
+               percentile_disc(0.3) WITHIN GROUP (ORDER BY x) AS d
+          FROM aqps_t GROUP BY g) s;
+SELECT (r).estimate = e AND (r).lower = e AND (r).upper = e AS cont_ci_exact
+  FROM (SELECT approx_gpu.approx_percentile_cont_ci(0.5) WITHIN GROUP (ORDER BY x) AS r,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY x) AS e FROM aqps_t) s;
+SELECT (r).estimate = e AND (r).lower = e AND (r).upper = e AS disc_ci_exact
+  FROM (SELECT approx_gpu.approx_percentile_disc_ci(0.5) WITHIN GROUP (ORDER BY x) AS r,
+               percentile_disc(0.5) WITHIN GROUP (ORDER BY x) AS e FROM aqps_t) s;
+-- both forms of one percentile in one query (a shared transition state)
+SELECT approx_gpu.approx_percentile_cont(0.4) WITHIN GROUP (ORDER BY x)
+         = (approx_gpu.approx_percentile_cont_ci(0.4) WITHIN GROUP (ORDER BY x)).estimate AS shared_eq,
+       approx_gpu.approx_percentile_disc(0.4) WITHIN GROUP (ORDER BY x)
+         = percentile_disc(0.4) WITHIN GROUP (ORDER BY x) AS shared_disc_eq
+  FROM aqps_t;
+-- no rows, a NULL fraction: NULL, as percentile_cont
+SELECT approx_gpu.approx_percentile_cont(0.5) WITHIN GROUP (ORDER BY x) IS NULL AS no_rows,
+       approx_gpu.approx_percentile_disc_ci(0.5) WITHIN GROUP (ORDER BY x) IS NULL AS no_rows_ci
+  FROM aqps_t WHERE false;
+SELECT approx_gpu.approx_percentile_cont(NULL) WITHIN GROUP (ORDER BY x) IS NULL AS null_fraction FROM aqps_t;
+-- the fraction outside [0, 1] (22003, as percentile_cont), naming the aggregate
+\set VERBOSITY sqlstate
+SELECT approx_gpu.approx_percentile_cont(1.5) WITHIN GROUP (ORDER BY x) FROM aqps_t;
+SELECT approx_gpu.approx_percentile_disc(-0.1) WITHIN GROUP (ORDER BY x) FROM aqps_t;
+SELECT approx_gpu.approx_percentile_cont_ci('NaN') WITHIN GROUP (ORDER BY x) FROM aqps_t;
+\set VERBOSITY default
+SELECT approx_gpu.approx_percentile_cont(1.5) WITHIN GROUP (ORDER BY x) FROM aqps_t;
+SELECT approx_gpu.approx_percentile_disc_ci(2) WITHIN GROUP (ORDER BY x) FROM aqps_t WHERE false;
+
+-- ---- the box path leaves them to the sample path, with a reason ------------------------
+SELECT approx_gpu.approx_count(x) = count(x) AS eq FROM aqps_t WHERE g = 1;
+SELECT approx_gpu.last_run()->>'reason' AS reason;
+
+-- ---- the weighted aggregates outside a sample plan: 55000 -----------------------------
+SELECT approx_gpu.sample_count(1, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu.sample_sum(x, 1, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu.sample_avg_ci(x, 1, 'aqps_t'::regclass) FROM aqps_t WHERE false;
+SELECT approx_gpu.sample_percentile_cont(x, 1, 'aqps_t'::regclass, 0.5) FROM aqps_t;
+SELECT approx_gpu.sample_percentile_disc_ci(x, 1, 'aqps_t'::regclass, 0.5) FROM aqps_t;
+-- argument errors, raised by the transition functions before any design is needed
+SELECT approx_gpu.sample_count(0, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu.sample_count(NULL, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu.sample_sum(x, 1, NULL) FROM aqps_t;
+SELECT approx_gpu.sample_sum(x, 1, CASE WHEN g = 3 THEN 'pg_class'::regclass ELSE 'aqps_t'::regclass END) FROM aqps_t;
+SELECT approx_gpu.sample_percentile_cont(x, 1, 'aqps_t'::regclass, 1.5) FROM aqps_t;
+SELECT approx_gpu.sample_percentile_cont(x, 1, 'aqps_t'::regclass, g / 10.0) FROM aqps_t;
+-- a parallel plan of the weighted form: partial states are combined, then the final function needs the design
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT approx_gpu.sample_sum(x, 1 + g % 3, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu.sample_sum(x, 1 + g % 3, 'aqps_t'::regclass) FROM aqps_t;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+
+DROP TABLE aqps_t;

@@ -1,0 +1,377 @@
+// The sample path's weighted aggregates (core/sample_estimate.hpp) against
+// naive double-precision references written here, and a coverage simulation
+// of their intervals over repeated stratified samples of generated
+// populations (normal, lognormal sigma = 2, Pareto alpha = 1.5).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/sample_estimate.hpp"
+
+using namespace approx;
+using namespace approx::sample;
+
+namespace {
+
+// Naive moments: two passes.
+Moments naive_moments(const std::vector<double>& y) {
+    Moments m;
+    m.n = static_cast<double>(y.size());
+    for (double v : y) m.mean += v;
+    m.mean /= m.n;
+    for (double v : y) {
+        m.m2 += (v - m.mean) * (v - m.mean);
+        m.m3 += (v - m.mean) * (v - m.mean) * (v - m.mean);
+        m.m4 += (v - m.mean) * (v - m.mean) * (v - m.mean) * (v - m.mean);
+    }
+    return m;
+}
+
+Moments moments_of(const std::vector<double>& y) {
+    Moments m;
+    for (double v : y) add(m, v);
+    return m;
+}
+
+// percentile_cont / percentile_disc of equally weighted values (PostgreSQL's definitions).
+double naive_cont(std::vector<double> v, double f) {
+    std::sort(v.begin(), v.end());
+    double h = f * (v.size() - 1);
+    size_t a = static_cast<size_t>(std::floor(h)), b = static_cast<size_t>(std::ceil(h));
+    return a == b ? v[a] : v[a] + (v[b] - v[a]) * (h - a);
+}
+double naive_disc(std::vector<double> v, double f) {
+    std::sort(v.begin(), v.end());
+    long long r = static_cast<long long>(std::ceil(f * v.size()));
+    return v[static_cast<size_t>(std::max(1LL, r) - 1)];
+}
+
+}  // namespace
+
+TEST(SampleEstimate, MomentsMatchTwoPassAtAnOffset) {
+    std::mt19937_64 rng(7);
+    std::lognormal_distribution<double> ln(0, 1);
+    std::vector<double> a, b, all;
+    for (int i = 0; i < 300; ++i) a.push_back(1e9 + ln(rng));
+    for (int i = 0; i < 77; ++i) b.push_back(1e9 + 3 * ln(rng));
+    all = a;
+    all.insert(all.end(), b.begin(), b.end());
+    Moments ma = moments_of(a), mb = moments_of(b);
+    merge(ma, mb);
+    Moments ref = naive_moments(all);
+    EXPECT_EQ(ma.n, ref.n);
+    EXPECT_NEAR(ma.mean, ref.mean, 1e-6);
+    EXPECT_NEAR(ma.m2 / ref.m2, 1, 1e-6);
+    EXPECT_NEAR(ma.m3 / ref.m3, 1, 1e-4);
+    EXPECT_NEAR(ma.m4 / ref.m4, 1, 1e-4);
+    EXPECT_NEAR(ma.sum / (ref.mean * ref.n), 1, 1e-12);
+}
+
+TEST(SampleEstimate, StudentTQuantiles) {
+    // Tables of t_{0.975}(df).
+    const double df[] = {1, 2, 3, 5, 10, 30, 100, 2.5};
+    const double t[] = {12.706204736, 4.302652730, 3.182446305, 2.570581836, 2.228138852, 2.042272456, 1.983971519, 3.574654842};
+    for (int i = 0; i < 8; ++i) EXPECT_NEAR(student_t_quantile(0.975, df[i]), t[i], 2e-6 * t[i]) << df[i];
+    EXPECT_NEAR(student_t_quantile(0.025, 7), -student_t_quantile(0.975, 7), 1e-12);
+    EXPECT_NEAR(student_t_quantile(0.95, 1e9), 1.6448536269514722, 1e-9);
+}
+
+// One stratified design and a group, estimated and checked against the
+// Horvitz-Thompson formulas computed here from the rows.
+TEST(SampleEstimate, HorvitzThompsonMatchesNaive) {
+    std::mt19937_64 rng(11);
+    std::normal_distribution<double> nd(50, 10);
+    const Stratum design[3] = {{1000, 100}, {500, 20}, {40, 40}};
+    std::vector<GroupPart> parts;
+    double est_c = 0, est_s = 0, v_c = 0, v_s = 0;
+    for (int s = 0; s < 3; ++s) {
+        const double m = design[s].sampled, N = design[s].rows;
+        std::vector<double> group, full;  // full: all m rows, zeros outside the group
+        for (int i = 0; i < m; ++i) {
+            bool in = i % 3 == 0;
+            double y = nd(rng);
+            if (in) group.push_back(y);
+            full.push_back(in ? y : 0);
+        }
+        GroupPart p;
+        p.stratum = s;
+        p.m = moments_of(group);
+        parts.push_back(p);
+        double k = group.size(), sy = 0, ss = 0, sc = 0;
+        for (double y : full) sy += y;
+        for (double y : full) ss += (y - sy / m) * (y - sy / m);
+        for (double y : full) sc += y != 0 ? 1 : 0;
+        est_c += N / m * k;
+        est_s += N / m * sy;
+        double pc = k / m;
+        v_c += N * N * (1 - m / N) * (pc * (1 - pc) * m / (m - 1)) / m;
+        v_s += N * N * (1 - m / N) * (ss / (m - 1)) / m;
+        (void)sc;
+    }
+    Options o;
+    o.groups_within_strata = true;
+    Estimate c, s, a;
+    ASSERT_TRUE(estimate(Aggregate::Count, design, 3, parts.data(), 3, o, c).ok());
+    ASSERT_TRUE(estimate(Aggregate::Sum, design, 3, parts.data(), 3, o, s).ok());
+    ASSERT_TRUE(estimate(Aggregate::Avg, design, 3, parts.data(), 3, o, a).ok());
+    EXPECT_NEAR(c.estimate, est_c, 1e-9 * est_c);
+    EXPECT_NEAR(s.estimate, est_s, 1e-9 * est_s);
+    EXPECT_NEAR(a.estimate, est_s / est_c, 1e-9);
+    // The plug-in variance plus a Wilson allowance: at least the plug-in, not far above it here (k >= 7).
+    EXPECT_GE(c.se * c.se, v_c * (1 - 1e-9));
+    EXPECT_LE(c.se * c.se, v_c * 1.5);
+    EXPECT_GE(s.se * s.se, v_s * (1 - 1e-9));
+    EXPECT_LE(s.se * s.se, v_s * 1.5);
+    EXPECT_FALSE(c.exact);
+    EXPECT_LT(c.lower, c.estimate);
+    EXPECT_GT(s.upper, s.estimate);
+    EXPECT_GT(a.df, 1);
+}
+
+TEST(SampleEstimate, ZeroWidthOnlyWhenWhole) {
+    const Stratum whole[2] = {{10, 10}, {5, 5}};
+    const Stratum part[2] = {{10, 10}, {50, 5}};
+    GroupPart p[2];
+    p[0].stratum = 0;
+    p[1].stratum = 1;
+    for (double y : {2.0, 2.0, 2.0}) add(p[0].m, y);
+    for (double y : {2.0, 2.0}) add(p[1].m, y);
+    Options o;
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        Estimate e;
+        ASSERT_TRUE(estimate(agg, whole, 2, p, 2, o, e).ok());
+        EXPECT_TRUE(e.exact);
+        EXPECT_EQ(e.lower, e.upper);
+        EXPECT_EQ(e.estimate, agg == Aggregate::Count ? 5 : agg == Aggregate::Sum ? 10 : 2);
+        // every value equal, every sample row in the group, one stratum not whole: still a width
+        ASSERT_TRUE(estimate(agg, part, 2, p, 2, o, e).ok());
+        EXPECT_FALSE(e.exact);
+        EXPECT_LT(e.lower, e.estimate) << static_cast<int>(agg);
+        EXPECT_GT(e.upper, e.estimate) << static_cast<int>(agg);
+        // the group seen in the whole stratum only: the other may hold unseen rows
+        ASSERT_TRUE(estimate(agg, part, 2, p, 1, o, e).ok());
+        EXPECT_FALSE(e.exact);
+        EXPECT_GT(e.upper, e.estimate) << static_cast<int>(agg);
+        // ... unless the groups lie within their strata
+        Options within = o;
+        within.groups_within_strata = true;
+        ASSERT_TRUE(estimate(agg, part, 2, p, 1, within, e).ok());
+        EXPECT_TRUE(e.exact);
+    }
+    // Values all 0 in a sample that is not whole: nothing bounds the SUM.
+    GroupPart zero;
+    zero.stratum = 1;
+    for (int i = 0; i < 5; ++i) add(zero.m, 0.0);
+    Estimate e;
+    ASSERT_TRUE(estimate(Aggregate::Sum, part, 2, &zero, 1, o, e).ok());
+    EXPECT_FALSE(e.estimable);
+    EXPECT_TRUE(std::isinf(e.upper));
+    // A stratum without sample rows may hold anything.
+    const Stratum empty[2] = {{10, 10}, {50, 0}};
+    ASSERT_TRUE(estimate(Aggregate::Count, empty, 2, p, 1, o, e).ok());
+    EXPECT_FALSE(e.estimable);
+    // No rows: COUNT 0 with an upper bound, SUM NULL.
+    ASSERT_TRUE(estimate(Aggregate::Count, part, 2, nullptr, 0, o, e).ok());
+    EXPECT_EQ(e.estimate, 0);
+    EXPECT_GT(e.upper, 0);
+    ASSERT_TRUE(estimate(Aggregate::Sum, part, 2, nullptr, 0, o, e).ok());
+    EXPECT_TRUE(e.null);
+    // Bad stratum.
+    GroupPart bad;
+    bad.stratum = 2;
+    add(bad.m, 1);
+    EXPECT_EQ(estimate(Aggregate::Sum, part, 2, &bad, 1, o, e).code, StatusCode::InvalidArgument);
+}
+
+TEST(SampleEstimate, PercentilesOfWholeStrataArePostgres) {
+    // ties, negatives, an odd count
+    std::vector<double> v = {5, 1, 3, 3, 3, -2, 8, 8, 13, 0.5, 3};
+    const Stratum design[2] = {{6, 6}, {5, 5}};
+    for (double f : {0.0, 0.1, 0.25, 0.5, 0.63, 0.9, 1.0}) {
+        for (Percentile kind : {Percentile::Cont, Percentile::Disc}) {
+            std::vector<WeightedValue> rows;
+            for (size_t i = 0; i < v.size(); ++i) rows.push_back({v[i], static_cast<int32_t>(i < 6 ? 0 : 1)});
+            Estimate e;
+            ASSERT_TRUE(percentile(kind, f, design, 2, rows.data(), rows.size(), Options(), e).ok());
+            EXPECT_EQ(e.estimate, kind == Percentile::Cont ? naive_cont(v, f) : naive_disc(v, f)) << f;
+            EXPECT_TRUE(e.exact);
+            EXPECT_EQ(e.lower, e.upper);
+        }
+    }
+}
+
+TEST(SampleEstimate, WeightedPercentileIsTheExpandedOne) {
+    // Integer weights N / m = 3 and 2: the same as the values repeated.
+    const Stratum design[2] = {{12, 4}, {6, 3}};
+    std::vector<double> a = {4, 9, 1, 7}, b = {2, 9, 5};
+    std::vector<double> expanded;
+    for (double x : a) expanded.insert(expanded.end(), 3, x);
+    for (double x : b) expanded.insert(expanded.end(), 2, x);
+    for (double f : {0.0, 0.2, 0.5, 0.77, 1.0}) {
+        for (Percentile kind : {Percentile::Cont, Percentile::Disc}) {
+            std::vector<WeightedValue> rows;
+            for (double x : a) rows.push_back({x, 0});
+            for (double x : b) rows.push_back({x, 1});
+            Estimate e;
+            ASSERT_TRUE(percentile(kind, f, design, 2, rows.data(), rows.size(), Options(), e).ok());
+            EXPECT_NEAR(e.estimate, kind == Percentile::Cont ? naive_cont(expanded, f) : naive_disc(expanded, f),
+                        1e-12)
+                << f;
+            EXPECT_FALSE(e.exact);
+            EXPECT_LE(e.lower, e.estimate);
+            EXPECT_GE(e.upper, e.estimate);
+        }
+    }
+    Estimate e;
+    std::vector<WeightedValue> one = {{1, 0}};
+    EXPECT_EQ(percentile(Percentile::Cont, 1.5, design, 2, one.data(), 1, Options(), e).code, StatusCode::OutOfRange);
+    EXPECT_TRUE(percentile(Percentile::Cont, 0.5, design, 2, one.data(), 0, Options(), e).ok());
+    EXPECT_TRUE(e.null);
+    // One row: the sample bounds neither side.
+    ASSERT_TRUE(percentile(Percentile::Cont, 0.5, design, 2, one.data(), 1, Options(), e).ok());
+    EXPECT_FALSE(e.estimable);
+}
+
+// ---- coverage simulation ------------------------------------------------------------
+
+namespace {
+
+enum class Shape { Normal, Lognormal, Pareto };
+const char* shape_name(Shape s) { return s == Shape::Normal ? "normal" : s == Shape::Lognormal ? "lognormal(2)" : "pareto(1.5)"; }
+
+struct Population {
+    std::vector<double> value;
+    std::vector<int> group;   // -1: no group of interest
+    std::vector<int> stratum;
+};
+
+constexpr int kStrata = 4;
+constexpr int kGroups = 4;
+const double kGroupShare[kGroups] = {0.5, 0.15, 0.04, 0.012};
+const int kStratumRows[kStrata] = {12000, 8000, 5000, 3000};
+const int kStratumSample[kStrata] = {500, 350, 250, 250};
+
+Population make_population(Shape shape, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::normal_distribution<double> nd(0, 1);
+    Population p;
+    for (int s = 0; s < kStrata; ++s)
+        for (int i = 0; i < kStratumRows[s]; ++i) {
+            double x;
+            switch (shape) {
+                case Shape::Normal: x = 100 + 20 * nd(rng) + 10 * s; break;
+                case Shape::Lognormal: x = std::exp(2 * nd(rng)) * (1 + s); break;
+                default: x = std::pow(1 - u(rng), -1 / 1.5) * (1 + s); break;
+            }
+            double r = u(rng), c = 0;
+            int g = -1;
+            for (int k = 0; k < kGroups; ++k) {
+                c += kGroupShare[k];
+                if (r < c) {
+                    g = k;
+                    break;
+                }
+            }
+            p.value.push_back(x);
+            p.group.push_back(g);
+            p.stratum.push_back(s);
+        }
+    return p;
+}
+
+struct Tally {
+    long hits = 0, total = 0;
+    void add(bool h) {
+        hits += h;
+        ++total;
+    }
+    double rate() const { return total ? static_cast<double>(hits) / total : 0; }
+};
+
+}  // namespace
+
+TEST(SampleEstimate, IntervalCoverageOverRepeatedSamples) {
+    const int reps = 400;
+    Stratum design[kStrata];
+    for (int s = 0; s < kStrata; ++s) design[s] = {static_cast<double>(kStratumRows[s]), static_cast<double>(kStratumSample[s])};
+    Tally overall[4];
+    for (Shape shape : {Shape::Normal, Shape::Lognormal, Shape::Pareto}) {
+        Population pop = make_population(shape, 1000 + static_cast<int>(shape));
+        // Truth per group: count, sum, avg, median (percentile_cont 0.5).
+        double truth[kGroups][4];
+        for (int g = 0; g < kGroups; ++g) {
+            std::vector<double> vals;
+            for (size_t i = 0; i < pop.value.size(); ++i)
+                if (pop.group[i] == g) vals.push_back(pop.value[i]);
+            double sum = 0;
+            for (double v : vals) sum += v;
+            truth[g][0] = vals.size();
+            truth[g][1] = sum;
+            truth[g][2] = sum / vals.size();
+            truth[g][3] = naive_cont(vals, 0.5);
+        }
+        Tally tally[4][kGroups];
+        std::mt19937_64 rng(42 + static_cast<int>(shape));
+        std::vector<std::vector<int>> rows_of(kStrata);
+        for (size_t i = 0; i < pop.value.size(); ++i) rows_of[pop.stratum[i]].push_back(static_cast<int>(i));
+        for (int r = 0; r < reps; ++r) {
+            GroupPart parts[kGroups][kStrata];
+            std::vector<WeightedValue> values[kGroups];
+            for (int s = 0; s < kStrata; ++s) {
+                std::vector<int>& idx = rows_of[s];
+                for (int g = 0; g < kGroups; ++g) parts[g][s].stratum = s;
+                for (int i = 0; i < kStratumSample[s]; ++i) {  // partial Fisher-Yates: a sample without replacement
+                    std::uniform_int_distribution<size_t> pick(i, idx.size() - 1);
+                    std::swap(idx[i], idx[pick(rng)]);
+                    const int row = idx[i], g = pop.group[row];
+                    if (g < 0) continue;
+                    add(parts[g][s].m, pop.value[row]);
+                    values[g].push_back({pop.value[row], s});
+                }
+            }
+            for (int g = 0; g < kGroups; ++g) {
+                std::vector<GroupPart> seen;
+                for (int s = 0; s < kStrata; ++s)
+                    if (parts[g][s].m.n > 0) seen.push_back(parts[g][s]);
+                Estimate e[4];
+                ASSERT_TRUE(estimate(Aggregate::Count, design, kStrata, seen.data(), seen.size(), Options(), e[0]).ok());
+                ASSERT_TRUE(estimate(Aggregate::Sum, design, kStrata, seen.data(), seen.size(), Options(), e[1]).ok());
+                ASSERT_TRUE(estimate(Aggregate::Avg, design, kStrata, seen.data(), seen.size(), Options(), e[2]).ok());
+                ASSERT_TRUE(percentile(Percentile::Cont, 0.5, design, kStrata, values[g].data(), values[g].size(),
+                                       Options(), e[3])
+                                .ok());
+                for (int a = 0; a < 4; ++a) {
+                    if (e[a].null) {  // a group the sample missed: its SUM / AVG / median are not answered
+                        tally[a][g].add(false);
+                        continue;
+                    }
+                    ASSERT_LE(e[a].lower, e[a].estimate);
+                    ASSERT_GE(e[a].upper, e[a].estimate);
+                    ASSERT_LT(e[a].lower, e[a].upper);  // never a point: no stratum is whole
+                    tally[a][g].add(e[a].lower <= truth[g][a] && truth[g][a] <= e[a].upper);
+                }
+            }
+        }
+        const char* names[4] = {"COUNT", "SUM", "AVG", "median"};
+        for (int a = 0; a < 4; ++a) {
+            std::printf("[ coverage ] %-13s %-6s", shape_name(shape), names[a]);
+            for (int g = 0; g < kGroups; ++g) {
+                std::printf("  share %.3f: %.3f", kGroupShare[g], tally[a][g].rate());
+                overall[a].hits += tally[a][g].hits;
+                overall[a].total += tally[a][g].total;
+            }
+            std::printf("\n");
+        }
+    }
+    const char* names[4] = {"COUNT", "SUM", "AVG", "median"};
+    for (int a = 0; a < 4; ++a) {
+        std::printf("[ coverage ] all populations and groups, %-6s: %.3f (%ld intervals, 95%% target)\n", names[a],
+                    overall[a].rate(), overall[a].total);
+        EXPECT_GE(overall[a].rate(), 0.88) << names[a];
+    }
+}
