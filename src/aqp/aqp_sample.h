@@ -24,6 +24,8 @@ struct AqpSampleSpec {
     // sample plan so that the guard sees every group (-1: no limit).
     int64 limit_count;
     int64 limit_offset;
+    bool grouped;  // the aggregated level has GROUP BY (a group the sample missed is missing)
+    bool groups_within_strata;  // GROUP BY includes every stratify column (AqpSampleDesign)
     bool role_dependent;  // planning only: a synopsis of some role was considered
 };
 

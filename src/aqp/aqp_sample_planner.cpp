@@ -40,6 +40,7 @@ extern "C" {
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/planmain.h"
+#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -420,6 +421,28 @@ static Node* weight_mutator(Node* node, WeightContext* c) {
     return expression_tree_mutator(node, mutator(weight_mutator), c);
 }
 
+// Does GROUP BY list every stratify column of the table as a plain column
+// (the table directly in the aggregated level)? Then a group's rows lie in
+// the strata where the sample saw it.
+static bool groups_include_strata(Query* q, List* path, const TableSynopsis* ts) {
+    if (ts->n_stratify == 0 || list_length(path) != 1) return false;
+    Index rti = static_cast<Step*>(linitial(path))->rti;
+    List* keys = get_sortgrouplist_exprs(q->groupClause, q->targetList);
+    for (int s = 0; s < ts->n_stratify; ++s) {
+        AttrNumber a = ts->attnum[ts->stratify[s]];
+        bool found = false;
+        ListCell* lc;
+        foreach (lc, keys) {
+            Node* k = static_cast<Node*>(lfirst(lc));
+            while (k != nullptr && IsA(k, RelabelType)) k = reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(k)->arg);
+            found |= k != nullptr && IsA(k, Var) && reinterpret_cast<Var*>(k)->varno == static_cast<int>(rti) &&
+                     reinterpret_cast<Var*>(k)->varlevelsup == 0 && reinterpret_cast<Var*>(k)->varattno == a;
+        }
+        if (!found) return false;
+    }
+    return true;
+}
+
 // ---- the decision -------------------------------------------------------------------------
 
 // Which approx_* Aggref shapes the weighted forms take.
@@ -567,6 +590,8 @@ static PlannedStmt* plan_over_sample(Query* copy, const char* query_string, int 
         if (o != nullptr && !o->constisnull) spec->limit_offset = DatumGetInt64(o->constvalue);
         q->limitCount = q->limitOffset = nullptr;
     }
+    spec->grouped = q->groupClause != NIL;
+    spec->groups_within_strata = spec->grouped && groups_include_strata(q, best.path, best.ts);
     spec->relid = best.ts->relid;
     spec->owner = best.ts->owner;
     spec->synopsis = pstrdup(best.ts->name);

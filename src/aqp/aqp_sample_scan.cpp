@@ -46,7 +46,8 @@ bool aqp_is_box_scan(const CustomScan* cs) {
 // ---- the spec as plain nodes -----------------------------------------------------------
 // custom_private: (Integer relid, Integer owner, String synopsis, Const built,
 // Integer sample_relid, Const sample_rows, Const limit_count, Const
-// limit_offset, PlannedStmt sample plan).
+// limit_offset, Boolean grouped, Boolean groups_within_strata, PlannedStmt
+// sample plan).
 
 static Const* int8_const(int64 v) {
     return makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(v), false, FLOAT8PASSBYVAL);
@@ -63,6 +64,8 @@ static List* form_spec(const AqpSampleSpec* s, PlannedStmt* sample) {
     l = lappend(l, int8_const(s->sample_rows));
     l = lappend(l, int8_const(s->limit_count));
     l = lappend(l, int8_const(s->limit_offset));
+    l = lappend(l, makeBoolean(s->grouped));
+    l = lappend(l, makeBoolean(s->groups_within_strata));
     l = lappend(l, sample);
     return l;
 }
@@ -77,7 +80,9 @@ static void deform_spec(List* l, AqpSampleSpec* s, PlannedStmt** sample) {
     s->sample_rows = int8_of(static_cast<Node*>(list_nth(l, 5)));
     s->limit_count = int8_of(static_cast<Node*>(list_nth(l, 6)));
     s->limit_offset = int8_of(static_cast<Node*>(list_nth(l, 7)));
-    *sample = castNode(PlannedStmt, list_nth(l, 8));
+    s->grouped = boolVal(list_nth(l, 8));
+    s->groups_within_strata = boolVal(list_nth(l, 9));
+    *sample = castNode(PlannedStmt, list_nth(l, 10));
 }
 
 // ---- plan ---------------------------------------------------------------------------
@@ -162,7 +167,7 @@ static void sample_begin(CustomScanState* node, EState* estate, int eflags) {
 }
 
 // The design of the pinned synopsis' sample: per stratum N_s and m_s.
-static AqpSampleDesign design_of(const TableSynopsis* ts) {
+static AqpSampleDesign design_of(const TableSynopsis* ts, bool groups_within_strata) {
     const approx::synopsis::Synopsis& m = ts->model;
     int n = std::max(1, m.n_strata);
     double* rows = static_cast<double*>(palloc(sizeof(double) * n));
@@ -176,7 +181,9 @@ static AqpSampleDesign design_of(const TableSynopsis* ts) {
             sampled[g] = static_cast<double>(m.strata[g].end - m.strata[g].begin);
         }
     }
-    return AqpSampleDesign{ts->sample_relid, n, rows, sampled};
+    AqpSampleDesign d{ts->sample_relid, n, rows, sampled};
+    d.groups_within_strata = groups_within_strata;
+    return d;
 }
 
 // Maps the scan tuple's columns to the sample plan's output (its non-junk
@@ -214,13 +221,18 @@ static void run_sample_plan(ApproxSampleState* st) {
         return fall_back(st, psprintf("%s was dropped or rebuilt since planning", syn));
     const char* stale = table_synopsis_staleness(st->ts);
     if (stale != nullptr) return fall_back(st, psprintf("%s: %s", syn, stale));
+    // The guard promises every group within the bound: a group the sample
+    // never saw cannot be bounded, so a GROUP BY over a sample smaller than
+    // the table runs the exact plan (docs/aqp.md, "Error bounds").
+    if (aqp_max_relative_error > 0 && spec.grouped && !spec.groups_within_strata && st->ts->model.m < st->ts->model.n_rows)
+        return fall_back(st, "GROUP BY over a sample that may miss groups (approx_gpu.max_relative_error is set)");
     // The plan cache locked the outer statement's relations, not this one.
     LockRelationOid(spec.sample_relid, AccessShareLock);
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(spec.sample_relid)))
         return fall_back(st, psprintf("the sample relation of %s was dropped", syn));
 
     MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-    AqpSampleDesign design = design_of(st->ts);
+    AqpSampleDesign design = design_of(st->ts, spec.groups_within_strata);
     st->store = tuplestore_begin_heap(false, false, work_mem);
     DestReceiver* dest = CreateDestReceiver(DestTuplestore);
     SetTuplestoreDestReceiverParams(dest, st->store, estate->es_query_cxt, false, nullptr, nullptr);
