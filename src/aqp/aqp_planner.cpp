@@ -18,6 +18,9 @@
 
 #include "synopsis/synopsis_table.h"
 
+#include <algorithm>
+#include <cmath>
+
 extern "C" {
 #include "access/stratnum.h"
 #include "catalog/pg_type.h"
@@ -196,6 +199,37 @@ static AqpPlanSpec* box_spec(const AqpQueryShape* shape, const TableSynopsis* ts
     return spec;
 }
 
+// Distinct keys of the group columns among the sample's rows, counted up to
+// limit + 1 (NULL is a key, as in GROUP BY).
+static int64 sample_group_count(const TableSynopsis* ts, const List* group_vars, int64 limit) {
+    const approx::synopsis::Synopsis& s = ts->model;
+    int cols[approx::synopsis::kMaxDim];
+    int n = 0;
+    const ListCell* lc;
+    foreach (lc, group_vars) cols[n++] = synopsis_column(ts, static_cast<Var*>(lfirst(lc))->varattno);
+    int64 m = s.m;
+    int d = s.d;
+    int64* idx = static_cast<int64*>(palloc(sizeof(int64) * (m + 1)));
+    for (int64 i = 0; i < m; ++i) idx[i] = i;
+    auto key = [&](int64 r, int c) {
+        double v = s.sample[r * d + cols[c]];
+        return std::isnan(v) ? HUGE_VAL : v;  // NULL sorts last, one key
+    };
+    std::sort(idx, idx + m, [&](int64 a, int64 b) {
+        for (int c = 0; c < n; ++c)
+            if (key(a, c) != key(b, c)) return key(a, c) < key(b, c);
+        return false;
+    });
+    int64 groups = 0;
+    for (int64 i = 0; i < m && groups <= limit; ++i) {
+        bool same = i > 0;
+        for (int c = 0; c < n && same; ++c) same = key(idx[i], c) == key(idx[i - 1], c);
+        groups += !same;
+    }
+    pfree(idx);
+    return groups;
+}
+
 static void add_synopsis_path(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
                               const AqpQueryShape* shape, const TableSynopsis* ts) {
     Path* child = exact_path(root, input_rel, output_rel);
@@ -271,6 +305,19 @@ void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* inp
                 reason = why;  // the most recent candidate's reason
         }
         if (candidates == 0) reason = psprintf("no synopsis on table %s", get_rel_name(shape.relid));
+        // One box per group, each a pass over the sample: past
+        // approx_gpu.box_path_max_groups groups the sample path (one pass
+        // for all groups) answers instead, where the synopsis has a sample
+        // relation and the hook plans (docs/aqp.md, "Many groups").
+        if (chosen != nullptr && shape.group_vars != NIL && OidIsValid(chosen->sample_relid) &&
+            aqp_sample_path_considered()) {
+            int64 groups = sample_group_count(chosen, shape.group_vars, aqp_box_path_max_groups);
+            if (groups > aqp_box_path_max_groups) {
+                reason = psprintf("more than %d groups (approx_gpu.box_path_max_groups): the sample path answers",
+                                  aqp_box_path_max_groups);
+                chosen = nullptr;
+            }
+        }
         if (chosen != nullptr) {
             add_synopsis_path(root, input_rel, output_rel, &shape, chosen);
             return;

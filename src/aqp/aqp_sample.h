@@ -31,6 +31,9 @@ struct AqpSampleSpec {
 
 // approx_gpu.box_path (default on): off sends the box path's queries to the sample path.
 extern bool aqp_box_path_enabled;
+// approx_gpu.box_path_max_groups (default 16): a GROUP BY with more groups in
+// the sample goes to the sample path (a box per group costs a pass over the sample each).
+extern int aqp_box_path_max_groups;
 
 // Settings, the planner hook, the node's methods (from aqp_init).
 void aqp_sample_init(void);

@@ -53,6 +53,7 @@ extern "C" {
 }
 
 bool aqp_box_path_enabled = true;
+int aqp_box_path_max_groups = 16;
 static planner_hook_type prev_planner_hook = nullptr;
 
 template <class T>
@@ -686,6 +687,11 @@ void aqp_sample_init(void) {
     DefineCustomBoolVariable("approx_gpu.box_path", "Whether the box path answers the queries it can.",
                              "off: queries the box path would answer take the sample path (to compare the two).",
                              &aqp_box_path_enabled, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("approx_gpu.box_path_max_groups",
+                            "Most groups the box path answers; a GROUP BY with more takes the sample path.",
+                            "Each group is one box, a pass over the sample; the sample path passes once "
+                            "(measured: 1,000 groups over a 10,000-row sample, box path 135 ms, sample path 4 ms).",
+                            &aqp_box_path_max_groups, 16, 0, INT_MAX, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     aqp_sample_scan_register();
     prev_planner_hook = planner_hook;
     planner_hook = aqp_planner;
