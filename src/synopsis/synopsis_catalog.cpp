@@ -246,8 +246,8 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     Oid caller = GetUserId();
     Oid types[3] = {TEXTOID, OIDOID, OIDOID};
     Datum args[3] = {PointerGetDatum(name), ObjectIdGetDatum(caller), ObjectIdGetDatum(only_owner)};
-    Datum values[14];
-    bool nulls[14];
+    Datum values[15];
+    bool nulls[15];
     const bool storage = storage_columns_available();
     const char* sql = psprintf(
         "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, %s, "
@@ -266,15 +266,17 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
         table_synopses_available() ? "relation::pg_catalog.oid, attnums, stratify"
                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[], NULL::pg_catalog.int2[]",
         freshness_columns_available() ? "attnames" : "NULL::pg_catalog.name[]",
-        storage ? "sample_size, bandwidth, smoothing, sample_relid"
-                : "NULL::pg_catalog.int4, NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.oid",
+        storage ? "sample_size, bandwidth, smoothing, sample_relid, EXISTS (SELECT FROM approx_gpu.synopsis_values v "
+                  "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
+                  "AND v.name OPERATOR(pg_catalog.=) s.name)"
+                : "NULL::pg_catalog.int4, NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.oid, false",
         // Reading the value (estimates, refresh) stays with the owner's
         // privileges: the table's owner lists, inspects and drops another
         // role's synopsis of its table, but never answers from it.
         want_synopsis ? "pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE')" : visible_sql(),
         lock ? " FOR UPDATE" : "");
     int tiers[3] = {0, -1, -1};  // count, then the rows' tiers
-    int64 n = as_table_owner(sql, 3, types, args, nullptr, values, nulls, 14, !lock, collect_tier, tiers);
+    int64 n = as_table_owner(sql, 3, types, args, nullptr, values, nulls, 15, !lock, collect_tier, tiers);
     if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
@@ -318,7 +320,10 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     row.sample_size = row.has_params ? DatumGetInt32(values[10]) : 0;
     row.method = method;
     row.smoothing = smoothing;
-    row.sample_relid = nulls[13] ? InvalidOid : DatumGetObjectId(values[13]);
+    // A row without a value was restored from a dump (values are never
+    // dumped): its sample_relid is the source's OID, which may name another
+    // synopsis' sample here; never trusted, never dropped.
+    row.sample_relid = nulls[13] || !DatumGetBool(values[14]) ? InvalidOid : DatumGetObjectId(values[13]);
     row.ctid = TextDatumGetCString(values[4]);
     return row;
 }

@@ -48,4 +48,8 @@ check "refreshed, the synopsis answers again" \
   "$(PGUSER=$role judge dn2 "SELECT approx_gpu.approx_avg(c) FROM t" "SELECT avg(c) FROM t")" "right synopsis"
 check "refreshed, a sample relation again" \
   "$(q dn2 "SELECT count(*) FROM approx_gpu.synopses WHERE sample_relid IS NOT NULL")" "2"
+# DROP EXTENSION takes the sample relations with it (extension members).
+check "DROP EXTENSION drops the sample relations" \
+  "$(q dn2 "DROP EXTENSION approx_gpu" "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'approx_gpu_samples'" "SELECT count(*) FROM pg_namespace WHERE nspname = 'approx_gpu_samples'" | tr '\n' ' ')" \
+  "0 0 "
 stop_cluster
