@@ -43,7 +43,7 @@ check "restored: unusable until refreshed, the exact path answers" \
   "unusable/right rows"
 check "refresh_synopsis rebuilds from the metadata" \
   "$(as_role dn2 "SELECT approx_gpu.refresh_synopsis('t_c')->>'m'" "SELECT approx_gpu.refresh_synopsis('t_g')->>'m'" "SELECT (approx_gpu.refresh_synopsis('q_c')->>'m')::int > 0" | tr '\n' ' ')" \
-  "3000 500 true "
+  "3000 500 t "
 check "refreshed, the synopsis answers again" \
   "$(PGUSER=$role judge dn2 "SELECT approx_gpu.approx_avg(c) FROM t" "SELECT avg(c) FROM t")" "right synopsis"
 check "refreshed, a sample relation again" \
