@@ -74,6 +74,22 @@ SELECT count(*) = (SELECT (i->>'m')::int FROM sto_info) AS all_m_rows,
        count(DISTINCT approx_stratum) = (SELECT (i->>'strata')::int FROM sto_info) AS all_strata
 FROM sto_s_rows;
 
+-- the same rows as the value's sample (so that the box path and the sample
+-- path agree): with smoothing off, the box estimate of SUM(price) over
+-- everything is the Horvitz-Thompson sum over the relation's rows, uniform
+-- (N/m) and per stratum (N_g/m_g)
+SELECT abs(approx_gpu.approx_sum(v.synopsis, 1, ARRAY[NULL, NULL]::float8[], ARRAY[NULL, NULL]::float8[])
+           - (SELECT 5000.0 / count(*) * sum(price) FROM sto_u_rows)::float8)
+       <= 1e-6 * (SELECT sum(price) FROM sto_t)::float8 AS uniform_sum_agrees
+FROM approx_gpu.synopsis_values v WHERE v.name = 'sto_u';
+SELECT abs(approx_gpu.approx_sum(v.synopsis, 2, ARRAY[NULL, NULL]::float8[], ARRAY[NULL, NULL]::float8[])
+           - (SELECT sum(n_g::numeric / m_g * s_g)
+                FROM (SELECT count(*) AS m_g, sum(price) AS s_g,
+                             (SELECT count(*) FROM sto_t t WHERE t.grp = min(r.grp)) AS n_g
+                        FROM sto_s_rows r GROUP BY approx_stratum) g)::float8)
+       <= 1e-6 * (SELECT sum(price) FROM sto_t)::float8 AS stratified_sum_agrees
+FROM approx_gpu.synopsis_values v WHERE v.name = 'sto_s';
+
 -- nobody reads or drops it directly
 SET ROLE regress_store_other;
 SELECT pg_temp.err(format('SELECT count(*) FROM %s', pg_temp.sample_of('sto_u')::regclass)) AS other_reads;
