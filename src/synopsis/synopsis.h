@@ -15,6 +15,7 @@
 //   synopsis_table_sql.cpp table synopses: create_synopsis, refresh as the owner, synopsis_status
 //   synopsis_build.cpp     building a table synopsis: checks, sampling, dictionaries
 //                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass
+//   synopsis_sample.cpp    the sample relation of a table synopsis: make, check, drop
 //   synopsis_cache.cpp     the per-backend cache of table synopses (synopsis_table.h: the seam
 //                          with the planner side, src/aqp/)
 //   synopsis_freshness.cpp freshness: what a build records beyond the counters and the check;
@@ -171,6 +172,11 @@ struct TableBuild {
     int64 label_hash[kMaxDim];
     const char* built_stale;  // nullptr: none
     char attname[kMaxDim][NAMEDATALEN];
+    // The sample relation (synopsis_sample.cpp; InvalidOid: the extension's
+    // objects are older than 0.7.0)
+    Oid sample_relid;
+    int sample_natts;
+    const AttrNumber* sample_attnum;
 };
 // Opens relid with AccessShareLock, kept to the end of the transaction; a
 // table dropped while the call waited for the lock is a clean 42P01 naming it.
@@ -183,6 +189,26 @@ Relation open_synopsis_table(Oid relid, const char* fn);
 // indexes) when n_stratify > 0.
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
                                  int32 sample_size, int method, int smoothing, const char* fn);
+
+// ---- sample relations (synopsis_sample.cpp) --------------------------------------------------------
+struct SampleRelation {
+    Oid relid;  // InvalidOid: none made (objects older than 0.7.0)
+    int natts;
+    const AttrNumber* attnum;  // sample column k holds table attribute attnum[k]
+};
+Oid samples_namespace(void);
+// Creates the sample relation of rel holding rows[0..m) (the model's sample
+// rows, in its order; strata: the model's strata, n_strata = 0 uniform), as
+// the extension's owner, fills and analyzes it.
+SampleRelation make_sample_relation(Relation rel, HeapTuple* rows, int64 m, const syn::Stratum* strata, int n_strata,
+                                    const char* fn);
+// Whether sample is a sample relation made for relid (a stored OID is
+// checked so before it is used or dropped).
+bool is_sample_relation(Oid sample, Oid relid);
+// Drops it when is_sample_relation (else nothing).
+void drop_sample_relation(Oid sample, Oid relid);
+// Whether approx_gpu.synopses has 0.7.0's storage columns (values apart).
+bool storage_columns_available(void);
 
 }  // namespace synopsis_glue
 

@@ -134,6 +134,12 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     int64 n_rows = 0;
     int64 m = 0;
     double row[kMaxDim];
+    // The sampled rows whole, for the sample relation (0.7.0 objects only).
+    const bool keep_rows = OidIsValid(samples_namespace());
+    HeapTuple* kept = keep_rows ? static_cast<HeapTuple*>(MemoryContextAllocExtended(
+                                      CurrentMemoryContext, std::max<Size>(1, static_cast<Size>(capacity) * sizeof(HeapTuple)),
+                                      MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO))
+                                : nullptr;
     // The values of a sampled row at `at` (dictionary values as strings).
     auto store = [&](TupleTableSlot* slot, int64 at) {
         for (int j = 0; j < d; ++j) {
@@ -146,6 +152,10 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                 row[j] = 0;  // coded after sampling
         }
         memcpy(sample + at * d, row, sizeof(double) * d);
+        if (keep_rows) {
+            if (kept[at]) heap_freetuple(kept[at]);  // a replaced sample row
+            kept[at] = ExecCopySlotHeapTuple(slot);
+        }
         if (any_dict)
             for (int j = 0; j < d; ++j) {
                 if (!strs[j]) continue;
@@ -214,7 +224,6 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         strlcpy(b->attname[j], cols[j].name, NAMEDATALEN);
     }
     if (own_snapshot) PopActiveSnapshot();
-    table_close(rel, NoLock);  // the lock is kept until the end of the transaction
     if (n_rows == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: table %s has no rows; a synopsis needs at least one", fn, relname)));
@@ -279,6 +288,13 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
                             errmsg("%s: a label of enum column \"%s\" of %s changed during the build", fn, cols[j].name,
                                    relname)));
     }
+    // The same rows as the value's sample, stratum by stratum.
+    SampleRelation sr = {InvalidOid, 0, nullptr};
+    if (keep_rows) sr = make_sample_relation(rel, kept, m, st_out, v->s.n_strata, fn);
+    b->sample_relid = sr.relid;
+    b->sample_natts = sr.natts;
+    b->sample_attnum = sr.attnum;
+    table_close(rel, NoLock);  // the lock is kept until the end of the transaction
     return b;
 }
 

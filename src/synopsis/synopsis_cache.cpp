@@ -153,7 +153,7 @@ int array_len(Datum d) {
 }
 
 // The catalog columns add_row reads (lookup's SELECT list).
-constexpr int kColumns = 21;
+constexpr int kColumns = 23;
 
 struct Fill {
     Entry* e;
@@ -170,13 +170,16 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
     Oid owner = DatumGetObjectId(v[1]);
     if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(owner))) return;  // an orphan: never used
     if (isnull[4] || isnull[5] || isnull[6] || isnull[8] || isnull[9] || isnull[10] || isnull[11]) return;
+    if (array_len(v[4]) > kMaxDim) return;  // never written so
     CachedItem* it = static_cast<CachedItem*>(palloc0(sizeof(CachedItem)));
     it->entry = e;
     TableSynopsis& ts = it->ts;
     ts.name = TextDatumGetCString(v[0]);
     ts.owner = owner;
     ts.relid = e->relid;
-    SynValue* sv = stored_value(DatumGetByteaPP(v[2]));
+    // No value: a row restored by pg_dump (metadata only), never used
+    // until refresh_synopsis rebuilds it.
+    SynValue* sv = isnull[2] ? nullptr : stored_value(DatumGetByteaPP(v[2]));
     ts.d = array_len(v[4]);
     for (int c = 0; c < ts.d && c < kMaxDim; ++c) {
         ts.attnum[c] = static_cast<AttrNumber>(array_oid(v[4], c, INT2OID));
@@ -191,12 +194,12 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
         for (int c = 0; c < ts.d; ++c)
             if (ts.attnum[c] == a) ts.stratify[s] = c;
     }
-    for (int c = 0; c < sv->s.d; ++c) {
+    for (int c = 0; sv && c < sv->s.d; ++c) {
         ts.encoding[c] = static_cast<ValueEncoding>(sv->encoding[c]);
         ts.dict_size[c] = sv->dict_size[c];
         ts.dict[c] = sv->dict[c];
     }
-    ts.model = sv->s;
+    if (sv) ts.model = sv->s;
     ts.rows_built = DatumGetInt64(v[8]);
     ts.changes_built = DatumGetInt64(v[9]);
     ts.pending_inserts = DatumGetInt64(v[10]);
@@ -210,7 +213,11 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
     ts.cluster_stats_reset = isnull[18] ? 0 : DatumGetTimestampTz(v[18]);
     ts.built_stale = isnull[20] ? nullptr : TextDatumGetCString(v[20]);
     ts.unusable = nullptr;
-    if (ts.d != sv->s.d || ts.d > kMaxDim) ts.unusable = "the catalog row does not match its synopsis value";
+    if (sv == nullptr)
+        ts.unusable = "it has no sample (restored from a dump, which keeps only the metadata); refresh_synopsis "
+                      "rebuilds it";
+    else if (ts.d != sv->s.d || ts.d > kMaxDim)
+        ts.unusable = "the catalog row does not match its synopsis value";
     if (ts.unusable == nullptr && (!isnull[13] && array_len(v[13]) != ts.d))
         ts.unusable = "the catalog row's column names do not match its synopsis value";
     if (ts.unusable == nullptr && (!isnull[19] && array_len(v[19]) != ts.d))
@@ -218,6 +225,30 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
     for (int c = 0; c < ts.d && ts.unusable == nullptr; ++c) {
         ts.label_hash[c] = isnull[19] ? 0 : array_int8(v[19], c);
         ts.unusable = column_problem(ts, c, sv, isnull[13] ? nullptr : array_name(v[13], c));
+    }
+    // The sample relation (0.7.0), trusted only as one made for this table
+    // (a restore by a superuser keeps the source's OIDs). A relation dropped
+    // later is the planner's check at execution (it locks and re-checks).
+    ts.sample_relid = InvalidOid;
+    ts.sample_natts = 0;
+    ts.sample_attnum = nullptr;
+    if (sv && !isnull[21] && !isnull[22] && is_sample_relation(DatumGetObjectId(v[21]), e->relid)) {
+        ArrayType* a = DatumGetArrayTypeP(v[22]);
+        Datum* elems;
+        bool* enulls;
+        int n;
+        deconstruct_array(a, INT2OID, 2, true, TYPALIGN_SHORT, &elems, &enulls, &n);
+        AttrNumber* att = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * Max(n, 1)));
+        bool ok = n > 0;
+        for (int k = 0; k < n && ok; ++k) {
+            ok = !enulls[k];
+            att[k] = ok ? DatumGetInt16(elems[k]) : InvalidAttrNumber;
+        }
+        if (ok) {
+            ts.sample_relid = DatumGetObjectId(v[21]);
+            ts.sample_natts = n;
+            ts.sample_attnum = att;
+        }
     }
     if (e->n == f->cap) {
         f->cap = f->cap ? f->cap * 2 : 4;
@@ -256,11 +287,19 @@ Entry* lookup(Oid relid) {
                                 : "NULL::pg_catalog.name[], NULL::pg_catalog.int8, NULL::pg_catalog.int8, "
                                   "NULL::pg_catalog.oid, NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, "
                                   "NULL::pg_catalog.int8[], NULL::pg_catalog.text";
-    as_table_owner(psprintf("SELECT name, owner::pg_catalog.oid, synopsis, relation::pg_catalog.oid, attnums, "
+    // 0.7.0: the value apart (NULL for a restored row), the sample relation
+    const bool storage = get_attnum(cat, "sample_relid") != InvalidAttrNumber;
+    as_table_owner(psprintf("SELECT name, owner::pg_catalog.oid, %s, relation::pg_catalog.oid, attnums, "
                             "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, "
-                            "pending_inserts, relfilenode, created, %s FROM approx_gpu.synopses "
+                            "pending_inserts, relfilenode, created, %s, %s FROM approx_gpu.synopses s "
                             "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
-                            since_060),
+                            storage ? "(SELECT v.synopsis FROM approx_gpu.synopsis_values v "
+                                      "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
+                                      "AND v.name OPERATOR(pg_catalog.=) s.name)"
+                                    : "synopsis",
+                            since_060,
+                            storage ? "sample_relid, sample_attnums"
+                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[]"),
                    1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
     MemoryContextSwitchTo(old);
     MemoryContextSetParent(cxt, CacheMemoryContext);

@@ -21,6 +21,7 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
+#include <algorithm>
 #include <cmath>
 
 namespace synopsis_glue {
@@ -96,6 +97,39 @@ int64 as_table_owner(const char* sql, int nargs, Oid* types, Datum* args, const 
 bool table_synopses_available(void) { return get_attnum(synopses_relid(), "relation") != InvalidAttrNumber; }
 
 bool freshness_columns_available(void) { return get_attnum(synopses_relid(), "attnames") != InvalidAttrNumber; }
+
+bool storage_columns_available(void) { return get_attnum(synopses_relid(), "sample_relid") != InvalidAttrNumber; }
+
+void require_storage(const char* fn) {
+    if (!storage_columns_available())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the extension's objects in this database are older than its library", fn),
+                        errhint("Run ALTER EXTENSION approx_gpu UPDATE.")));
+}
+
+// The index of name in names (-1: none).
+static int choice_index(const char* name, const char* const* names, int n) {
+    for (int i = 0; i < n; ++i)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
+void build_params(const NamedRow& row, const char* fn, int32* sample_size, int* method, int* smoothing) {
+    if (row.has_params) {
+        *sample_size = row.sample_size;
+        *method = row.method;
+        *smoothing = row.smoothing;
+        return;
+    }
+    if (row.synopsis == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: the synopsis has neither a value nor its build parameters", fn),
+                        errhint("Drop it and create it again.")));
+    SynValue* old = stored_value(row.synopsis);
+    *sample_size = static_cast<int32>(std::min<int64>(old->s.sample_size, INT32_MAX));
+    *method = static_cast<int>(old->s.method);
+    *smoothing = static_cast<int>(old->s.smoothing);
+}
 
 bool role_exists(Oid role) { return SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)); }
 
@@ -212,27 +246,37 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     Oid caller = GetUserId();
     Oid types[3] = {TEXTOID, OIDOID, OIDOID};
     Datum args[3] = {PointerGetDatum(name), ObjectIdGetDatum(caller), ObjectIdGetDatum(only_owner)};
-    Datum values[10];
-    bool nulls[10];
+    Datum values[15];
+    bool nulls[15];
+    const bool storage = storage_columns_available();
     const char* sql = psprintf(
         "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, %s, "
         "CASE WHEN owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 THEN 0 "
-        "WHEN pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') THEN 1 ELSE 2 END AS tier "
-        "FROM approx_gpu.synopses WHERE name OPERATOR(pg_catalog.=) $1 AND %s "
+        "WHEN pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') THEN 1 ELSE 2 END AS tier, %s "
+        "FROM approx_gpu.synopses s WHERE name OPERATOR(pg_catalog.=) $1 AND %s "
         "AND ($3 OPERATOR(pg_catalog.=) 0 OR owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3) "
         "ORDER BY tier LIMIT 2%s",
         table_is_current() ? "search_path" : "NULL::pg_catalog.text",
-        want_synopsis ? "synopsis" : "NULL::approx_gpu.kde_synopsis",
+        // 0.7.0: the value apart (a restored row has none)
+        !want_synopsis ? "NULL::approx_gpu.kde_synopsis"
+        : storage      ? "(SELECT v.synopsis FROM approx_gpu.synopsis_values v "
+                         "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
+                         "AND v.name OPERATOR(pg_catalog.=) s.name)"
+                       : "synopsis",
         table_synopses_available() ? "relation::pg_catalog.oid, attnums, stratify"
                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[], NULL::pg_catalog.int2[]",
         freshness_columns_available() ? "attnames" : "NULL::pg_catalog.name[]",
+        storage ? "sample_size, bandwidth, smoothing, sample_relid, EXISTS (SELECT FROM approx_gpu.synopsis_values v "
+                  "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
+                  "AND v.name OPERATOR(pg_catalog.=) s.name)"
+                : "NULL::pg_catalog.int4, NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.oid, false",
         // Reading the value (estimates, refresh) stays with the owner's
         // privileges: the table's owner lists, inspects and drops another
         // role's synopsis of its table, but never answers from it.
         want_synopsis ? "pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE')" : visible_sql(),
         lock ? " FOR UPDATE" : "");
     int tiers[3] = {0, -1, -1};  // count, then the rows' tiers
-    int64 n = as_table_owner(sql, 3, types, args, nullptr, values, nulls, 9, !lock, collect_tier, tiers);
+    int64 n = as_table_owner(sql, 3, types, args, nullptr, values, nulls, 15, !lock, collect_tier, tiers);
     if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
@@ -268,7 +312,18 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
         }
     }
     row.search_path = nulls[2] ? nullptr : TextDatumGetCString(values[2]);
-    row.synopsis = want_synopsis ? DatumGetByteaPP(values[3]) : nullptr;
+    row.synopsis = want_synopsis && !nulls[3] ? DatumGetByteaPP(values[3]) : nullptr;
+    // Parameters stored by this library; anything else: from the value.
+    int method = nulls[11] ? -1 : choice_index(TextDatumGetCString(values[11]), kBandwidthNames, 4);
+    int smoothing = nulls[12] ? -1 : choice_index(TextDatumGetCString(values[12]), kSmoothingNames, 3);
+    row.has_params = !nulls[10] && DatumGetInt32(values[10]) > 0 && method >= 0 && smoothing >= 0;
+    row.sample_size = row.has_params ? DatumGetInt32(values[10]) : 0;
+    row.method = method;
+    row.smoothing = smoothing;
+    // A row without a value was restored from a dump (values are never
+    // dumped): its sample_relid is the source's OID, which may name another
+    // synopsis' sample here; never trusted, never dropped.
+    row.sample_relid = nulls[13] || !DatumGetBool(values[14]) ? InvalidOid : DatumGetObjectId(values[13]);
     row.ctid = TextDatumGetCString(values[4]);
     return row;
 }

@@ -13,7 +13,7 @@ struct NamedRow {
     Oid owner;
     text* query;
     char* search_path;  // nullptr: unknown (a row stored by 0.1.0)
-    bytea* synopsis;    // when asked for
+    bytea* synopsis;    // when asked for (nullptr: the row has no value: restored by pg_dump)
     Oid relation;       // a table synopsis' table (InvalidOid: a query-text synopsis)
     int d;              // table synopsis: its columns (attribute numbers) and stratify columns (attnums)
     AttrNumber attnums[kMaxDim];
@@ -22,7 +22,22 @@ struct NamedRow {
     bool has_attnames;                   // false: a row from before 0.6.0 (columns by number)
     char attnames[kMaxDim][NAMEDATALEN];  // the columns' names (kept current on RENAME COLUMN)
     char* ctid;  // the row version read (refresh updates exactly it)
+    // 0.7.0: the build parameters (has_params false: read them from the
+    // value) and the sample relation (InvalidOid: none)
+    bool has_params;
+    int32 sample_size;
+    int method;
+    int smoothing;
+    Oid sample_relid;
 };
+
+// The build parameters of a row: its metadata's, else its value's; ERROR
+// when it has neither (a restored row from before 0.7.0 has both).
+void build_params(const NamedRow& row, const char* fn, int32* sample_size, int* method, int* smoothing);
+
+// ERROR unless the catalog has 0.7.0's storage (values apart) -- builds
+// write it.
+void require_storage(const char* fn);
 
 // The kde_synopsis type's OID.
 Oid synopsis_type_oid(void);

@@ -199,21 +199,27 @@ APPROX_FUNCTION(approx_gpu_create_synopsis) {
     int method = bandwidth_arg(fcinfo, 3, fn);
     int smoothing = smoothing_arg(fcinfo, 4, fn);
     require_current_table(fn);
+    require_storage(fn);
     Oid owner = GetUserId();
     refuse_taken_name(name, owner, fn);
     // The query runs, now and on every refresh, with the caller's effective
     // search_path of this moment.
     char* path = captured_search_path();
     Datum syn_datum = build_named(query, owner, path, k, method, smoothing, fn);
-    Oid types[5] = {TEXTOID, OIDOID, TEXTOID, synopsis_type_oid(), TEXTOID};
-    Datum args[5] = {PointerGetDatum(name), ObjectIdGetDatum(owner), PointerGetDatum(PG_GETARG_TEXT_PP(1)), syn_datum,
-                     CStringGetTextDatum(path)};
+    Oid types[8] = {TEXTOID, OIDOID, TEXTOID, synopsis_type_oid(), TEXTOID, INT4OID, TEXTOID, TEXTOID};
+    Datum args[8] = {PointerGetDatum(name),     ObjectIdGetDatum(owner),
+                     PointerGetDatum(PG_GETARG_TEXT_PP(1)), syn_datum,
+                     CStringGetTextDatum(path), Int32GetDatum(k),
+                     CStringGetTextDatum(kBandwidthNames[method]), CStringGetTextDatum(kSmoothingNames[smoothing])};
     // Checked again at the insert: a concurrent create of the same name (or
-    // one run by the query itself) commits first; the key then holds.
-    if (as_table_owner("INSERT INTO approx_gpu.synopses (name, owner, query, synopsis, created, search_path) "
-                       "VALUES ($1, $2::pg_catalog.regrole, $3, $4, pg_catalog.clock_timestamp(), $5) "
-                       "ON CONFLICT (owner, name) DO NOTHING",
-                       5, types, args, nullptr, nullptr, nullptr, 0) == 0)
+    // one run by the query itself) commits first; the key then holds. The
+    // metadata, then the value (synopsis_values, 0.7.0).
+    if (as_table_owner("WITH m AS (INSERT INTO approx_gpu.synopses (name, owner, query, created, search_path, "
+                       "sample_size, bandwidth, smoothing) "
+                       "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $5, $6, $7, $8) "
+                       "ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
+                       "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $4 FROM m",
+                       8, types, args, nullptr, nullptr, nullptr, 0) == 0)
         name_taken(name, fn);
     owner_grant(owner, true);
     return info_jsonb(stored_value(DatumGetByteaPP(syn_datum)));
@@ -242,22 +248,33 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
                      errhint("Refresh it once as its owner (SET ROLE); the owner's search_path is then kept.")));
         path = captured_search_path();
     }
-    // The old value's settings drive the rebuild.
-    SynValue* old = stored_value(row.synopsis);
-    int64 k = old->s.sample_size;
-    Datum syn_datum = build_named(text_to_cstring(row.query), row.owner, path,
-                                  static_cast<int32>(std::min<int64>(k, INT32_MAX)), static_cast<int>(old->s.method),
-                                  static_cast<int>(old->s.smoothing), fn);
+    // The settings it was built with drive the rebuild (the metadata's, else
+    // the old value's).
+    require_storage(fn);
+    int32 k;
+    int method, smoothing;
+    build_params(row, fn, &k, &method, &smoothing);
+    Datum syn_datum = build_named(text_to_cstring(row.query), row.owner, path, k, method, smoothing, fn);
     // The stored query ran user SQL: it may have dropped or re-created this
-    // synopsis. Update exactly the row version read before it, or nothing.
-    Oid types[5] = {synopsis_type_oid(), TEXTOID, OIDOID, TEXTOID, TEXTOID};
-    Datum args[5] = {syn_datum, PointerGetDatum(name), ObjectIdGetDatum(row.owner), CStringGetTextDatum(path),
-                     CStringGetTextDatum(row.ctid)};
+    // synopsis. Update exactly the row version read before it, or nothing;
+    // then its value (a restored row has none yet).
+    Oid types[8] = {synopsis_type_oid(), TEXTOID, OIDOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
+    Datum args[8] = {syn_datum,
+                     PointerGetDatum(name),
+                     ObjectIdGetDatum(row.owner),
+                     CStringGetTextDatum(path),
+                     CStringGetTextDatum(row.ctid),
+                     Int32GetDatum(k),
+                     CStringGetTextDatum(kBandwidthNames[method]),
+                     CStringGetTextDatum(kSmoothingNames[smoothing])};
     int64 updated = as_table_owner(
-        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), search_path = $4 "
+        "WITH m AS (UPDATE approx_gpu.synopses SET created = pg_catalog.clock_timestamp(), search_path = $4, "
+        "sample_size = $6, bandwidth = $7, smoothing = $8 "
         "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2 "
-        "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid",
-        5, types, args, nullptr, nullptr, nullptr, 0);
+        "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid RETURNING owner, name) "
+        "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $1 FROM m "
+        "ON CONFLICT (owner, name) DO UPDATE SET synopsis = EXCLUDED.synopsis",
+        8, types, args, nullptr, nullptr, nullptr, 0);
     if (updated != 1)
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -281,6 +298,9 @@ APPROX_FUNCTION(approx_gpu_drop_synopsis) {
         "DELETE FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
         "AND name OPERATOR(pg_catalog.=) $1",
         2, types, args, nullptr, nullptr, nullptr, 0);
+    // Its value goes with the row (a foreign key, ON DELETE CASCADE), its
+    // sample relation here.
+    if (OidIsValid(row.sample_relid)) drop_sample_relation(row.sample_relid, row.relation);
     owner_grant(row.owner, false);
     // Plans over the table that may have used it are replanned.
     if (OidIsValid(row.relation) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(row.relation)))

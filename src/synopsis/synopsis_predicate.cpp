@@ -161,6 +161,11 @@ void predicate_box(const SynValue* v, const PredColumn* cols, Jsonb* pred, doubl
 
 Datum named_estimate(FunctionCallInfo fcinfo, syn::Aggregate agg, const char* fn) {
     NamedRow row = resolve_named(PG_GETARG_TEXT_PP(0), fn, false, true, false);
+    if (row.synopsis == nullptr)  // pg_dump keeps the metadata, not the value
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s: synopsis \"%s\" has no value (restored from a dump)", fn,
+                               text_to_cstring(PG_GETARG_TEXT_PP(0))),
+                        errhint("Rebuild it with refresh_synopsis.")));
     SynValue* v = stored_value(row.synopsis);
     PredColumn* cols = static_cast<PredColumn*>(palloc(sizeof(PredColumn) * v->s.d));
     pred_columns(v, row, cols, fn);

@@ -88,6 +88,22 @@ void freshness_args(const TableBuild* b, int d, Oid* types, Datum* args, char* n
     if (b->built_stale == nullptr) nulls[7] = 'n';
 }
 
+// The 0.7.0 catalog columns of a build: sample_size, bandwidth, smoothing,
+// sample_relid, sample_attnums -- 5 parameters from types[0].
+constexpr int kStorageArgs = 5;
+void storage_args(const TableBuild* b, int32 sample_size, int method, int smoothing, Oid* types, Datum* args,
+                  char* nulls) {
+    const Oid t[kStorageArgs] = {INT4OID, TEXTOID, TEXTOID, OIDOID, INT2ARRAYOID};
+    memcpy(types, t, sizeof t);
+    args[0] = Int32GetDatum(sample_size);
+    args[1] = CStringGetTextDatum(kBandwidthNames[method]);
+    args[2] = CStringGetTextDatum(kSmoothingNames[smoothing]);
+    args[3] = ObjectIdGetDatum(b->sample_relid);
+    args[4] = OidIsValid(b->sample_relid) ? PointerGetDatum(int2_array_of(b->sample_attnum, b->sample_natts)) : (Datum)0;
+    memset(nulls, ' ', kStorageArgs);
+    if (!OidIsValid(b->sample_relid)) nulls[3] = nulls[4] = 'n';
+}
+
 void require_freshness_columns(const char* fn) {
     if (!freshness_columns_available())
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -112,7 +128,10 @@ namespace synopsis_glue {
 // functions -- acts with the caller's privileges), same columns and settings.
 Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
     require_freshness_columns(fn);
-    SynValue* old = stored_value(row.synopsis);
+    require_storage(fn);
+    int32 k;
+    int method, smoothing;
+    build_params(row, fn, &k, &method, &smoothing);
     int stratify[kMaxDim];
     int ns = stratify_indexes(row, stratify);  // by the stored numbers
     // The same columns by name (a restore moves numbers; a rename updated the
@@ -136,14 +155,13 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
     int nest = NewGUCNestLevel();
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
                             false);
-    TableBuild* b = build_table_synopsis(row.relation, row.d, attnums, ns, stratify,
-                                         static_cast<int32>(std::min<int64>(old->s.sample_size, INT32_MAX)),
-                                         static_cast<int>(old->s.method), static_cast<int>(old->s.smoothing), fn);
+    TableBuild* b = build_table_synopsis(row.relation, row.d, attnums, ns, stratify, k, method, smoothing, fn);
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
-    Oid types[12 + kFreshnessArgs] = {synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID,
-                                      OIDOID, OIDOID, TEXTOID, TEXTOID, INT2ARRAYOID, INT2ARRAYOID};
-    Datum args[12 + kFreshnessArgs] = {b->value,
+    constexpr int kArgs = 12 + kFreshnessArgs + kStorageArgs;
+    Oid types[kArgs] = {synopsis_type_oid(), OIDARRAYOID, OIDARRAYOID, INT8OID, INT8OID, INT8OID,
+                        OIDOID, OIDOID, TEXTOID, TEXTOID, INT2ARRAYOID, INT2ARRAYOID};
+    Datum args[kArgs] = {b->value,
                                        PointerGetDatum(oid_array_of(b->atttype, row.d)),
                                        PointerGetDatum(oid_array_of(b->collation, row.d)),
                                        Int64GetDatum(b->rows_built),
@@ -155,24 +173,34 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
                                        CStringGetTextDatum(row.ctid),
                                        PointerGetDatum(int2_array_of(attnums, row.d)),
                                        ns > 0 ? PointerGetDatum(int2_array_of(satt, ns)) : (Datum)0};
-    char nulls[12 + kFreshnessArgs + 1];
+    char nulls[kArgs + 1];
     memset(nulls, ' ', 12);
-    nulls[12 + kFreshnessArgs] = '\0';
+    nulls[kArgs] = '\0';
     if (ns == 0) nulls[11] = 'n';
     freshness_args(b, row.d, types + 12, args + 12, nulls + 12);
+    storage_args(b, k, method, smoothing, types + 12 + kFreshnessArgs, args + 12 + kFreshnessArgs,
+                 nulls + 12 + kFreshnessArgs);
+    // The metadata, then the value (a restored row has none yet).
     int64 updated = as_table_owner(
-        "UPDATE approx_gpu.synopses SET synopsis = $1, created = pg_catalog.clock_timestamp(), "
+        "WITH m AS (UPDATE approx_gpu.synopses SET created = pg_catalog.clock_timestamp(), "
         "atttypes = $2::pg_catalog.regtype[], collations = $3, rows_built = $4, changes_built = $5, "
         "pending_inserts = $6, relfilenode = $7, attnums = $11, stratify = $12, attnames = $13, "
         "inserts_built = $14, system_identifier = $15, database_oid = $16, stats_reset = $17, "
-        "cluster_stats_reset = $18, label_hashes = $19, built_stale = $20 "
+        "cluster_stats_reset = $18, label_hashes = $19, built_stale = $20, sample_size = $21, bandwidth = $22, "
+        "smoothing = $23, sample_relid = $24, sample_attnums = $25 "
         "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
-        "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid",
-        12 + kFreshnessArgs, types, args, nulls, nullptr, nullptr, 0);
+        "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid RETURNING owner, name) "
+        "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $1 FROM m "
+        "ON CONFLICT (owner, name) DO UPDATE SET synopsis = EXCLUDED.synopsis",
+        kArgs, types, args, nulls, nullptr, nullptr, 0);
     if (updated != 1)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: synopsis \"%s\" was dropped or replaced while it was rebuilt", fn,
                                text_to_cstring(name))));
+    // The old sample relation goes in the same transaction (the new one
+    // replaces it; a restored row's OID is checked before anything is dropped).
+    if (OidIsValid(row.sample_relid) && row.sample_relid != b->sample_relid)
+        drop_sample_relation(row.sample_relid, row.relation);
     CacheInvalidateRelcacheByRelid(row.relation);
     return info_jsonb(stored_value(DatumGetByteaPP(b->value)));
 }
@@ -193,6 +221,7 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     int smoothing = smoothing_arg(fcinfo, 5, fn);
     require_current_table(fn);
     require_freshness_columns(fn);
+    require_storage(fn);
     if (!table_synopses_available())
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: the extension's objects in this database are older than its library", fn),
@@ -243,10 +272,11 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, fn);
     AttrNumber satt[kMaxDim];
     for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
-    Oid types[12 + kFreshnessArgs] = {TEXTOID,     OIDOID,      synopsis_type_oid(), OIDOID,  INT2ARRAYOID,
-                                      OIDARRAYOID, OIDARRAYOID, INT2ARRAYOID,        INT8OID, INT8OID,
-                                      INT8OID,     OIDOID};
-    Datum args[12 + kFreshnessArgs] = {PointerGetDatum(name),
+    constexpr int kRowArgs = 12 + kFreshnessArgs + kStorageArgs;
+    Oid types[kRowArgs] = {TEXTOID,     OIDOID,      synopsis_type_oid(), OIDOID,  INT2ARRAYOID,
+                        OIDARRAYOID, OIDARRAYOID, INT2ARRAYOID,        INT8OID, INT8OID,
+                        INT8OID,     OIDOID};
+    Datum args[kRowArgs] = {PointerGetDatum(name),
                       ObjectIdGetDatum(owner),
                       b->value,
                       ObjectIdGetDatum(relid),
@@ -258,19 +288,24 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
                       Int64GetDatum(b->changes_built),
                       Int64GetDatum(b->pending_inserts),
                       ObjectIdGetDatum(b->relfilenode)};
-    char arg_nulls[12 + kFreshnessArgs + 1];
+    char arg_nulls[kRowArgs + 1];
     memset(arg_nulls, ' ', 12);
-    arg_nulls[12 + kFreshnessArgs] = '\0';
+    arg_nulls[kRowArgs] = '\0';
     if (ns == 0) arg_nulls[7] = 'n';
     freshness_args(b, d, types + 12, args + 12, arg_nulls + 12);
+    storage_args(b, k, method, smoothing, types + 12 + kFreshnessArgs, args + 12 + kFreshnessArgs,
+                 arg_nulls + 12 + kFreshnessArgs);
+    // The metadata, then the value (synopsis_values, 0.7.0).
     if (as_table_owner(
-            "INSERT INTO approx_gpu.synopses (name, owner, synopsis, created, relation, attnums, atttypes, "
+            "WITH m AS (INSERT INTO approx_gpu.synopses (name, owner, created, relation, attnums, atttypes, "
             "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode, attnames, inserts_built, "
-            "system_identifier, database_oid, stats_reset, cluster_stats_reset, label_hashes, built_stale) "
-            "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
-            "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) "
-            "ON CONFLICT (owner, name) DO NOTHING",
-            12 + kFreshnessArgs, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
+            "system_identifier, database_oid, stats_reset, cluster_stats_reset, label_hashes, built_stale, "
+            "sample_size, bandwidth, smoothing, sample_relid, sample_attnums) "
+            "VALUES ($1, $2::pg_catalog.regrole, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
+            "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+            "$21, $22, $23, $24, $25) ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
+            "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $3 FROM m",
+            kRowArgs, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
         name_taken(name, fn);
     owner_grant(owner, true);
     CacheInvalidateRelcacheByRelid(relid);

@@ -147,6 +147,8 @@ INSERT INTO hostile_base VALUES
   ('synopsis_status(text)', $${"'hostile_named'"}$$),
   ('synopses_drop_relations()', '{}'),
   ('synopses_follow_renames()', '{}'),
+  ('synopses_drop_samples()', '{}'),
+  ('synopses_check_insert()', '{}'),
   ('approx_count()', '{}'),
   ('approx_count_ci()', '{}'),
   ('approx_sum(float8)', $${"g::float8"}$$),

@@ -87,8 +87,8 @@ SELECT approx_gpu.last_run()->>'answered_from' AS answered_from,
 DEALLOCATE bind_q;
 RESET plan_cache_mode;
 
--- listing: the owner (and the deputy) see every synopsis of the table; the
--- reader its own; `other` none
+-- listing: the metadata is readable by everyone (0.7.0, docs/synopsis.md
+-- "Storage"); the values stay with their owners
 SET ROLE regress_bind_owner;
 SELECT owner::text, name FROM approx_gpu.synopses WHERE relation = 'public.bind_t'::regclass ORDER BY 1, 2;
 SELECT s->>'owner' AS owner, s->>'status' AS status FROM approx_gpu.synopsis_status('tiny') s;
