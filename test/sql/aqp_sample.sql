@@ -1,0 +1,167 @@
+-- The sample path (issue 27 item 1): queries the box path cannot answer
+-- (joins, OR, LIKE, expressions, GROUP BY expressions, views, HAVING, ORDER
+-- BY / LIMIT) are planned again over the synopsis' sample relation with the
+-- weighted aggregates. Each approximate query runs as CREATE TABLE AS (so
+-- that last_run() tells how it was answered) next to its exact twin; checks
+-- print booleans and reasons, never estimates.
+SET approx_gpu.random_seed = 27;
+CREATE FUNCTION sp_answer() RETURNS text LANGUAGE sql AS $$
+SELECT coalesce(approx_gpu.last_run()->>'answered_from', '-') || coalesce(': ' || (approx_gpu.last_run()->>'reason'), '') $$;
+-- 40,000 facts: k 0..49 (a dimension key), g five labels, d a date, x and q numbers, note two words.
+CREATE TABLE sp_f AS
+SELECT i AS id, i % 50 AS k, 'g' || (i % 5) AS g, date '2024-01-01' + ((i::bigint * 7919) % 366)::int AS d,
+       ((i::bigint * 104729) % 1000) / 10.0::float8 AS x, 1 + i % 9 AS q,
+       CASE WHEN i % 3 = 0 THEN 'alpha' ELSE 'beta' END AS note
+  FROM generate_series(1, 40000) i;
+CREATE TABLE sp_dim (k int PRIMARY KEY, region text, size int);
+INSERT INTO sp_dim SELECT k, 'r' || (k % 4), k FROM generate_series(0, 49) k;
+ANALYZE sp_f; ANALYZE sp_dim;
+SELECT approx_gpu.create_synopsis('sp_syn', 'sp_f'::regclass, ARRAY['x', 'k']::name[], 4000, 'cdf', 'never')
+       IS NOT NULL AS created;
+
+-- ---- answered from the sample, close to exact ----------------------------------------
+-- OR and LIKE (the box path takes ANDs of comparisons only)
+CREATE TEMP TABLE a1 AS SELECT approx_gpu.approx_count(*) AS v FROM sp_f WHERE note LIKE 'al%' OR k = 3;
+SELECT sp_answer();
+SELECT abs(v / (SELECT count(*) FROM sp_f WHERE note LIKE 'al%' OR k = 3) - 1) < 0.1 AS close FROM a1;
+-- a join with a dimension, GROUP BY a dimension attribute, SUM of an expression
+CREATE TEMP TABLE a2 AS
+SELECT d.region, approx_gpu.approx_sum(f.x * f.q) AS s, approx_gpu.approx_avg(f.x) AS a, approx_gpu.approx_count(*) AS n
+  FROM sp_f f JOIN sp_dim d ON d.k = f.k WHERE d.size < 40 GROUP BY d.region;
+SELECT sp_answer();
+CREATE TEMP TABLE e2 AS
+SELECT d.region, sum(f.x * f.q) AS s, avg(f.x) AS a, count(*) AS n
+  FROM sp_f f JOIN sp_dim d ON d.k = f.k WHERE d.size < 40 GROUP BY d.region;
+SELECT count(*) AS groups, bool_and(abs(a2.s / e2.s - 1) < 0.1 AND abs(a2.a / e2.a - 1) < 0.1
+                                    AND abs(a2.n / e2.n - 1) < 0.1) AS close
+  FROM a2 JOIN e2 USING (region);
+-- GROUP BY date_trunc, HAVING, ORDER BY, LIMIT
+CREATE TEMP TABLE a3 AS
+SELECT date_trunc('month', d) AS m, approx_gpu.approx_count(*) AS n FROM sp_f WHERE x > 10 OR q = 1
+ GROUP BY 1 HAVING approx_gpu.approx_count(*) > 100 ORDER BY 1 LIMIT 6;
+SELECT sp_answer();
+CREATE TEMP TABLE e3 AS
+SELECT date_trunc('month', d) AS m, count(*) AS n FROM sp_f WHERE x > 10 OR q = 1 GROUP BY 1 ORDER BY 1 LIMIT 6;
+SELECT count(*) AS months, bool_and(abs(a3.n / e3.n - 1) < 0.15) AS close FROM a3 JOIN e3 USING (m);
+-- a view, and a CTE around the aggregate
+CREATE VIEW sp_v AS SELECT id, k, x, note FROM sp_f WHERE k < 40;
+CREATE TEMP TABLE a4 AS
+WITH t AS (SELECT note, approx_gpu.approx_avg(x) AS a FROM sp_v WHERE x <> 5 GROUP BY note) SELECT * FROM t;
+SELECT sp_answer();
+SELECT bool_and(abs(a4.a / e.a - 1) < 0.05) AS close
+  FROM a4 JOIN (SELECT note, avg(x) AS a FROM sp_f WHERE k < 40 AND x <> 5 GROUP BY note) e USING (note);
+-- the _ci forms: the interval holds the estimate and has width
+CREATE TEMP TABLE a5 AS SELECT approx_gpu.approx_sum_ci(x) AS s FROM sp_f WHERE note = 'beta' OR k = 1;
+SELECT sp_answer();
+SELECT (s).lower < (s).estimate AND (s).estimate < (s).upper AS ordered,
+       (SELECT sum(x) FROM sp_f WHERE note = 'beta' OR k = 1) BETWEEN (s).lower AND (s).upper AS covers FROM a5;
+-- approx_count(expr), FILTER, percentiles (the sample path only)
+CREATE TEMP TABLE a6 AS
+SELECT approx_gpu.approx_count(CASE WHEN k < 10 THEN x END) AS c, approx_gpu.approx_sum(x) FILTER (WHERE q = 1) AS s,
+       approx_gpu.approx_percentile_cont(0.5) WITHIN GROUP (ORDER BY x) AS p50,
+       approx_gpu.approx_percentile_disc(0.9) WITHIN GROUP (ORDER BY x) AS p90
+  FROM sp_f WHERE note = 'alpha' OR q > 2;
+SELECT sp_answer();
+SELECT abs(a6.c / e.c - 1) < 0.1 AS count_close, abs(a6.s / e.s - 1) < 0.15 AS filter_close,
+       abs(a6.p50 - e.p50) < 5 AND abs(a6.p90 - e.p90) < 5 AS percentiles_close
+  FROM a6, (SELECT count(CASE WHEN k < 10 THEN x END) AS c, sum(x) FILTER (WHERE q = 1) AS s,
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY x) AS p50,
+                   percentile_disc(0.9) WITHIN GROUP (ORDER BY x) AS p90
+              FROM sp_f WHERE note = 'alpha' OR q > 2) e;
+-- EXPLAIN names the node; VERBOSE deparses its output through the exact plan
+EXPLAIN (COSTS OFF) SELECT approx_gpu.approx_count(*) FROM sp_f WHERE note LIKE 'b%' OR k = 2;
+DO $$ DECLARE r text; BEGIN
+  FOR r IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) SELECT approx_gpu.approx_count(*) FROM sp_f WHERE note LIKE ''b%'' OR k = 2' LOOP
+  END LOOP; END $$;
+
+-- ---- box path and sample path give the plain sample's answer without smoothing ---------
+CREATE TEMP TABLE b1 AS SELECT approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum(x) AS s FROM sp_f WHERE k = 7;
+SELECT sp_answer();
+SET approx_gpu.box_path = off;
+CREATE TEMP TABLE b2 AS SELECT approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum(x) AS s FROM sp_f WHERE k = 7;
+SELECT sp_answer();
+RESET approx_gpu.box_path;
+SELECT abs(b1.n - b2.n) <= 1e-9 * b2.n AND abs(b1.s - b2.s) <= 1e-9 * abs(b2.s) AS same FROM b1, b2;
+
+-- ---- the guard: an interval too wide runs the exact plan, row for row -----------------
+SET approx_gpu.max_relative_error = 1e-9;
+CREATE TEMP TABLE g1 AS
+SELECT d.region, approx_gpu.approx_count(*) AS n FROM sp_f f JOIN sp_dim d USING (k) GROUP BY 1 ORDER BY 1;
+SELECT sp_answer();
+SELECT bool_and(g1.n = e.n) AND count(*) = 4 AS exact
+  FROM g1 JOIN (SELECT d.region, count(*) AS n FROM sp_f f JOIN sp_dim d USING (k) GROUP BY 1) e USING (region);
+RESET approx_gpu.max_relative_error;
+
+-- a synopsis stratified on g: GROUP BY g keeps its groups within the strata,
+-- so the guard may answer it from the sample
+SELECT approx_gpu.create_synopsis('sp_strat', 'sp_f'::regclass, ARRAY['x', 'g']::name[], 2000, 'cdf', 'never',
+                                  ARRAY['g']::name[]) IS NOT NULL AS created;
+SET approx_gpu.max_relative_error = 0.2;
+CREATE TEMP TABLE g2 AS SELECT g, approx_gpu.approx_count(*) AS n FROM sp_f WHERE note LIKE 'b%' OR q = 1 GROUP BY g;
+SELECT sp_answer();
+SELECT count(*) = 5 AND bool_and(abs(g2.n / e.n - 1) < 0.2) AS close
+  FROM g2 JOIN (SELECT g, count(*) AS n FROM sp_f WHERE note LIKE 'b%' OR q = 1 GROUP BY g) e USING (g);
+RESET approx_gpu.max_relative_error;
+SELECT approx_gpu.drop_synopsis('sp_strat');
+
+-- ---- what takes the exact path, and why -------------------------------------------------
+CREATE TEMP TABLE r1 AS SELECT approx_gpu.approx_count(*) AS n FROM sp_f WHERE x > random();
+SELECT sp_answer();
+CREATE TEMP TABLE r2 AS SELECT approx_gpu.approx_count(*) AS n FROM sp_f a JOIN sp_f b USING (id) WHERE a.k = 1 OR b.k = 2;
+SELECT sp_answer();
+CREATE TEMP TABLE r3 AS SELECT approx_gpu.approx_count(*) AS n, sum(x) AS s FROM sp_f WHERE k = 1 OR k = 2;
+SELECT sp_answer();
+CREATE TEMP TABLE r4 AS SELECT approx_gpu.approx_count(*) AS n FROM sp_f WHERE ctid > '(0,0)' OR k = 2;
+SELECT sp_answer();
+CREATE TEMP TABLE r5 AS SELECT d.region, approx_gpu.approx_count(f.id) AS n FROM sp_dim d LEFT JOIN sp_f f USING (k) GROUP BY 1;
+SELECT sp_answer();
+SELECT count(*) AS exact_rows FROM r5;
+
+-- ---- prepared statements, generic plans, cursors ----------------------------------------
+PREPARE sp_p(int) AS SELECT approx_gpu.approx_count(*) FROM sp_f WHERE k = $1 OR k = $1 + 1;
+SET plan_cache_mode = force_generic_plan;
+CREATE TEMP TABLE p1 AS EXECUTE sp_p(4);
+SELECT sp_answer();
+CREATE TEMP TABLE p2 AS EXECUTE sp_p(20);
+SELECT sp_answer();
+SELECT abs(p1.approx_count / 1600 - 1) < 0.25 AND abs(p2.approx_count / 1600 - 1) < 0.25 AS close FROM p1, p2;
+RESET plan_cache_mode;
+BEGIN;
+DECLARE sp_c SCROLL CURSOR FOR
+SELECT g, approx_gpu.approx_count(*) AS n FROM sp_f WHERE note LIKE 'a%' OR k < 5 GROUP BY g ORDER BY g;
+FETCH 2 FROM sp_c;
+FETCH BACKWARD 1 FROM sp_c;
+COMMIT;
+
+-- ---- privileges are those of the original query ------------------------------------------
+CREATE ROLE sp_reader;
+GRANT SELECT (k, note) ON sp_f TO sp_reader;
+SET ROLE sp_reader;
+SELECT approx_gpu.approx_count(*) > 0 AS ok FROM sp_f WHERE note LIKE 'a%' OR k = 1;
+SELECT sp_answer();
+SELECT approx_gpu.approx_sum(x) FROM sp_f WHERE note LIKE 'a%' OR k = 1;
+RESET ROLE;
+-- a role change between executions of one prepared statement
+PREPARE sp_q AS SELECT approx_gpu.approx_avg(x) > 0 AS ok FROM sp_f WHERE note LIKE 'b%' OR k = 1;
+EXECUTE sp_q;
+SET ROLE sp_reader;
+EXECUTE sp_q;
+RESET ROLE;
+
+-- ---- the synopsis changes under a cached plan ----------------------------------------
+SET plan_cache_mode = force_generic_plan;
+PREPARE sp_r AS SELECT approx_gpu.approx_count(*) > 0 AS ok FROM sp_f WHERE note LIKE 'b%' OR k = 1;
+EXECUTE sp_r;
+SELECT approx_gpu.refresh_synopsis('sp_syn') IS NOT NULL AS refreshed;
+EXECUTE sp_r;
+SELECT sp_answer();
+SELECT approx_gpu.drop_synopsis('sp_syn');
+EXECUTE sp_r;
+SELECT sp_answer();
+RESET plan_cache_mode;
+
+DEALLOCATE ALL;
+DROP VIEW sp_v;
+DROP TABLE sp_f, sp_dim;
+DROP ROLE sp_reader;
+DROP FUNCTION sp_answer();
