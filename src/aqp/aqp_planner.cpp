@@ -327,5 +327,6 @@ void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* inp
         reason = psprintf("%s; the sample path was not tried: approx_gpu was loaded while this statement was planned "
                           "(it applies from the next statement; shared_preload_libraries = 'approx_gpu' avoids this)",
                           reason);
+    aqp_box_path_reason = reason;
     last_run_rows("approx aggregate", reason);
 }

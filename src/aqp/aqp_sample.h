@@ -35,6 +35,10 @@ extern bool aqp_box_path_enabled;
 // the sample goes to the sample path (a box per group costs a pass over the sample each).
 extern int aqp_box_path_max_groups;
 
+// Why the box path did not answer the statement being planned (nullptr:
+// it did not look); the sample path's own reason is added to it.
+extern const char* aqp_box_path_reason;
+
 // Settings, the planner hook, the node's methods (from aqp_init).
 void aqp_sample_init(void);
 void aqp_sample_scan_register(void);

@@ -54,6 +54,7 @@ extern "C" {
 
 bool aqp_box_path_enabled = true;
 int aqp_box_path_max_groups = 16;
+const char* aqp_box_path_reason = nullptr;
 static planner_hook_type prev_planner_hook = nullptr;
 
 template <class T>
@@ -258,6 +259,7 @@ static int sample_column(const TableSynopsis* ts, AttrNumber attno) {
 // nullptr when ts's sample answers for the table's columns in `attnos`.
 static const char* sample_unfit(const TableSynopsis* ts, Relation table, Relation sample, List* attnos,
                                 const char* phrase) {
+    if (!OidIsValid(ts->sample_relid) && ts->unusable != nullptr) return psprintf("%s: %s", phrase, ts->unusable);
     if (!OidIsValid(ts->sample_relid))
         return psprintf("%s has no sample relation (built before 0.7.0 or restored from a dump: refresh_synopsis "
                         "builds one)",
@@ -656,6 +658,7 @@ static PlannedStmt* aqp_planner(Query* parse, const char* query_string, int curs
         if (s.agg_levels != NIL || s.outer_approx) copy = copy_node(parse);
     }
     PlannedStmt* exact = nullptr;
+    aqp_box_path_reason = nullptr;
     int depth = hook_depth++;
     PG_TRY();
     {
@@ -677,6 +680,13 @@ static PlannedStmt* aqp_planner(Query* parse, const char* query_string, int curs
     PlannedStmt* sample = try_plan_over_sample(copy, query_string, cursor_options, params, &spec, &reason);
     if (spec.role_dependent) exact->dependsOnRole = true;
     if (sample == nullptr) {
+        // Both reasons: the box path's names what its shape lacks, the
+        // sample path's what the whole statement does.
+        const char* box_reason = aqp_box_path_reason;
+        if (box_reason != nullptr && strncmp(box_reason, "no synopsis on table", 20) == 0)
+            reason = box_reason;  // the one table the box path looked at has none
+        else if (reason != nullptr && box_reason != nullptr && strcmp(box_reason, reason) != 0)
+            reason = psprintf("%s; sample path: %s", box_reason, reason);
         if (reason != nullptr) last_run_rows("approx aggregate", reason);
         return exact;
     }

@@ -30,6 +30,9 @@ SET client_min_messages = warning;
 SET search_path = approx_gpu, public;
 SET jit = off;
 SET max_parallel_workers_per_gather = 0;  -- the same row order, so the same sample for both synopses of a seed
+-- This file checks the box path (its engines, CPU = GPU): many groups stay on it
+-- (the sample path has its own suite, test/sql/aqp_sample.sql).
+SET approx_gpu.box_path_max_groups = 1000000;
 SELECT plan(36);
 \ir ../bench/flights_data.sql
 

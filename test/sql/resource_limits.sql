@@ -41,6 +41,7 @@ SELECT regexp_replace(rl_answer(), '\(\d+\) would need \d+ MB', '(N) would need 
 SELECT c, approx_count(*) > 0 AS some FROM rl_t WHERE e IN (1, 3, 5) AND f IN (2, 4, 6) GROUP BY c ORDER BY c;
 SELECT rl_answer();
 SET approx_gpu.box_memory_limit = '64kB';
+SET approx_gpu.box_path_max_groups = 1000000;  -- the box path, not the sample path, takes these groups
 SELECT format('SELECT e, f, approx_count(*) FROM rl_t WHERE a IN (%s) GROUP BY e, f',
               (SELECT string_agg(g::text, ',') FROM generate_series(0, 598, 2) g)) AS q2 \gset
 CREATE TEMP TABLE rl_groups AS :q2;
@@ -48,6 +49,7 @@ SELECT regexp_replace(rl_answer(), '\(\d+\) would need \d+ MB', '(N) would need 
 SELECT (SELECT count(*) FROM rl_groups) = (SELECT count(*) FROM (SELECT DISTINCT e, f FROM rl_t WHERE a < 600 AND a % 2 = 0) s) AS exact_groups;
 SELECT regexp_replace(rl_answer(), '\(\d+\) would need \d+ MB', '(N) would need M MB') AS answer;
 RESET approx_gpu.box_memory_limit;
+RESET approx_gpu.box_path_max_groups;
 -- ---- sample_size far above the table's size (item 15) ------------------------------
 CREATE TABLE rl_tiny AS SELECT g AS a FROM generate_series(1, 3) g;
 SELECT (approx_gpu.create_synopsis('rl_tiny_syn', 'rl_tiny', ARRAY['a'], sample_size => 100000000))->>'m' AS m;
