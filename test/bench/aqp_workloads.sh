@@ -67,7 +67,10 @@ SQL
   for f in $(ls test/workloads/$dir/q*.sql | sort -V); do
     q=$(basename "$f" .sql)
     t0=$(date +%s.%N)
+    # Any approx_gpu call loads the library (and its planner hook) before the
+    # first approximate query is planned (docs/aqp.md, "Loading").
     PGOPTIONS="-c search_path=$w,public" psql -v q="$(sed 's/;[[:space:]]*$//' "$f")" <<SQL
+SELECT approx_gpu.last_run() IS NOT NULL AS loaded \gset
 INSERT INTO public.bench_workload_results SELECT clock_timestamp(), '$w', '$q', * FROM bench_query(:'q', '$fact', $REPS, $ts);
 SQL
     echo "   $w.$q $(secs "$t0") s" >&2
