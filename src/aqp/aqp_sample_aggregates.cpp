@@ -254,20 +254,29 @@ static void raise_engine_error(const approx::Status& st, const char* fn) {
                     errmsg("%s: %s", fn, st.message)));
 }
 
+// The design and the interval options as the engine takes them.
+static smp::Stratum* engine_design(const AqpSampleDesign* d) {
+    smp::Stratum* design = static_cast<smp::Stratum*>(palloc(sizeof(smp::Stratum) * (d->n_strata > 0 ? d->n_strata : 1)));
+    for (int s = 0; s < d->n_strata; ++s) {
+        design[s].rows = d->rows[s];
+        design[s].sampled = d->sampled[s];
+    }
+    return design;
+}
+static smp::Options engine_options(const AqpSampleDesign* d) {
+    smp::Options opt;
+    opt.confidence = aqp_confidence;
+    opt.groups_within_strata = d->groups_within_strata;
+    return opt;
+}
+
 static Datum moment_final(FunctionCallInfo fcinfo, smp::Aggregate agg, bool ci, int sample_argno) {
     const char* fn = calling_aggregate_name(fcinfo, "sample aggregate");
     MomentState* st = PG_ARGISNULL(0) ? nullptr : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
     const AqpSampleDesign* d = final_design(fcinfo, st ? st->sample : InvalidOid, sample_argno, fn);
     if (st != nullptr && st->n_parts > 0) check_stratum_in_design(st->parts[st->n_parts - 1].stratum, d, fn);
-    approx::sample::Stratum* design =
-        static_cast<approx::sample::Stratum*>(palloc(sizeof(smp::Stratum) * (d->n_strata > 0 ? d->n_strata : 1)));
-    for (int s = 0; s < d->n_strata; ++s) {
-        design[s].rows = d->rows[s];
-        design[s].sampled = d->sampled[s];
-    }
-    smp::Options opt;
-    opt.confidence = aqp_confidence;
-    opt.groups_within_strata = d->groups_within_strata;
+    smp::Stratum* design = engine_design(d);
+    smp::Options opt = engine_options(d);
     smp::Estimate e;
     approx::Status status = smp::estimate(agg, design, d->n_strata, st ? st->parts : nullptr, st ? st->n_parts : 0, opt, e);
     if (!status.ok()) raise_engine_error(status, fn);
@@ -350,14 +359,8 @@ static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci
     int32 top = -1;
     for (int64 i = 0; i < st->n; ++i) top = Max(top, st->rows[i].stratum);
     check_stratum_in_design(top, d, fn);
-    smp::Stratum* design = static_cast<smp::Stratum*>(palloc(sizeof(smp::Stratum) * (d->n_strata > 0 ? d->n_strata : 1)));
-    for (int s = 0; s < d->n_strata; ++s) {
-        design[s].rows = d->rows[s];
-        design[s].sampled = d->sampled[s];
-    }
-    smp::Options opt;
-    opt.confidence = aqp_confidence;
-    opt.groups_within_strata = d->groups_within_strata;
+    smp::Stratum* design = engine_design(d);
+    smp::Options opt = engine_options(d);
     smp::Estimate e;
     approx::Status status = smp::percentile(kind, st->fraction, design, d->n_strata, st->rows, st->n, opt, e);
     if (!status.ok()) raise_engine_error(status, fn);
