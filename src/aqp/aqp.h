@@ -11,6 +11,25 @@ extern "C" {
 #include "optimizer/planner.h"
 }
 
+// ---- node helpers shared by the planner files ---------------------------------------
+// copyObject() is a typeof macro that C++ does not compile.
+template <class T>
+inline T* copy_node(T* node) {
+    return static_cast<T*>(copyObjectImpl(node));
+}
+// expression_tree_walker / _mutator take bool (*)() / Node* (*)() in
+// PostgreSQL 15 (nodeFuncs.h); the casts go through void (*)() to say it is deliberate.
+using TreeWalker = bool (*)();
+template <class Fn>
+inline TreeWalker walker(Fn fn) {
+    return reinterpret_cast<TreeWalker>(reinterpret_cast<void (*)()>(fn));
+}
+using TreeMutator = Node* (*)();
+template <class Fn>
+inline TreeMutator mutator(Fn fn) {
+    return reinterpret_cast<TreeMutator>(reinterpret_cast<void (*)()>(fn));
+}
+
 // ---- in aqp.cpp ----------------------------------------------------------------------
 // _PG_init: settings, the hook, the CustomScan methods.
 void aqp_init(void);

@@ -24,14 +24,6 @@ extern "C" {
 #include "parser/parsetree.h"
 }
 
-// expression_tree_walker takes bool (*)() in PostgreSQL 15 (nodeFuncs.h);
-// the cast goes through void (*)() to say it is deliberate.
-using TreeWalker = bool (*)();
-template <class Fn>
-static TreeWalker walker(Fn fn) {
-    return reinterpret_cast<TreeWalker>(reinterpret_cast<void (*)()>(fn));
-}
-
 static bool mentions_approx(Node* node, void*) {
     if (node == nullptr) return false;
     if (IsA(node, Aggref)) {

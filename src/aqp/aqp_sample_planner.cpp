@@ -57,21 +57,6 @@ int aqp_box_path_max_groups = 16;
 const char* aqp_box_path_reason = nullptr;
 static planner_hook_type prev_planner_hook = nullptr;
 
-template <class T>
-static T* copy_node(T* node) {
-    return static_cast<T*>(copyObjectImpl(node));
-}
-
-using TreeWalker = bool (*)();
-template <class Fn>
-static TreeWalker walker(Fn fn) {
-    return reinterpret_cast<TreeWalker>(reinterpret_cast<void (*)()>(fn));
-}
-using TreeMutator = Node* (*)();
-template <class Fn>
-static TreeMutator mutator(Fn fn) {
-    return reinterpret_cast<TreeMutator>(reinterpret_cast<void (*)()>(fn));
-}
 
 // ---- survey of the whole query ---------------------------------------------------------
 

@@ -15,12 +15,6 @@
 // expressions), fixed by setrefs and evaluated at executor start.
 #include "aqp/aqp_scan_state.h"
 
-// copyObject() is a typeof macro that C++ does not compile.
-template <class T>
-static T* copy_node(T* node) {
-    return static_cast<T*>(copyObjectImpl(node));
-}
-
 static constexpr const char* kNodeName = "Approx Synopsis Scan";
 extern const CustomScanMethods aqp_scan_methods;
 
