@@ -108,6 +108,14 @@ const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid);
 void aqp_sample_guard_reset(void);
 void aqp_sample_guard_trip(const char* reason);  // the first reason is kept
 const char* aqp_sample_guard_reason(void);        // nullptr: not tripped
+// Each final function also counts its group's sample rows: answers resting on
+// 1 and on 2 sample rows estimate how many groups the sample missed (reset
+// with the guard; one count per aggregate of a group, so shares, not totals).
+struct AqpSampleGroups {
+    int64 seen, once, twice;
+};
+void aqp_sample_guard_count_group(double sample_rows);
+AqpSampleGroups aqp_sample_guard_groups(void);
 // The pg_proc OID of the weighted form of `agg` (cached, reset on any pg_proc change).
 Oid aqp_sample_aggregate(AqpAgg agg);
 
