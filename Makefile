@@ -26,7 +26,7 @@ REGRESS     = $(patsubst test/sql/%.sql,%,$(wildcard test/sql/*.sql))
 # The suites name objects approx_gpu.*: they run on 0.5's layout (CREATE
 # EXTENSION approx_gpu SCHEMA approx_gpu), which --load-extension cannot ask
 # for, in a database test/lib.sh's create_test_db makes (REGRESS_PREP).
-REGRESS_OPTS = --inputdir=test --use-existing --dbname=contrib_regression
+REGRESS_OPTS = --inputdir=test --use-existing   # PGXS adds --dbname=$(CONTRIB_TESTDB)
 REGRESS_PREP = regress-database
 
 CUDA_HOME  ?= /usr/local/cuda
@@ -140,4 +140,4 @@ bench: $(BENCH_BINS)
 # The regress database of installcheck (REGRESS_OPTS above).
 .PHONY: regress-database
 regress-database:
-	bash -c '. test/lib.sh && create_test_db contrib_regression "$(bindir)/psql"'
+	bash -c '. test/lib.sh && create_test_db $(CONTRIB_TESTDB) "$(bindir)/psql"'
