@@ -68,10 +68,10 @@ bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
 // table replaced by its sample relation and each approx_* Aggref by its
 // weighted (Horvitz-Thompson) form, which also takes the row's stratum and
 // the sample relation's OID (a Const):
-//   approx_gpu.sample_count(int4 stratum, oid sample)            COUNT(*); COUNT(expr) with
-//                                                                FILTER (WHERE expr IS NOT NULL)
-//   approx_gpu.sample_sum(float8 x, int4 stratum, oid sample)    also sample_avg
-//   approx_gpu.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
+//   approx_gpu_internal.sample_count(int4 stratum, oid sample)         COUNT(*); COUNT(expr) with
+//                                                                       FILTER (WHERE expr IS NOT NULL)
+//   approx_gpu_internal.sample_sum(float8 x, int4 stratum, oid sample) also sample_avg
+//   approx_gpu_internal.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
 //                                                                also _disc (plain aggregates:
 //                                                                the fraction is a direct argument)
 // and each its _ci form (approx_estimate). Their final functions read the

@@ -161,9 +161,8 @@ Oid aqp_sample_aggregate(AqpAgg agg) {
     }
     if (static_cast<int>(agg.kind) < 0 || static_cast<int>(agg.kind) > AQP_PERCENTILE_DISC) return InvalidOid;
     if (!weighted_valid) {
-        // The schema as aqp_aggregates.cpp's resolve_agg_oids finds it.
-        Oid ext = get_extension_oid("approx_gpu", true);
-        Oid nsp = OidIsValid(ext) ? get_namespace_oid("approx_gpu", true) : InvalidOid;
+        // The weighted aggregates are internal objects (sql/ext/25_aqp.sql).
+        Oid nsp = approx_gpu_internal_schema_oid(true);
         for (int k = 0; k < 6; ++k)
             for (int c = 0; c < 2; ++c) {
                 const WeightedName& w = kWeighted[k][c];
