@@ -184,9 +184,11 @@ static void candidate_tables(Query* q, List* path, List** paths) {
         Step* step = static_cast<Step*>(palloc(sizeof(Step)));
         *step = {q, rti};
         List* here = lappend(list_copy(path), step);
-        // An inheritance parent's query reads its children too; its sample does not.
-        if (rte->rtekind == RTE_RELATION && (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_MATVIEW) &&
-            rte->tablesample == nullptr && !(rte->inh && has_subclass(rte->relid)))
+        // A parent's synopsis samples its leaves (FROM ONLY: plan_over_sample).
+        if (rte->rtekind == RTE_RELATION &&
+            (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_MATVIEW ||
+             rte->relkind == RELKIND_PARTITIONED_TABLE) &&
+            rte->tablesample == nullptr)
             *paths = lappend(*paths, here);
         else if (rte->rtekind == RTE_SUBQUERY && !rte->lateral && row_preserving(rte->subquery))
             candidate_tables(rte->subquery, here, paths);
@@ -506,6 +508,11 @@ static PlannedStmt* plan_over_sample(Query* copy, const char* query_string, int 
         if (n > 0) spec->role_dependent = true;  // which synopsis answers depends on the role
         if (!answers_any) continue;
         any_synopsis = true;
+        if (!rte->inh && (rte->relkind == RELKIND_PARTITIONED_TABLE || has_subclass(rte->relid))) {
+            why = psprintf("FROM ONLY %s: its synopsis samples its partitions or inheritance children too",
+                           get_rel_name(rte->relid));
+            continue;
+        }
         if (count_oid(s.relids, rte->relid) > 1) {
             why = psprintf("table %s is used more than once in the query", get_rel_name(rte->relid));
             continue;
@@ -659,6 +666,9 @@ static PlannedStmt* aqp_planner(Query* parse, const char* query_string, int curs
     foreach (lc, exact->subplans) box = box || has_box_node(static_cast<Plan*>(lfirst(lc)));
     if (box) return exact;  // the box path answers (the fast path)
 
+    // Taken now: planning over the sample may plan nested statements (the
+    // synopsis cache's first load), each resetting it.
+    const char* box_reason = aqp_box_path_reason;
     AqpSampleSpec spec;
     memset(&spec, 0, sizeof spec);
     const char* reason = nullptr;
@@ -667,7 +677,6 @@ static PlannedStmt* aqp_planner(Query* parse, const char* query_string, int curs
     if (sample == nullptr) {
         // Both reasons: the box path's names what its shape lacks, the
         // sample path's what the whole statement does.
-        const char* box_reason = aqp_box_path_reason;
         if (box_reason != nullptr && strncmp(box_reason, "no synopsis on table", 20) == 0)
             reason = box_reason;  // the one table the box path looked at has none
         else if (reason != nullptr && box_reason != nullptr && strcmp(box_reason, reason) != 0)

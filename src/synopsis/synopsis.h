@@ -219,7 +219,16 @@ struct StatsMark {
     int64 changes, inserts, live;
     TimestampTz stats_reset, cluster_stats_reset;
 };
-void read_stats_mark(Oid relid, StatsMark* m);
+// members: a parent's (table_members), whose counters are summed; NIL: relid's own.
+void read_stats_mark(Oid relid, StatsMark* m, List* members = NIL);
+// A partitioned table's or inheritance parent's members (itself and every
+// inheritor, find_all_inheritors without locks); NIL for a table without
+// children.
+List* table_members(Oid relid);
+// What the synopsis records as a parent's relfilenode: a fingerprint of its
+// members' OIDs and relfilenodes (ATTACH, DETACH, DROP, INHERIT, NO INHERIT,
+// TRUNCATE or a rewrite of one changes it).
+Oid storage_mark_of(List* members);
 // Why the active snapshot may be older than counters read just before (a
 // REPEATABLE READ snapshot some transaction ended after), or nullptr.
 const char* build_snapshot_problem(void);
