@@ -123,6 +123,21 @@ SELECT answered FROM pt_check('pt_r', 'x >= 0', 0.1);
 SELECT approx_gpu.refresh_synopsis('pt_r_syn') IS NOT NULL AS refreshed;
 SELECT answered, close FROM pt_check('pt_r', 'x >= 0', 0.1);
 
+-- a prepared statement with a generic plan: from the sample, then, after a
+-- DETACH, the exact path at its next execution
+SET plan_cache_mode = force_generic_plan;
+PREPARE pt_q(int) AS SELECT approx_gpu.approx_count(*) AS n FROM pt_r WHERE k < $1 OR g = 'zz';
+CREATE TEMP TABLE q1 AS EXECUTE pt_q(1500);
+SELECT pt_answer(), abs(n / (SELECT count(*) FROM pt_r WHERE k < 1500) - 1) < 0.1 AS close FROM q1;
+ALTER TABLE pt_r DETACH PARTITION pt_r1;
+CREATE TEMP TABLE q2 AS EXECUTE pt_q(1500);
+SELECT pt_answer(), n = (SELECT count(*) FROM pt_r WHERE k < 1500) AS exact FROM q2;
+ALTER TABLE pt_r ATTACH PARTITION pt_r1 FOR VALUES FROM (0) TO (1000);
+CREATE TEMP TABLE q3 AS EXECUTE pt_q(1500);
+SELECT pt_answer(), abs(n / (SELECT count(*) FROM pt_r WHERE k < 1500) - 1) < 0.1 AS close FROM q3;
+DEALLOCATE pt_q;
+RESET plan_cache_mode;
+
 -- ---- stratified by a column too: strata are leaf x value --------------------------------------
 CREATE TABLE pt_l (k int, g text, x float8) PARTITION BY LIST (g);
 CREATE TABLE pt_la PARTITION OF pt_l FOR VALUES IN ('a', 'b');
