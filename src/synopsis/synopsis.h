@@ -15,11 +15,13 @@
 //   synopsis_table_sql.cpp table synopses: create_synopsis, refresh as the owner, synopsis_status
 //   synopsis_build.cpp     building a table synopsis: checks, sampling, dictionaries
 //                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass
+//                          and the leaves of a partitioned table or inheritance parent
 //   synopsis_sample.cpp    the sample relation of a table synopsis: make, check, drop
 //   synopsis_cache.cpp     the per-backend cache of table synopses (synopsis_table.h: the seam
 //                          with the planner side, src/aqp/)
-//   synopsis_freshness.cpp freshness: what a build records beyond the counters and the check;
-//                          columns bound by name and type
+//   synopsis_freshness.cpp freshness: what a build records beyond the counters and the check
+//                          (a parent: its members' counters summed, their storage
+//                          fingerprinted); columns bound by name and type
 //   synopsis_binding.cpp   whose table synopsis answers which role, and who may be told its
 //                          name (synopsis_table.h)
 //   synopsis_codec.cpp     SQL values <-> the sample's numbers and dictionary codes, both
