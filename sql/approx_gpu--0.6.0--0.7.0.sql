@@ -289,6 +289,9 @@ BEGIN
 END
 $$;
 
+-- ---- parts: partitioned tables and inheritance parents (issue 27 item 6) ----
+COMMENT ON COLUMN synopses.relfilenode IS 'The table''s relfilenode when built (another one: truncated or rewritten since); for a partitioned table or inheritance parent a fingerprint of its members'' (OID, relfilenode) pairs (another one: a partition or child attached, detached, dropped, truncated or rewritten since)';
+
 -- ---- schemas (item 4) -------------------------------------------------------------
 -- The control file names no schema any more: a fresh install puts the
 -- user-facing objects into the schema CREATE EXTENSION is given (public by

@@ -236,7 +236,7 @@ COMMENT ON COLUMN synopses.stratify IS 'Attribute numbers of the stratify column
 COMMENT ON COLUMN synopses.rows_built IS 'Rows of the table when built (N, NULL rows included)';
 COMMENT ON COLUMN synopses.changes_built IS 'n_tup_ins + n_tup_upd + n_tup_del of the table as the statistics reported them when built';
 COMMENT ON COLUMN synopses.pending_inserts IS 'Rows the build read that the statistics had not counted yet (forgiven as late inserts by the staleness check)';
-COMMENT ON COLUMN synopses.relfilenode IS 'The table''s relfilenode when built (another one: truncated or rewritten since)';
+COMMENT ON COLUMN synopses.relfilenode IS 'The table''s relfilenode when built (another one: truncated or rewritten since); for a partitioned table or inheritance parent a fingerprint of its members'' (OID, relfilenode) pairs (another one: a partition or child attached, detached, dropped, truncated or rewritten since)';
 
 CREATE FUNCTION create_synopsis(name text, relation regclass, columns name[], sample_size int DEFAULT 10000,
                                 bandwidth text DEFAULT 'cdf', smoothing text DEFAULT 'auto',

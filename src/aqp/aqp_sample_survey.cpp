@@ -131,9 +131,11 @@ static void candidate_tables(Query* q, List* path, List** paths) {
         AqpSampleStep* step = static_cast<AqpSampleStep*>(palloc(sizeof(AqpSampleStep)));
         *step = {q, rti};
         List* here = lappend(list_copy(path), step);
-        // An inheritance parent's query reads its children too; its sample does not.
-        if (rte->rtekind == RTE_RELATION && (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_MATVIEW) &&
-            rte->tablesample == nullptr && !(rte->inh && has_subclass(rte->relid)))
+        // A parent's synopsis samples its leaves (FROM ONLY: aqp_sample_choose).
+        if (rte->rtekind == RTE_RELATION &&
+            (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_MATVIEW ||
+             rte->relkind == RELKIND_PARTITIONED_TABLE) &&
+            rte->tablesample == nullptr)
             *paths = lappend(*paths, here);
         else if (rte->rtekind == RTE_SUBQUERY && !rte->lateral && row_preserving(rte->subquery))
             candidate_tables(rte->subquery, here, paths);
@@ -279,6 +281,11 @@ bool aqp_sample_choose(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec
         if (n > 0) spec->role_dependent = true;  // which synopsis answers depends on the role
         if (!answers_any) continue;
         any_synopsis = true;
+        if (!rte->inh && (rte->relkind == RELKIND_PARTITIONED_TABLE || has_subclass(rte->relid))) {
+            why = psprintf("FROM ONLY %s: its synopsis samples its partitions or inheritance children too",
+                           get_rel_name(rte->relid));
+            continue;
+        }
         if (count_oid(s.relids, rte->relid) > 1) {
             why = psprintf("table %s is used more than once in the query", get_rel_name(rte->relid));
             continue;

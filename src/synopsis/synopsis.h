@@ -15,11 +15,13 @@
 //   synopsis_table_sql.cpp table synopses: create_synopsis, refresh as the owner, synopsis_status
 //   synopsis_build.cpp     building a table synopsis: checks, sampling, dictionaries
 //                          (synopsis_build.h); synopsis_strata.cpp its stratified first pass
+//                          and the leaves of a partitioned table or inheritance parent
 //   synopsis_sample.cpp    the sample relation of a table synopsis: make, check, drop
 //   synopsis_cache.cpp     the per-backend cache of table synopses (synopsis_table.h: the seam
 //                          with the planner side, src/aqp/)
-//   synopsis_freshness.cpp freshness: what a build records beyond the counters and the check;
-//                          columns bound by name and type
+//   synopsis_freshness.cpp freshness: what a build records beyond the counters and the check
+//                          (a parent: its members' counters summed, their storage
+//                          fingerprinted); columns bound by name and type
 //   synopsis_binding.cpp   whose table synopsis answers which role, and who may be told its
 //                          name (synopsis_table.h)
 //   synopsis_codec.cpp     SQL values <-> the sample's numbers and dictionary codes, both
@@ -219,7 +221,16 @@ struct StatsMark {
     int64 changes, inserts, live;
     TimestampTz stats_reset, cluster_stats_reset;
 };
-void read_stats_mark(Oid relid, StatsMark* m);
+// members: a parent's (table_members), whose counters are summed; NIL: relid's own.
+void read_stats_mark(Oid relid, StatsMark* m, List* members = NIL);
+// A partitioned table's or inheritance parent's members (itself and every
+// inheritor, find_all_inheritors without locks); NIL for a table without
+// children.
+List* table_members(Oid relid);
+// What the synopsis records as a parent's relfilenode: a fingerprint of its
+// members' OIDs and relfilenodes (ATTACH, DETACH, DROP, INHERIT, NO INHERIT,
+// TRUNCATE or a rewrite of one changes it).
+Oid storage_mark_of(List* members);
 // Why the active snapshot may be older than counters read just before (a
 // REPEATABLE READ snapshot some transaction ended after), or nullptr.
 const char* build_snapshot_problem(void);

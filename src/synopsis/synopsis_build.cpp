@@ -4,7 +4,9 @@
 // counts (NULL = NaN), text-like columns become dictionary codes after
 // sampling (values become numbers and codes through synopsis_codec.h), and a
 // stratified build makes two passes (rows per stratum, then per-stratum
-// reservoirs of a congressional allocation).
+// reservoirs of a congressional allocation). A partitioned table or an
+// inheritance parent is read leaf by leaf, each leaf its own strata
+// (synopsis_strata.cpp: open_leaves).
 #include "synopsis/synopsis_build.h"
 
 #include "readers/relation_reader.h"
@@ -50,14 +52,14 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                      RelationGetRelationName(rel));
     char relkind = rel->rd_rel->relkind;
-    if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW)
+    if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW && relkind != RELKIND_PARTITIONED_TABLE)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("%s: %s is a %s; table synopses are built on tables and materialized views", fn, relname,
-                               relkind == RELKIND_PARTITIONED_TABLE ? "partitioned table"
-                               : relkind == RELKIND_VIEW            ? "view"
-                               : relkind == RELKIND_FOREIGN_TABLE   ? "foreign table"
-                                                                    : "relation of another kind"),
-                        relkind == RELKIND_PARTITIONED_TABLE ? errhint("Build synopses of its partitions.") : 0));
+                        errmsg("%s: %s is a %s; table synopses are built on tables, partitioned tables and "
+                               "materialized views",
+                               fn, relname,
+                               relkind == RELKIND_VIEW            ? "view"
+                               : relkind == RELKIND_FOREIGN_TABLE ? "foreign table"
+                                                                  : "relation of another kind")));
     if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
         ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -66,7 +68,9 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s: materialized view %s has not been populated", fn, relname)));
 
-    // Privileges as for SELECT of these columns, then row-level security.
+    // Privileges as for SELECT of these columns, then row-level security:
+    // the parent's only, as a query on the parent checks them (children
+    // are read with the parent's privileges and policies).
     Oid user = GetUserId();
     if (pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK)
         for (int j = 0; j < d; ++j)
@@ -84,8 +88,12 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     // counts later as a change. Under READ COMMITTED a new snapshot (what a
     // volatile function's next query would get); a transaction snapshot
     // older than the counters makes the synopsis stale from birth.
+    // The leaves are locked before the counters are read (their sum is the
+    // parent's).
+    Leaves leaves;
+    open_leaves(&leaves, rel, relname, fn);
     StatsMark mark;
-    read_stats_mark(relid, &mark);
+    read_stats_mark(relid, &mark, leaves.members);
     const char* built_stale = build_snapshot_problem();
     bool own_snapshot = !IsolationUsesXactSnapshot();
     if (own_snapshot) PushActiveSnapshot(GetTransactionSnapshot());
@@ -119,7 +127,8 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     Strata strata;
     memset(&strata, 0, sizeof strata);
     strata.capacity = sample_size;
-    if (n_stratify > 0) count_strata(&strata, rel, cols, d, max_att, n_stratify, stratify, sample_size, fn);
+    if (n_stratify > 0 || leaves.parent)
+        count_strata(&strata, &leaves, desc, cols, d, max_att, n_stratify, stratify, sample_size, fn);
     const int64 capacity = strata.capacity;
 
     // The sample: numbers now, dictionary values as strings until the end.
@@ -196,12 +205,12 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         }
         ExecDropSingleTupleTableSlot(slot);
     } else {
-        Scan scan = begin_scan(rel);
-        while (table_scan_getnextslot(scan.scan, ForwardScanDirection, scan.slot)) {
+        Scan scan = begin_scan(&leaves, desc);
+        while (scan_next(scan)) {
             CHECK_FOR_INTERRUPTS();
             slot_getsomeattrs(scan.slot, max_att);
             ++n_rows;
-            StratumEntry* e = row_stratum(&strata, scan.slot, cols, n_stratify, stratify, fn);
+            StratumEntry* e = row_stratum(&strata, scan.slot, scan_leaf(scan), cols, n_stratify, stratify, fn);
             int64 slot = syn::reservoir_slot(e->res);
             if (slot < 0) {
                 // Not sampled, but every number must be finite.
@@ -217,7 +226,8 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         m = capacity;
     }
     TableBuild* b = static_cast<TableBuild*>(palloc0(sizeof(TableBuild)));
-    b->relfilenode = rel->rd_rel->relfilenode;
+    // A parent's storage: the fingerprint of the members that were read.
+    b->relfilenode = leaves.parent ? storage_mark_of(leaves.members) : rel->rd_rel->relfilenode;
     for (int j = 0; j < d; ++j) {
         b->atttype[j] = cols[j].type;
         b->collation[j] = TupleDescAttr(desc, cols[j].attnum - 1)->attcollation;
@@ -294,6 +304,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     b->sample_relid = sr.relid;
     b->sample_natts = sr.natts;
     b->sample_attnum = sr.attnum;
+    close_leaves(&leaves, rel);
     table_close(rel, NoLock);  // the lock is kept until the end of the transaction
     return b;
 }

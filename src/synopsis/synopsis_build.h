@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "access/tableam.h"
+#include "access/tupconvert.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
 #include "utils/hsearch.h"
@@ -43,33 +44,48 @@ struct Strata {
     StringInfoData key;  // the key of the row being placed
 };
 
-// The first pass: rows per stratum key, then a congressional allocation of
-// sample_size over the strata (each keeps min(its rows, 100) at least), with
-// a reservoir per stratum.
-void count_strata(Strata* s, Relation rel, const ColumnPlan* cols, int d, AttrNumber max_att, int n_stratify,
-                  const int* stratify, int32 sample_size, const char* fn);
-// The stratum of a row of the second pass (same snapshot: the first pass saw it).
-StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, const ColumnPlan* cols, int n_stratify, const int* stratify,
-                          const char* fn);
+// The relations whose rows a synopsis of `rel` holds: rel itself, or for a
+// partitioned table or an inheritance parent every member with storage
+// (synopsis_strata.cpp). Each leaf is a stratum of its own (times the
+// stratify columns), so that its rows carry their own weight.
+struct Leaves {
+    bool parent;                // rel has partitions or inheritance children
+    int n;                      // leaves with storage
+    Relation* rels;             // locked AccessShareLock to the end of the transaction
+    TupleConversionMap** maps;  // a leaf's row in rel's layout (nullptr: same layout)
+    List* members;              // parent: rel and every inheritor (freshness); NIL otherwise
+};
+void open_leaves(Leaves* l, Relation rel, const char* relname, const char* fn);
+void close_leaves(Leaves* l, Relation rel);
+
+// The first pass: rows per stratum key (the leaf, then the stratify
+// columns), then a congressional allocation of sample_size over the strata
+// (each keeps min(its rows, 100) at least), with a reservoir per stratum.
+void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d, AttrNumber max_att,
+                  int n_stratify, const int* stratify, int32 sample_size, const char* fn);
+// The stratum of a row of the second pass (same snapshot: the first pass
+// saw it); leaf: the row's leaf (InvalidOid: not a parent).
+StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, Oid leaf, const ColumnPlan* cols, int n_stratify,
+                          const int* stratify, const char* fn);
 // The strata as the synopsis stores them.
 syn::Stratum* strata_of(const Strata* s);
 
-// The scan of the relation with the active snapshot, as the current user.
+// A scan of every leaf in turn with the active snapshot, as the current
+// user; `slot` holds the row in the parent's layout.
 struct Scan {
+    const Leaves* leaves;
+    int leaf;  // the leaf `slot` came from
     TableScanDesc scan;
+    TupleTableSlot* leaf_slot;
+    TupleTableSlot* parent_slot;  // nullptr until a leaf needs a map
     TupleTableSlot* slot;
 };
-
-inline Scan begin_scan(Relation rel) {
-    Scan s;
-    s.slot = table_slot_create(rel, nullptr);
-    s.scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
-    return s;
-}
-
-inline void end_scan(Scan& s) {
-    table_endscan(s.scan);
-    ExecDropSingleTupleTableSlot(s.slot);
+Scan begin_scan(const Leaves* leaves, TupleDesc desc);
+bool scan_next(Scan& s);
+void end_scan(Scan& s);
+// The row's leaf for row_stratum.
+inline Oid scan_leaf(const Scan& s) {
+    return s.leaves->parent ? RelationGetRelid(s.leaves->rels[s.leaf]) : InvalidOid;
 }
 
 }  // namespace synopsis_glue

@@ -5,7 +5,10 @@
 // plan and execution time. Events are detected, not inferred from counter
 // values: counters restart at 0 after a reset or a crash and can grow back
 // to the recorded value. Also the binding of a column by name and type (a
-// restore renumbers the columns after a dropped one).
+// restore renumbers the columns after a dropped one). A partitioned table
+// or inheritance parent has no counters of its own: its members' are summed,
+// and its members (OID, relfilenode) are fingerprinted instead of its
+// relfilenode.
 #include "synopsis/synopsis.h"
 
 extern "C" {
@@ -15,6 +18,7 @@ extern "C" {
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_enum.h"
+#include "catalog/pg_inherits.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -34,9 +38,21 @@ namespace synopsis_glue {
 // (pgstat_fetch_entry, src/backend/utils/activity/pgstat.c); a transaction
 // block would judge freshness by the counters of its first look. Clearing the
 // statistics snapshot is what pg_stat_clear_snapshot() does for a user.
-void read_stats_mark(Oid relid, StatsMark* m) {
+void read_stats_mark(Oid relid, StatsMark* m, List* members) {
     pgstat_clear_snapshot();
-    table_change_counters(relid, &m->changes, &m->inserts, &m->live);
+    if (members == NIL) {
+        table_change_counters(relid, &m->changes, &m->inserts, &m->live);
+    } else {
+        m->changes = m->inserts = m->live = 0;
+        ListCell* lc;
+        foreach (lc, members) {
+            int64 c, i, l;
+            table_change_counters(lfirst_oid(lc), &c, &i, &l);
+            m->changes += c;
+            m->inserts += i;
+            m->live += l;
+        }
+    }
     // Reset times: pg_stat_reset() and pg_stat_reset_single_table_counters()
     // set the database's (pgstat_reset, pgstat.c); crash recovery drops the
     // database entries and resets the fixed-numbered statistics' times
@@ -44,6 +60,49 @@ void read_stats_mark(Oid relid, StatsMark* m) {
     PgStat_StatDBEntry* db = pgstat_fetch_stat_dbentry(MyDatabaseId);
     m->stats_reset = db ? db->stat_reset_timestamp : 0;
     m->cluster_stats_reset = pgstat_fetch_stat_bgwriter()->stat_reset_timestamp;
+}
+
+List* table_members(Oid relid) {
+    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(tup)) return NIL;
+    Form_pg_class c = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
+    bool partitioned = c->relkind == RELKIND_PARTITIONED_TABLE;
+    bool maybe_parent = partitioned || c->relhassubclass;  // relhassubclass may lag behind (has_subclass)
+    ReleaseSysCache(tup);
+    if (!maybe_parent) return NIL;
+    // NoLock: a plan-time check; the planner locks the members it reads.
+    List* members = find_all_inheritors(relid, NoLock, nullptr);
+    if (!partitioned && list_length(members) <= 1) return NIL;
+    return members;
+}
+
+namespace {
+int cmp_pair(const void* a, const void* b) {
+    const Oid* x = static_cast<const Oid*>(a);
+    const Oid* y = static_cast<const Oid*>(b);
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0;
+}
+}  // namespace
+
+Oid storage_mark_of(List* members) {
+    int n = list_length(members);
+    Oid* pairs = static_cast<Oid*>(palloc(sizeof(Oid) * 2 * Max(n, 1)));
+    int k = 0;
+    ListCell* lc;
+    foreach (lc, members) {
+        Oid oid = lfirst_oid(lc);
+        HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(oid));
+        if (!HeapTupleIsValid(tup)) continue;  // dropped since: not a member
+        pairs[2 * k] = oid;
+        pairs[2 * k + 1] = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relfilenode;
+        ReleaseSysCache(tup);
+        ++k;
+    }
+    qsort(pairs, k, 2 * sizeof(Oid), cmp_pair);
+    uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char*>(pairs), 2 * sizeof(Oid) * k, 0x5ca1ab1e);
+    Oid mark = static_cast<Oid>(h ^ (h >> 32));
+    pfree(pairs);
+    return mark == InvalidOid ? 1 : mark;  // 0 is no relfilenode
 }
 
 // Whether a build's snapshot may miss changes the counters read just before
@@ -134,9 +193,14 @@ const char* table_synopsis_staleness(const TableSynopsis* ts) {
     if (!HeapTupleIsValid(tup)) return "table no longer exists";
     Oid filenode = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relfilenode;
     ReleaseSysCache(tup);
-    if (filenode != ts->relfilenode) return "table was truncated or rewritten since the synopsis was built";
+    List* members = table_members(ts->relid);
+    if (members == NIL && filenode != ts->relfilenode)
+        return "table was truncated or rewritten since the synopsis was built";
+    if (members != NIL && storage_mark_of(members) != ts->relfilenode)
+        return "a partition or inheritance child of the table was attached, detached, added, dropped, truncated or "
+               "rewritten since the synopsis was built";
     StatsMark now;
-    read_stats_mark(ts->relid, &now);
+    read_stats_mark(ts->relid, &now, members);
     if (now.stats_reset != ts->stats_reset)
         return "table statistics were reset since the synopsis was built (pg_stat_reset or "
                "pg_stat_reset_single_table_counters)";
