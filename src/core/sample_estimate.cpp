@@ -176,11 +176,10 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         merge(all, parts[i].m);
     }
     out.rows = all.n;
-    if (agg != Aggregate::Count && all.n <= 0) {
-        out.null = true;
-        return Status::Ok();
-    }
-    const double R = agg == Aggregate::Avg ? Y / X : 0;
+    // No value seen (SUM / AVG): NULL if the sample holds every row the group
+    // may have, otherwise unknown (decided below, once `whole` is known).
+    const bool no_value = agg != Aggregate::Count && all.n <= 0;
+    const double R = agg == Aggregate::Avg && X > 0 ? Y / X : 0;
     out.estimate = agg == Aggregate::Count ? X : agg == Aggregate::Sum ? Y : R;
     const double mean_square = all.n > 0 ? all.m2 / all.n + all.mean * all.mean : 0;
 
@@ -195,10 +194,23 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
     bool whole = true;
     int64_t unbounded = 0;  // strata that may hold the group and have no sample row
     double untouched_allowance = 0;
+    double varying_rows = 0;  // the group's sample rows in strata not sampled whole
     for (int32_t i = 0; i < n_parts; ++i) {
         const Stratum& d = design[parts[i].stratum];
         const double k = parts[i].m.n;
         const double m = std::max(d.sampled, k), N = std::max(d.rows, m);
+        if (k <= 0) {
+            // Rows of the group with no value (all NULL) in this stratum: the
+            // stratum holds the group, its unsampled rows may hold values (the
+            // k = 0 allowance; without groups_within_strata the loop below adds it).
+            if (opt.groups_within_strata && d.rows > d.sampled) {
+                if (d.sampled <= 0)
+                    ++unbounded;
+                else
+                    untouched_allowance += unseen_allowance(d);
+            }
+            continue;
+        }
         // Undo this stratum's share of the untouched sums below (added for every stratum there).
         if (!opt.groups_within_strata && d.rows > d.sampled) {
             if (d.sampled <= 0)
@@ -206,8 +218,9 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
             else
                 untouched_allowance -= unseen_allowance(d);
         }
-        if (k <= 0 || m >= N) continue;  // wholly sampled: exact
+        if (m >= N) continue;  // wholly sampled: exact
         whole = false;
+        varying_rows += k;
         const double f = m / N, w = N / m, W = N * N * (1 - f) / m;
         Moments g = parts[i].m;
         if (agg == Aggregate::Count) {
@@ -218,7 +231,11 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         }
         const Moments full = with_zeros(g, m);
         const double s2 = m > 1 ? full.m2 / (m - 1) : 0;
-        const double a = W * s2;
+        // AVG: the linearised term of a domain of k_s rows underestimates the
+        // variance of its mean by (k_s - 1) / k_s; conditioning on the rows
+        // the sample drew of the group (Sarndal, Swensson & Wretman 1992,
+        // Model Assisted Survey Sampling, 10.3) restores it (k_s = 1: as 2).
+        const double a = W * s2 * (agg == Aggregate::Avg ? (k >= 2 ? k / (k - 1) : 2.0) : 1.0);
         v_est += a;
         // Degrees of freedom of s^2_s: at most k_s - 1 (the group's rows), and
         // fewer where the values are heavy-tailed: Var(s^2) / sigma^4 =
@@ -248,7 +265,22 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
     if (untouched_allowance > 0 || unbounded > 0) whole = false;
     if (whole) {
         out.exact = true;
+        out.null = no_value;
         out.lower = out.upper = out.estimate;
+        return Status::Ok();
+    }
+    // SUM / AVG from at most one value where the sample is not whole: one
+    // value says nothing about the spread of the rest (a single row cannot
+    // bound a mean: Bahadur & Savage 1956 show no finite interval is honest
+    // for every distribution; with 2+ rows the t interval below is the
+    // method's assumption). No value: SUM 0 (the Horvitz-Thompson estimate of
+    // no sample row), AVG NULL (0 / 0), the interval (-inf, inf).
+    if (agg != Aggregate::Count && varying_rows <= 1) {
+        out.null = no_value && agg == Aggregate::Avg;
+        out.estimable = false;
+        out.se = kInf;
+        out.lower = -kInf;
+        out.upper = kInf;
         return Status::Ok();
     }
     if (agg == Aggregate::Count)
