@@ -33,7 +33,7 @@ struct MomentState {
     int32 last;  // the part the previous row went to (rows come stratum by stratum)
     smp::GroupPart* parts;
 };
-constexpr uint8 kMomentStateVersion = 1;
+constexpr uint8 kMomentStateVersion = 2;  // 2: + nonzero (states are never stored: parallel workers only)
 
 static MomentState* new_moment_state(MemoryContext mcxt) {
     return static_cast<MomentState*>(MemoryContextAllocZero(mcxt, sizeof(MomentState)));
@@ -163,6 +163,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_serial) {
         put_f64(&w, p.m.m3);
         put_f64(&w, p.m.m4);
         put_f64(&w, p.m.sum);
+        put_f64(&w, p.m.nonzero);
     }
     PG_RETURN_BYTEA_P(byte_writer_finish(&w));
 }
@@ -177,7 +178,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
     MomentState* st = new_moment_state(mcxt);
     st->sample = static_cast<Oid>(get_i32(&r));
     int32 n = get_i32(&r);
-    if (n < 0 || n > (r.end - r.p) / 52)
+    if (n < 0 || n > (r.end - r.p) / 60)
         ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
     for (int32 i = 0; i < n; ++i) {
         int32 s = get_i32(&r);
@@ -188,10 +189,11 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
         m.m3 = get_f64(&r);
         m.m4 = get_f64(&r);
         m.sum = get_f64(&r);
+        m.nonzero = get_f64(&r);
         // strata strictly increasing; a whole row count (0: rows of NULL x
         // only); no negative even moment (NaN passes: a NaN value gives NaN, as sum() does)
         if (s < 0 || (i > 0 && s <= st->parts[st->n_parts - 1].stratum) || !(m.n >= 0) || m.n != std::floor(m.n) ||
-            m.m2 < 0 || m.m4 < 0)
+            m.m2 < 0 || m.m4 < 0 || !(m.nonzero >= 0 && m.nonzero <= m.n) || m.nonzero != std::floor(m.nonzero))
             ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
         part_of(st, s, mcxt)->m = m;
     }

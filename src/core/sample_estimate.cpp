@@ -100,6 +100,7 @@ void add(Moments& a, double y) {
     a.m3 += t1 * dn * (a.n - 2) - 3 * dn * a.m2;
     a.m2 += t1;
     a.sum += y;
+    a.nonzero += y != 0 ? 1 : 0;
 }
 
 void merge(Moments& a, const Moments& b) {
@@ -116,6 +117,7 @@ void merge(Moments& a, const Moments& b) {
     a.mean += dn * b.n;
     a.n = n;
     a.sum += b.sum;
+    a.nonzero += b.nonzero;
 }
 
 double student_t_quantile(double p, double df) {
@@ -194,7 +196,8 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
     bool whole = true;
     int64_t unbounded = 0;  // strata that may hold the group and have no sample row
     double untouched_allowance = 0;
-    double varying_rows = 0;  // the group's sample rows in strata not sampled whole
+    double varying_rows = 0;     // the group's sample rows in strata not sampled whole
+    double varying_nonzero = 0;  // ... and of them, those whose value is not 0
     for (int32_t i = 0; i < n_parts; ++i) {
         const Stratum& d = design[parts[i].stratum];
         const double k = parts[i].m.n;
@@ -221,6 +224,7 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         if (m >= N) continue;  // wholly sampled: exact
         whole = false;
         varying_rows += k;
+        varying_nonzero += parts[i].m.nonzero;
         const double f = m / N, w = N / m, W = N * N * (1 - f) / m;
         Moments g = parts[i].m;
         if (agg == Aggregate::Count) {
@@ -243,7 +247,10 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         // y), so df_s = 2 / that.
         const double kurt = full.m2 > 0 ? m * full.m4 / (full.m2 * full.m2) - 3 : 0;
         const double rel_var = 2 / std::max(1.0, m - 1) + std::max(0.0, kurt) / m;
-        sat_den += a * a * std::max(rel_var / 2, 1 / std::max(1.0, k - 1));
+        // ... and at most (nonzero values - 1): zeros carry no information
+        // on the spread of the values that make a SUM (zero-inflated measures).
+        const double informative = agg == Aggregate::Count ? k : std::min(k, parts[i].m.nonzero);
+        sat_den += a * a * std::max(rel_var / 2, 1 / std::max(1.0, informative - 1));
         kappa3 += w * w * w * (1 - f) * (1 - 2 * f) * full.m3;
         const double q = std::min(1.0, k / m), p = (k + z2) / (m + 2 * z2);
         const double extra = W * std::max(0.0, p * (1 - p) - q * (1 - q));
@@ -269,13 +276,13 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         out.lower = out.upper = out.estimate;
         return Status::Ok();
     }
-    // SUM / AVG from at most one value where the sample is not whole: one
-    // value says nothing about the spread of the rest (a single row cannot
-    // bound a mean: Bahadur & Savage 1956 show no finite interval is honest
-    // for every distribution; with 2+ rows the t interval below is the
+    // SUM / AVG from at most one value (SUM: one value other than 0) where
+    // the sample is not whole: one value says nothing about the spread of the
+    // rest (Bahadur & Savage 1956: no finite interval for a mean is honest
+    // for every distribution; with 2+ values the t interval below is the
     // method's assumption). No value: SUM 0 (the Horvitz-Thompson estimate of
-    // no sample row), AVG NULL (0 / 0), the interval (-inf, inf).
-    if (agg != Aggregate::Count && varying_rows <= 1) {
+    // no sample row), AVG NULL (0 / 0); the interval is (-inf, inf).
+    if (agg != Aggregate::Count && (varying_rows <= 1 || (agg == Aggregate::Sum && varying_nonzero <= 1))) {
         out.null = no_value && agg == Aggregate::Avg;
         out.estimable = false;
         out.se = kInf;

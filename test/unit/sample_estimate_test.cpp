@@ -292,6 +292,29 @@ TEST(SampleEstimate, FewValuesSaySo) {
     }
 }
 
+// Zero-inflated SUM: the zeros say nothing about the spread of the values
+// that make the sum; one value other than 0 cannot bound it, two give a t of
+// one degree of freedom however many zeros came with them.
+TEST(SampleEstimate, ZerosAreNotInformativeRows) {
+    std::vector<double> y(49, 0.0);
+    y.push_back(5.0);
+    GroupPart one = part_of_values(0, y);
+    EXPECT_EQ(one.m.nonzero, 1);
+    Estimate e;
+    ASSERT_TRUE(estimate(Aggregate::Sum, kOnePercent, 1, &one, 1, Options(), e).ok());
+    EXPECT_FALSE(e.estimable);
+    EXPECT_EQ(e.estimate, 500);
+    y[0] = 3.0;
+    GroupPart two = part_of_values(0, y);
+    ASSERT_TRUE(estimate(Aggregate::Sum, kOnePercent, 1, &two, 1, Options(), e).ok());
+    EXPECT_TRUE(e.estimable);
+    EXPECT_LT(e.df, 2.0);  // 1 from the values, a little more from the (known) allowance; 50 rows would give 49
+    // merged states keep the count
+    Moments a = part_of_values(0, {0.0, 2.0}).m, b = part_of_values(0, {0.0, 0.0, 4.0}).m;
+    merge(a, b);
+    EXPECT_EQ(a.nonzero, 2);
+}
+
 // One huge value among ordinary ones: the interval allows the sample to
 // have drawn one copy of it too many or too few (its HT weight w y either way).
 TEST(SampleEstimate, HugeOutlierWidensBothSides) {
