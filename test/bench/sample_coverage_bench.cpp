@@ -6,6 +6,8 @@
 // heavy tails" holds its table.
 //
 //   build/sample_coverage_bench [reps_1e5=300] [reps_1e6=40] [shapes=all]
+// (shapes: the digits of those to run, 0 normal .. 5 huge outliers; reps 0
+// skips a size). docs/benchmarks.md used 200 and 20.
 // Query shapes: one group (a WHERE passing 20% of the rows), 10 and 100 groups
 // (Zipf(1) sizes: the smallest of 100 holds ~0.2% of the rows). Designs:
 // unstratified; 8 strata whose values scale with the stratum (sizes halving,
