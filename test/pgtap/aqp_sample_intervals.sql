@@ -3,7 +3,7 @@
 -- are chosen by reading the sample relation (as superuser), so that a query
 -- matches 0, 1, 2 or many sample rows for certain. Checks are booleans:
 --   (a) no sample row (TPC-H Q19's case): COUNT [0, upper > 0] covering the
---       exact count, SUM and AVG (-inf, inf), never [0, 0]
+--       exact count, SUM, AVG and the median (-inf, inf), never [0, 0] or a NULL row
 --   (b) one sample row: SUM / AVG (-inf, inf); two: finite, width > 0
 --   (c) many rows and GROUP BY: width > 0 for every group, covering the exact answer
 --   (d) a sample of the whole table: zero width, equal to the exact answer
@@ -15,7 +15,7 @@ SET client_min_messages = warning;
 SET search_path = approx_gpu, public;
 SET jit = off;
 SET approx_gpu.random_seed = 27;
-SELECT plan(16);
+SELECT plan(17);
 
 DROP SCHEMA IF EXISTS hon CASCADE;
 CREATE SCHEMA hon;
@@ -35,7 +35,8 @@ CREATE FUNCTION hon.answer() RETURNS text LANGUAGE sql AS $$ SELECT approx_gpu.l
 
 -- (a) the OR keeps the box path out; no sample row matches
 CREATE TABLE hon.a AS
-SELECT approx_count_ci(*) AS n, approx_sum_ci(x) AS s, approx_avg_ci(x) AS a, approx_sum(x) AS s0
+SELECT approx_count_ci(*) AS n, approx_sum_ci(x) AS s, approx_avg_ci(x) AS a, approx_sum(x) AS s0,
+       approx_percentile_cont_ci(0.5) WITHIN GROUP (ORDER BY x) AS p
   FROM hon.t WHERE id IN (SELECT id FROM hon.unseen) OR note = 'none';
 SELECT is(hon.answer(), 'sample', '(a) answered from the sample');
 SELECT ok((n).estimate = 0 AND (n).lower = 0 AND (n).upper > 0
@@ -45,6 +46,8 @@ SELECT ok((s).lower = '-Infinity' AND (s).upper = 'Infinity' AND s0 = 0,
           '(a) SUM of no sample row: 0 with the interval (-inf, inf)') FROM hon.a;
 SELECT ok((a).estimate IS NULL AND (a).lower = '-Infinity' AND (a).upper = 'Infinity',
           '(a) AVG of no sample row: NULL with the interval (-inf, inf)') FROM hon.a;
+SELECT ok((p).estimate IS NULL AND (p).lower = '-Infinity' AND (p).upper = 'Infinity',
+          '(a) median of no sample row: NULL with the interval (-inf, inf)') FROM hon.a;
 
 -- (b) one sample row, then two
 CREATE TABLE hon.b1 AS
