@@ -201,7 +201,7 @@ CREATE TABLE synopsis_values (
     FOREIGN KEY (owner, name) REFERENCES synopses (owner, name) ON DELETE CASCADE ON UPDATE CASCADE
 );
 COMMENT ON TABLE synopsis_values IS
-    'The value (sampled rows, dictionaries, bandwidths) of each synopsis of approx_gpu.synopses; visible to its owner (and roles with the owner''s privileges); not dumped by pg_dump';
+    'The value (sampled rows, dictionaries, bandwidths) of each synopsis of synopses; visible to its owner (and roles with the owner''s privileges); not dumped by pg_dump';
 INSERT INTO synopsis_values SELECT owner, name, synopsis FROM synopses;
 ALTER TABLE synopsis_values ENABLE ROW LEVEL SECURITY;
 CREATE POLICY synopsis_values_owner_reads ON synopsis_values FOR SELECT
@@ -244,7 +244,7 @@ BEGIN
         RETURN NEW;
     END IF;
     IF NOT pg_catalog.pg_has_role(NEW.owner::pg_catalog.oid, 'USAGE') THEN
-        RAISE EXCEPTION 'approx_gpu.synopses: a row of role % may only be restored by a role with its privileges', NEW.owner
+        RAISE EXCEPTION '@extschema@.synopses: a row of role % may only be restored by a role with its privileges', NEW.owner
             USING ERRCODE = '42501';
     END IF;
     NEW.sample_relid := NULL;
@@ -270,21 +270,103 @@ DECLARE
     gone oid;
 BEGIN
     FOR gone IN
-        DELETE FROM approx_gpu.synopses s USING pg_catalog.pg_event_trigger_dropped_objects() o
+        DELETE FROM @extschema@.synopses s USING pg_catalog.pg_event_trigger_dropped_objects() o
          WHERE o.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND o.objsubid = 0
            AND s.relation::pg_catalog.oid = o.objid
         RETURNING s.owner::pg_catalog.oid
     LOOP
-        IF NOT EXISTS (SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid = gone)
+        IF NOT EXISTS (SELECT 1 FROM @extschema@.synopses WHERE owner::pg_catalog.oid = gone)
            AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE oid = gone)
-           AND gone <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'approx_gpu.synopses'::pg_catalog.regclass) THEN
-            EXECUTE pg_catalog.format('REVOKE SELECT ON approx_gpu.synopses FROM %I', gone::pg_catalog.regrole::pg_catalog.text);
+           AND gone <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = '@extschema@.synopses'::pg_catalog.regclass) THEN
+            EXECUTE pg_catalog.format('REVOKE SELECT ON @extschema@.synopses FROM %I', gone::pg_catalog.regrole::pg_catalog.text);
         END IF;
     END LOOP;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger_dropped_objects() o
                 WHERE o.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND o.objsubid = 0
                   AND o.object_type IN ('table', 'materialized view')) THEN
-        PERFORM approx_gpu.synopses_drop_samples();
+        PERFORM approx_gpu_internal.synopses_drop_samples();
     END IF;
 END
 $$;
+
+-- ---- schemas (item 4) -------------------------------------------------------------
+-- The control file names no schema any more: a fresh install puts the
+-- user-facing objects into the schema CREATE EXTENSION is given (public by
+-- default); a database updated from an older version keeps its schema
+-- approx_gpu. What only the extension uses moves to approx_gpu_internal
+-- (sql/ext/00_runtime.sql; README "Schemas"). Objects added above that are
+-- internal are moved here too.
+CREATE SCHEMA approx_gpu_internal;
+COMMENT ON SCHEMA approx_gpu_internal IS
+    'Internal objects of approx_gpu (support functions, weighted sample aggregates, triggers, synopsis values): not for direct use';
+GRANT USAGE ON SCHEMA approx_gpu_internal TO PUBLIC;
+ALTER TABLE @extschema@.synopsis_values SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_bandwidth_sfunc(internal, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_bandwidth_sfunc(internal, float8, text) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_lscv_sfunc(internal, float8[]) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_lscv_sfunc(internal, float8[], int) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_points_combine(internal, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_points_serial(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_points_deserial(bytea, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_bandwidth_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_lscv_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_sfunc(internal, float8[]) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_sfunc(internal, float8[], int) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_sfunc(internal, float8[], int, text) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_sfunc(internal, float8[], int, text, text) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_merge_sfunc(internal, kde_synopsis) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_combine(internal, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_serial(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_deserial(bytea, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_synopsis_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.kde_merge_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.synopses_drop_relations() SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.synopses_follow_renames() SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.synopses_check_insert() SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.synopses_drop_samples() SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_support(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_count_trans(bigint) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sum_trans(float8, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_avg_trans(float8[], float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_count_final(bigint) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_count_ci_final(bigint) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sum_ci_final(float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_avg_ci_final(float8[]) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_count_value_trans(bigint, "any") SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_ordered_set_trans(internal, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_percentile_cont_final(internal, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_percentile_cont_ci_final(internal, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_percentile_disc_final(internal, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_percentile_disc_ci_final(internal, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_count_trans(internal, int, oid) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_sum_trans(internal, float8, int, oid) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_combine(internal, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_serial(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_deserial(bytea, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_count_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_count_ci_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_sum_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_sum_ci_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_avg_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_avg_ci_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_values_trans(internal, float8, int, oid, float8) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_cont_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_cont_ci_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_disc_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.aqp_sample_disc_ci_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.topk_sfunc(internal, bigint, float8, int) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.bottomk_sfunc(internal, bigint, float8, int) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.topk_combine(internal, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.topk_serial(internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.topk_deserial(bytea, internal) SET SCHEMA approx_gpu_internal;
+ALTER FUNCTION @extschema@.topk_final(internal) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_count(int, oid) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_count_ci(int, oid) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_sum(float8, int, oid) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_sum_ci(float8, int, oid) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_avg(float8, int, oid) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_avg_ci(float8, int, oid) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_percentile_cont(float8, int, oid, float8) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_percentile_cont_ci(float8, int, oid, float8) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_percentile_disc(float8, int, oid, float8) SET SCHEMA approx_gpu_internal;
+ALTER AGGREGATE @extschema@.sample_percentile_disc_ci(float8, int, oid, float8) SET SCHEMA approx_gpu_internal;

@@ -115,3 +115,25 @@ stop_cluster() {
     as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate stop >/dev/null 2>&1
   fi
 }
+
+# create_test_db DB [PSQL]: a database as pg_regress creates one (template0,
+# its ALTER DATABASE settings: pg_regress.c's create_database) with the
+# extension in 0.5's layout: CREATE SCHEMA approx_gpu + CREATE EXTENSION
+# approx_gpu SCHEMA approx_gpu, so that the suites' approx_gpu.* names hold
+# (pg_regress's --load-extension cannot pass SCHEMA: the suites run with
+# --use-existing). test/sql/extension_schema.sql tests the default layout.
+create_test_db() {
+  local db=$1 psql=${2:-${PG_BIN:+$PG_BIN/}psql}
+  "$psql" -qX -v ON_ERROR_STOP=1 -d postgres >/dev/null <<SQL || return 1
+SET client_min_messages = warning;
+DROP DATABASE IF EXISTS "$db";
+CREATE DATABASE "$db" TEMPLATE = template0;
+ALTER DATABASE "$db" SET lc_messages TO 'C';
+ALTER DATABASE "$db" SET lc_monetary TO 'C';
+ALTER DATABASE "$db" SET lc_numeric TO 'C';
+ALTER DATABASE "$db" SET lc_time TO 'C';
+ALTER DATABASE "$db" SET bytea_output TO 'hex';
+ALTER DATABASE "$db" SET timezone_abbreviations TO 'Default';
+SQL
+  "$psql" -qX -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE SCHEMA approx_gpu' -c 'CREATE EXTENSION approx_gpu SCHEMA approx_gpu' >/dev/null
+}

@@ -7,6 +7,18 @@
 -- guard themselves by their owner, row-level security and their own checks).
 GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
 
+-- What users call lands in the schema the extension is installed into
+-- (CREATE EXTENSION ... [SCHEMA s]); what only the extension itself uses (the
+-- aggregates' support functions, the sample path's weighted aggregates, the
+-- triggers, the synopses' values) lives in a schema of its own, a member of
+-- the extension (DROP EXTENSION drops it). USAGE for everyone: the library
+-- reads synopsis_values as the caller (its rows guard themselves); nobody but
+-- the extension's owner may CREATE there. README "Schemas" lists the objects.
+CREATE SCHEMA approx_gpu_internal;
+COMMENT ON SCHEMA approx_gpu_internal IS
+    'Internal objects of approx_gpu (support functions, weighted sample aggregates, triggers, synopsis values): not for direct use';
+GRANT USAGE ON SCHEMA approx_gpu_internal TO PUBLIC;
+
 -- ---- runtime: introspection --------------------------------------------------
 
 CREATE FUNCTION device_info() RETURNS jsonb

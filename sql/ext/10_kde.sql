@@ -25,47 +25,47 @@ COMMENT ON FUNCTION kde_lscv(float8[], int, text) IS
 -- CPU engines agree to about 1e-8, not bit for bit).
 
 -- Aggregates: shared internal state (the points), merged by combine.
-CREATE FUNCTION kde_bandwidth_sfunc(internal, float8) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_bandwidth_sfunc(internal, float8) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_bandwidth_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kde_bandwidth_sfunc(internal, float8, text) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_bandwidth_sfunc(internal, float8, text) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_bandwidth_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kde_lscv_sfunc(internal, float8[]) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_lscv_sfunc(internal, float8[]) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_lscv_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kde_lscv_sfunc(internal, float8[], int) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_lscv_sfunc(internal, float8[], int) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_lscv_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kde_points_combine(internal, internal) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_points_combine(internal, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_points_combine' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kde_points_serial(internal) RETURNS bytea
+CREATE FUNCTION approx_gpu_internal.kde_points_serial(internal) RETURNS bytea
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_points_serial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kde_points_deserial(bytea, internal) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_points_deserial(bytea, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_points_deserial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kde_bandwidth_final(internal) RETURNS float8
+CREATE FUNCTION approx_gpu_internal.kde_bandwidth_final(internal) RETURNS float8
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_bandwidth_final' LANGUAGE C STABLE PARALLEL SAFE;
-CREATE FUNCTION kde_lscv_final(internal) RETURNS lscv_result
+CREATE FUNCTION approx_gpu_internal.kde_lscv_final(internal) RETURNS lscv_result
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_lscv_final' LANGUAGE C STABLE PARALLEL SAFE;
 
 CREATE AGGREGATE kde_bandwidth_agg(x float8) (
-    SFUNC = kde_bandwidth_sfunc, STYPE = internal, FINALFUNC = kde_bandwidth_final,
-    COMBINEFUNC = kde_points_combine, SERIALFUNC = kde_points_serial, DESERIALFUNC = kde_points_deserial,
+    SFUNC = approx_gpu_internal.kde_bandwidth_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_bandwidth_final,
+    COMBINEFUNC = approx_gpu_internal.kde_points_combine, SERIALFUNC = approx_gpu_internal.kde_points_serial, DESERIALFUNC = approx_gpu_internal.kde_points_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_bandwidth_agg(float8) IS 'Plug-in kernel density bandwidth of the rows';
 
 CREATE AGGREGATE kde_bandwidth_agg(x float8, method text) (
-    SFUNC = kde_bandwidth_sfunc, STYPE = internal, FINALFUNC = kde_bandwidth_final,
-    COMBINEFUNC = kde_points_combine, SERIALFUNC = kde_points_serial, DESERIALFUNC = kde_points_deserial,
+    SFUNC = approx_gpu_internal.kde_bandwidth_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_bandwidth_final,
+    COMBINEFUNC = approx_gpu_internal.kde_points_combine, SERIALFUNC = approx_gpu_internal.kde_points_serial, DESERIALFUNC = approx_gpu_internal.kde_points_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_bandwidth_agg(float8, text) IS
     'Kernel density bandwidth of the rows by plugin, lscv, scott or silverman (method equal on every row)';
 
 CREATE AGGREGATE kde_lscv_agg(x float8[]) (
-    SFUNC = kde_lscv_sfunc, STYPE = internal, FINALFUNC = kde_lscv_final,
-    COMBINEFUNC = kde_points_combine, SERIALFUNC = kde_points_serial, DESERIALFUNC = kde_points_deserial,
+    SFUNC = approx_gpu_internal.kde_lscv_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_lscv_final,
+    COMBINEFUNC = approx_gpu_internal.kde_points_combine, SERIALFUNC = approx_gpu_internal.kde_points_serial, DESERIALFUNC = approx_gpu_internal.kde_points_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_lscv_agg(float8[]) IS 'LSCV bandwidth matrix of the rows (each row one point), grid 150';
 
 CREATE AGGREGATE kde_lscv_agg(x float8[], grid int) (
-    SFUNC = kde_lscv_sfunc, STYPE = internal, FINALFUNC = kde_lscv_final,
-    COMBINEFUNC = kde_points_combine, SERIALFUNC = kde_points_serial, DESERIALFUNC = kde_points_deserial,
+    SFUNC = approx_gpu_internal.kde_lscv_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_lscv_final,
+    COMBINEFUNC = approx_gpu_internal.kde_points_combine, SERIALFUNC = approx_gpu_internal.kde_points_serial, DESERIALFUNC = approx_gpu_internal.kde_points_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_lscv_agg(float8[], int) IS
     'LSCV bandwidth matrix of the rows (each row one point) with a grid of the given size (equal on every row)';

@@ -39,48 +39,48 @@ COMMENT ON TYPE approx_estimate IS 'An approximate answer and its confidence int
 
 -- Aggregates: internal state = reservoir + counters + parameters; combine
 -- merges reservoirs; bandwidths are computed in the final function.
-CREATE FUNCTION kde_synopsis_sfunc(internal, float8[]) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_sfunc(internal, float8[]) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION kde_synopsis_sfunc(internal, float8[], int) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_sfunc(internal, float8[], int) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION kde_synopsis_sfunc(internal, float8[], int, text) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_sfunc(internal, float8[], int, text) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION kde_synopsis_sfunc(internal, float8[], int, text, text) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_sfunc(internal, float8[], int, text, text) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION kde_merge_sfunc(internal, kde_synopsis) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_merge_sfunc(internal, kde_synopsis) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_merge_sfunc' LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION kde_synopsis_combine(internal, internal) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_combine(internal, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_combine' LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION kde_synopsis_serial(internal) RETURNS bytea
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_serial(internal) RETURNS bytea
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_serial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kde_synopsis_deserial(bytea, internal) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_deserial(bytea, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_deserial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kde_synopsis_final(internal) RETURNS kde_synopsis
+CREATE FUNCTION approx_gpu_internal.kde_synopsis_final(internal) RETURNS kde_synopsis
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_synopsis_final' LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION kde_merge_final(internal) RETURNS kde_synopsis
+CREATE FUNCTION approx_gpu_internal.kde_merge_final(internal) RETURNS kde_synopsis
     AS 'MODULE_PATHNAME', 'approx_gpu_kde_merge_final' LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE AGGREGATE kde_synopsis_agg(x float8[]) (
-    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
-    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    SFUNC = approx_gpu_internal.kde_synopsis_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_synopsis_final,
+    COMBINEFUNC = approx_gpu_internal.kde_synopsis_combine, SERIALFUNC = approx_gpu_internal.kde_synopsis_serial, DESERIALFUNC = approx_gpu_internal.kde_synopsis_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_synopsis_agg(float8[]) IS
     'KDE synopsis of the rows (each row one point x): sample of 10000, cdf bandwidths, auto smoothing; the sample is random, reproducible when approx_gpu.random_seed is set';
 CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int) (
-    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
-    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    SFUNC = approx_gpu_internal.kde_synopsis_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_synopsis_final,
+    COMBINEFUNC = approx_gpu_internal.kde_synopsis_combine, SERIALFUNC = approx_gpu_internal.kde_synopsis_serial, DESERIALFUNC = approx_gpu_internal.kde_synopsis_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int) IS
     'KDE synopsis of the rows with a sample of sample_size rows (equal on every row)';
 CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int, bandwidth text) (
-    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
-    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    SFUNC = approx_gpu_internal.kde_synopsis_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_synopsis_final,
+    COMBINEFUNC = approx_gpu_internal.kde_synopsis_combine, SERIALFUNC = approx_gpu_internal.kde_synopsis_serial, DESERIALFUNC = approx_gpu_internal.kde_synopsis_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int, text) IS
     'KDE synopsis of the rows; bandwidth cdf, plugin, lscv or scott (equal on every row)';
 CREATE AGGREGATE kde_synopsis_agg(x float8[], sample_size int, bandwidth text, smoothing text) (
-    SFUNC = kde_synopsis_sfunc, STYPE = internal, FINALFUNC = kde_synopsis_final,
-    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    SFUNC = approx_gpu_internal.kde_synopsis_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_synopsis_final,
+    COMBINEFUNC = approx_gpu_internal.kde_synopsis_combine, SERIALFUNC = approx_gpu_internal.kde_synopsis_serial, DESERIALFUNC = approx_gpu_internal.kde_synopsis_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_synopsis_agg(float8[], int, text, text) IS
     'KDE synopsis of the rows; smoothing auto (each column exact or smoothed by cross-validation on the sample), always or never (equal on every row)';
@@ -90,8 +90,8 @@ CREATE FUNCTION kde_merge(a kde_synopsis, b kde_synopsis) RETURNS kde_synopsis
 COMMENT ON FUNCTION kde_merge(kde_synopsis, kde_synopsis) IS
     'Synopsis of the union of two relations (hypergeometric reservoir merge; bandwidths recomputed); random, reproducible when approx_gpu.random_seed is set';
 CREATE AGGREGATE kde_merge_agg(kde_synopsis) (
-    SFUNC = kde_merge_sfunc, STYPE = internal, FINALFUNC = kde_merge_final,
-    COMBINEFUNC = kde_synopsis_combine, SERIALFUNC = kde_synopsis_serial, DESERIALFUNC = kde_synopsis_deserial,
+    SFUNC = approx_gpu_internal.kde_merge_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.kde_merge_final,
+    COMBINEFUNC = approx_gpu_internal.kde_synopsis_combine, SERIALFUNC = approx_gpu_internal.kde_synopsis_serial, DESERIALFUNC = approx_gpu_internal.kde_synopsis_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE kde_merge_agg(kde_synopsis) IS
     'Synopsis of the union of the relations behind the synopses (shards, partitions); bandwidths recomputed';
@@ -265,28 +265,28 @@ COMMENT ON FUNCTION drop_synopsis(text, regrole) IS
 
 -- A dropped table drops its synopses (and an owner left without synopses
 -- loses its SELECT on the table, as drop_synopsis does).
-CREATE FUNCTION synopses_drop_relations() RETURNS event_trigger
+CREATE FUNCTION approx_gpu_internal.synopses_drop_relations() RETURNS event_trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     gone oid;
 BEGIN
     FOR gone IN
-        DELETE FROM approx_gpu.synopses s USING pg_catalog.pg_event_trigger_dropped_objects() o
+        DELETE FROM @extschema@.synopses s USING pg_catalog.pg_event_trigger_dropped_objects() o
          WHERE o.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND o.objsubid = 0
            AND s.relation::pg_catalog.oid = o.objid
         RETURNING s.owner::pg_catalog.oid
     LOOP
-        IF NOT EXISTS (SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid = gone)
+        IF NOT EXISTS (SELECT 1 FROM @extschema@.synopses WHERE owner::pg_catalog.oid = gone)
            AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE oid = gone)
-           AND gone <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'approx_gpu.synopses'::pg_catalog.regclass) THEN
-            EXECUTE pg_catalog.format('REVOKE SELECT ON approx_gpu.synopses FROM %I', gone::pg_catalog.regrole::pg_catalog.text);
+           AND gone <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = '@extschema@.synopses'::pg_catalog.regclass) THEN
+            EXECUTE pg_catalog.format('REVOKE SELECT ON @extschema@.synopses FROM %I', gone::pg_catalog.regrole::pg_catalog.text);
         END IF;
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION synopses_drop_relations() IS 'Event trigger: removes the synopses of dropped tables';
-REVOKE ALL ON FUNCTION synopses_drop_relations() FROM PUBLIC;
-CREATE EVENT TRIGGER approx_gpu_synopses_drop ON sql_drop EXECUTE FUNCTION synopses_drop_relations();
+COMMENT ON FUNCTION approx_gpu_internal.synopses_drop_relations() IS 'Event trigger: removes the synopses of dropped tables';
+REVOKE ALL ON FUNCTION approx_gpu_internal.synopses_drop_relations() FROM PUBLIC;
+CREATE EVENT TRIGGER approx_gpu_synopses_drop ON sql_drop EXECUTE FUNCTION approx_gpu_internal.synopses_drop_relations();
 
 -- ---- freshness beyond the counters, columns by name (0.6.0) -------------------
 -- What the change counters cannot show (issue 26): the columns by name as
@@ -320,7 +320,7 @@ COMMENT ON COLUMN synopses.built_stale IS 'Why the build could not vouch for its
 -- matched by number and only while the old name is gone: a row whose numbers
 -- a restore moved, or whose column was dropped, is never renamed after
 -- another column.
-CREATE FUNCTION synopses_follow_renames() RETURNS event_trigger
+CREATE FUNCTION approx_gpu_internal.synopses_follow_renames() RETURNS event_trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     WITH RECURSIVE renamed AS (
@@ -331,7 +331,7 @@ BEGIN
         UNION
         SELECT i.inhrelid, r.newname FROM renamed r JOIN pg_catalog.pg_inherits i ON i.inhparent = r.relid
     )
-    UPDATE approx_gpu.synopses s
+    UPDATE @extschema@.synopses s
        SET attnames = (SELECT pg_catalog.array_agg(
                                   CASE WHEN u.n = k.attnum AND NOT EXISTS (
                                            SELECT 1 FROM pg_catalog.pg_attribute a
@@ -344,10 +344,10 @@ BEGIN
      WHERE s.relation::pg_catalog.oid = r.relid AND s.attnames IS NOT NULL AND k.attnum = ANY (s.attnums);
 END
 $$;
-COMMENT ON FUNCTION synopses_follow_renames() IS 'Event trigger: a renamed column''s synopses store its new name';
-REVOKE ALL ON FUNCTION synopses_follow_renames() FROM PUBLIC;
+COMMENT ON FUNCTION approx_gpu_internal.synopses_follow_renames() IS 'Event trigger: a renamed column''s synopses store its new name';
+REVOKE ALL ON FUNCTION approx_gpu_internal.synopses_follow_renames() FROM PUBLIC;
 CREATE EVENT TRIGGER approx_gpu_synopses_rename ON ddl_command_end
-    WHEN TAG IN ('ALTER TABLE', 'ALTER MATERIALIZED VIEW') EXECUTE FUNCTION synopses_follow_renames();
+    WHEN TAG IN ('ALTER TABLE', 'ALTER MATERIALIZED VIEW') EXECUTE FUNCTION approx_gpu_internal.synopses_follow_renames();
 
 -- ---- storage: metadata, values, sample relations (0.7.0; docs/synopsis.md "Storage") ----
 -- approx_gpu.synopses keeps only metadata: no row-level security, readable by
@@ -368,21 +368,21 @@ CREATE SEQUENCE approx_gpu_samples.sample_names;
 COMMENT ON SEQUENCE approx_gpu_samples.sample_names IS 'Numbers of sample relation names (s<table oid>_<n>)';
 REVOKE ALL ON SEQUENCE approx_gpu_samples.sample_names FROM PUBLIC;
 
-CREATE TABLE synopsis_values (
+CREATE TABLE approx_gpu_internal.synopsis_values (
     owner    regrole NOT NULL,
     name     text NOT NULL,
     synopsis kde_synopsis NOT NULL,
     PRIMARY KEY (owner, name),
     FOREIGN KEY (owner, name) REFERENCES synopses (owner, name) ON DELETE CASCADE ON UPDATE CASCADE
 );
-COMMENT ON TABLE synopsis_values IS
-    'The value (sampled rows, dictionaries, bandwidths) of each synopsis of approx_gpu.synopses; visible to its owner (and roles with the owner''s privileges); not dumped by pg_dump';
-INSERT INTO synopsis_values SELECT owner, name, synopsis FROM synopses;
-ALTER TABLE synopsis_values ENABLE ROW LEVEL SECURITY;
-CREATE POLICY synopsis_values_owner_reads ON synopsis_values FOR SELECT
+COMMENT ON TABLE approx_gpu_internal.synopsis_values IS
+    'The value (sampled rows, dictionaries, bandwidths) of each synopsis of synopses; visible to its owner (and roles with the owner''s privileges); not dumped by pg_dump';
+INSERT INTO approx_gpu_internal.synopsis_values SELECT owner, name, synopsis FROM synopses;
+ALTER TABLE approx_gpu_internal.synopsis_values ENABLE ROW LEVEL SECURITY;
+CREATE POLICY synopsis_values_owner_reads ON approx_gpu_internal.synopsis_values FOR SELECT
     USING (pg_catalog.pg_has_role(owner::oid, 'USAGE'));
-REVOKE ALL ON synopsis_values FROM PUBLIC;
-GRANT SELECT ON synopsis_values TO PUBLIC;
+REVOKE ALL ON approx_gpu_internal.synopsis_values FROM PUBLIC;
+GRANT SELECT ON approx_gpu_internal.synopsis_values TO PUBLIC;
 
 -- What refresh_synopsis needs to rebuild from metadata alone (NULL: as
 -- stored in the value, a row that had none to read them from), and the
@@ -411,7 +411,7 @@ COMMENT ON COLUMN synopses.sample_attnums IS 'Column k of the sample relation ho
 -- whose privileges it has (a row's query runs as its owner), and never
 -- naming a sample relation (none is dumped). create/refresh_synopsis write
 -- as the table's owner.
-CREATE FUNCTION synopses_check_insert() RETURNS trigger
+CREATE FUNCTION approx_gpu_internal.synopses_check_insert() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF current_user OPERATOR(pg_catalog.=) (SELECT c.relowner::pg_catalog.regrole::pg_catalog.name
@@ -419,7 +419,7 @@ BEGIN
         RETURN NEW;
     END IF;
     IF NOT pg_catalog.pg_has_role(NEW.owner::pg_catalog.oid, 'USAGE') THEN
-        RAISE EXCEPTION 'approx_gpu.synopses: a row of role % may only be restored by a role with its privileges', NEW.owner
+        RAISE EXCEPTION '@extschema@.synopses: a row of role % may only be restored by a role with its privileges', NEW.owner
             USING ERRCODE = '42501';
     END IF;
     NEW.sample_relid := NULL;
@@ -427,39 +427,39 @@ BEGIN
     RETURN NEW;
 END
 $$;
-COMMENT ON FUNCTION synopses_check_insert() IS 'Trigger: rows inserted by others than create/refresh_synopsis (restores) belong to roles the inserter has the privileges of and name no sample relation';
-REVOKE ALL ON FUNCTION synopses_check_insert() FROM PUBLIC;
-CREATE TRIGGER synopses_check_insert BEFORE INSERT ON synopses FOR EACH ROW EXECUTE FUNCTION synopses_check_insert();
+COMMENT ON FUNCTION approx_gpu_internal.synopses_check_insert() IS 'Trigger: rows inserted by others than create/refresh_synopsis (restores) belong to roles the inserter has the privileges of and name no sample relation';
+REVOKE ALL ON FUNCTION approx_gpu_internal.synopses_check_insert() FROM PUBLIC;
+CREATE TRIGGER synopses_check_insert BEFORE INSERT ON synopses FOR EACH ROW EXECUTE FUNCTION approx_gpu_internal.synopses_check_insert();
 GRANT INSERT ON synopses TO PUBLIC;
 
 -- The sample relations of dropped tables (a DROP TABLE cannot cascade to
 -- them: an extension member that depends on a table turns DROP TABLE into a
 -- request to drop the extension).
-CREATE FUNCTION synopses_drop_samples() RETURNS void
+CREATE FUNCTION approx_gpu_internal.synopses_drop_samples() RETURNS void
     AS 'MODULE_PATHNAME', 'approx_gpu_synopses_drop_samples' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION synopses_drop_samples() IS 'Drops the sample relations whose table no longer exists (the sql_drop event trigger)';
-REVOKE ALL ON FUNCTION synopses_drop_samples() FROM PUBLIC;
-CREATE OR REPLACE FUNCTION synopses_drop_relations() RETURNS event_trigger
+COMMENT ON FUNCTION approx_gpu_internal.synopses_drop_samples() IS 'Drops the sample relations whose table no longer exists (the sql_drop event trigger)';
+REVOKE ALL ON FUNCTION approx_gpu_internal.synopses_drop_samples() FROM PUBLIC;
+CREATE OR REPLACE FUNCTION approx_gpu_internal.synopses_drop_relations() RETURNS event_trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     gone oid;
 BEGIN
     FOR gone IN
-        DELETE FROM approx_gpu.synopses s USING pg_catalog.pg_event_trigger_dropped_objects() o
+        DELETE FROM @extschema@.synopses s USING pg_catalog.pg_event_trigger_dropped_objects() o
          WHERE o.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND o.objsubid = 0
            AND s.relation::pg_catalog.oid = o.objid
         RETURNING s.owner::pg_catalog.oid
     LOOP
-        IF NOT EXISTS (SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid = gone)
+        IF NOT EXISTS (SELECT 1 FROM @extschema@.synopses WHERE owner::pg_catalog.oid = gone)
            AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE oid = gone)
-           AND gone <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'approx_gpu.synopses'::pg_catalog.regclass) THEN
-            EXECUTE pg_catalog.format('REVOKE SELECT ON approx_gpu.synopses FROM %I', gone::pg_catalog.regrole::pg_catalog.text);
+           AND gone <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = '@extschema@.synopses'::pg_catalog.regclass) THEN
+            EXECUTE pg_catalog.format('REVOKE SELECT ON @extschema@.synopses FROM %I', gone::pg_catalog.regrole::pg_catalog.text);
         END IF;
     END LOOP;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger_dropped_objects() o
                 WHERE o.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND o.objsubid = 0
                   AND o.object_type IN ('table', 'materialized view')) THEN
-        PERFORM approx_gpu.synopses_drop_samples();
+        PERFORM approx_gpu_internal.synopses_drop_samples();
     END IF;
 END
 $$;

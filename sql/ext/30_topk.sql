@@ -3,35 +3,35 @@
 CREATE TYPE scored AS (id bigint, score float8);
 COMMENT ON TYPE scored IS 'An (id, score) pair of a top-k answer';
 
-CREATE FUNCTION topk_sfunc(internal, bigint, float8, int) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.topk_sfunc(internal, bigint, float8, int) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_topk_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION topk_sfunc(internal, bigint, float8, int) IS 'Transition function of topk';
-CREATE FUNCTION bottomk_sfunc(internal, bigint, float8, int) RETURNS internal
+COMMENT ON FUNCTION approx_gpu_internal.topk_sfunc(internal, bigint, float8, int) IS 'Transition function of topk';
+CREATE FUNCTION approx_gpu_internal.bottomk_sfunc(internal, bigint, float8, int) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_bottomk_sfunc' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION bottomk_sfunc(internal, bigint, float8, int) IS 'Transition function of bottomk';
-CREATE FUNCTION topk_combine(internal, internal) RETURNS internal
+COMMENT ON FUNCTION approx_gpu_internal.bottomk_sfunc(internal, bigint, float8, int) IS 'Transition function of bottomk';
+CREATE FUNCTION approx_gpu_internal.topk_combine(internal, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_topk_combine' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION topk_combine(internal, internal) IS 'Merges two partial topk/bottomk states';
-CREATE FUNCTION topk_serial(internal) RETURNS bytea
+COMMENT ON FUNCTION approx_gpu_internal.topk_combine(internal, internal) IS 'Merges two partial topk/bottomk states';
+CREATE FUNCTION approx_gpu_internal.topk_serial(internal) RETURNS bytea
     AS 'MODULE_PATHNAME', 'approx_gpu_topk_serial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION topk_serial(internal) IS 'Serialises a topk/bottomk state';
-CREATE FUNCTION topk_deserial(bytea, internal) RETURNS internal
+COMMENT ON FUNCTION approx_gpu_internal.topk_serial(internal) IS 'Serialises a topk/bottomk state';
+CREATE FUNCTION approx_gpu_internal.topk_deserial(bytea, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_topk_deserial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION topk_deserial(bytea, internal) IS 'Deserialises a topk/bottomk state';
-CREATE FUNCTION topk_final(internal) RETURNS scored[]
+COMMENT ON FUNCTION approx_gpu_internal.topk_deserial(bytea, internal) IS 'Deserialises a topk/bottomk state';
+CREATE FUNCTION approx_gpu_internal.topk_final(internal) RETURNS scored[]
     AS 'MODULE_PATHNAME', 'approx_gpu_topk_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION topk_final(internal) IS 'Final function of topk/bottomk: the ordered answer';
+COMMENT ON FUNCTION approx_gpu_internal.topk_final(internal) IS 'Final function of topk/bottomk: the ordered answer';
 
 CREATE AGGREGATE topk(id bigint, score float8, k int) (
-    SFUNC = topk_sfunc, STYPE = internal, FINALFUNC = topk_final,
-    COMBINEFUNC = topk_combine, SERIALFUNC = topk_serial, DESERIALFUNC = topk_deserial,
+    SFUNC = approx_gpu_internal.topk_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.topk_final,
+    COMBINEFUNC = approx_gpu_internal.topk_combine, SERIALFUNC = approx_gpu_internal.topk_serial, DESERIALFUNC = approx_gpu_internal.topk_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE topk(bigint, float8, int) IS
     'The k rows with the largest scores, exactly ORDER BY score DESC, id ASC LIMIT k (k equal on every row; NULL ids or scores skipped)';
 
 CREATE AGGREGATE bottomk(id bigint, score float8, k int) (
-    SFUNC = bottomk_sfunc, STYPE = internal, FINALFUNC = topk_final,
-    COMBINEFUNC = topk_combine, SERIALFUNC = topk_serial, DESERIALFUNC = topk_deserial,
+    SFUNC = approx_gpu_internal.bottomk_sfunc, STYPE = internal, FINALFUNC = approx_gpu_internal.topk_final,
+    COMBINEFUNC = approx_gpu_internal.topk_combine, SERIALFUNC = approx_gpu_internal.topk_serial, DESERIALFUNC = approx_gpu_internal.topk_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE bottomk(bigint, float8, int) IS
     'The k rows with the smallest scores, exactly ORDER BY score ASC, id ASC LIMIT k (k equal on every row; NULL ids or scores skipped)';

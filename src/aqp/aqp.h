@@ -68,10 +68,10 @@ bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
 // table replaced by its sample relation and each approx_* Aggref by its
 // weighted (Horvitz-Thompson) form, which also takes the row's stratum and
 // the sample relation's OID (a Const):
-//   approx_gpu.sample_count(int4 stratum, oid sample)            COUNT(*); COUNT(expr) with
-//                                                                FILTER (WHERE expr IS NOT NULL)
-//   approx_gpu.sample_sum(float8 x, int4 stratum, oid sample)    also sample_avg
-//   approx_gpu.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
+//   approx_gpu_internal.sample_count(int4 stratum, oid sample)         COUNT(*); COUNT(expr) with
+//                                                                       FILTER (WHERE expr IS NOT NULL)
+//   approx_gpu_internal.sample_sum(float8 x, int4 stratum, oid sample) also sample_avg
+//   approx_gpu_internal.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
 //                                                                also _disc (plain aggregates:
 //                                                                the fraction is a direct argument)
 // and each its _ci form (approx_estimate). Their final functions read the
@@ -108,6 +108,14 @@ const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid);
 void aqp_sample_guard_reset(void);
 void aqp_sample_guard_trip(const char* reason);  // the first reason is kept
 const char* aqp_sample_guard_reason(void);        // nullptr: not tripped
+// Each final function also counts its group's sample rows: answers resting on
+// 1 and on 2 sample rows estimate how many groups the sample missed (reset
+// with the guard; one count per aggregate of a group, so shares, not totals).
+struct AqpSampleGroups {
+    int64 seen, once, twice;
+};
+void aqp_sample_guard_count_group(double sample_rows);
+AqpSampleGroups aqp_sample_guard_groups(void);
 // The pg_proc OID of the weighted form of `agg` (cached, reset on any pg_proc change).
 Oid aqp_sample_aggregate(AqpAgg agg);
 

@@ -174,10 +174,9 @@ static bool agg_oids_valid = false;
 static void forget_agg_oids(Datum, int, uint32) { agg_oids_valid = false; }
 
 static void resolve_agg_oids() {
-    // The extension is not relocatable: its schema is approx_gpu
-    // (approx_gpu.control); get_extension_schema is not exported before 16.
-    Oid ext = get_extension_oid("approx_gpu", true);
-    Oid nsp = OidIsValid(ext) ? get_namespace_oid("approx_gpu", true) : InvalidOid;
+    // By OID in the extension's schema, wherever it was installed and
+    // whether or not it is on search_path.
+    Oid nsp = approx_gpu_schema_oid(true);
     for (int i = 0; i < kNumAggs; ++i) {
         agg_oids[i] = InvalidOid;
         if (!OidIsValid(nsp)) continue;

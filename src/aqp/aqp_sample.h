@@ -35,6 +35,10 @@ extern bool aqp_box_path_enabled;
 // the sample goes to the sample path (a box per group costs a pass over the sample each).
 extern int aqp_box_path_max_groups;
 
+// approx_gpu.max_missing_groups (default 0.05): the largest estimated share of
+// groups a GROUP BY over the sample may miss before the exact plan answers.
+extern double aqp_max_missing_groups;
+
 // Why the box path did not answer the statement being planned (nullptr:
 // it did not look); the sample path's own reason is added to it.
 extern const char* aqp_box_path_reason;

@@ -233,6 +233,7 @@ static void check_stratum_in_design(int32 s, const AqpSampleDesign* d, const cha
 // approx_gpu.max_relative_error set, trips the guard where the interval is
 // too wide or the sample cannot bound the answer (aqp_scan_exec.cpp's rule).
 static Datum answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, const char* fn) {
+    aqp_sample_guard_count_group(e.rows);
     double mre = aqp_max_relative_error;
     if (mre > 0) {
         if ((e.null && !e.exact) || !e.estimable)

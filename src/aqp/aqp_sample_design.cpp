@@ -104,7 +104,23 @@ const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid) {
     return nullptr;
 }
 
-void aqp_sample_guard_reset(void) { guard_tripped = false; }
+// How many sample rows the groups' answers rest on (aqp_sample_scan.cpp's
+// missing-groups rule).
+static int64 groups_seen = 0, groups_once = 0, groups_twice = 0;
+
+void aqp_sample_guard_reset(void) {
+    guard_tripped = false;
+    groups_seen = groups_once = groups_twice = 0;
+}
+
+void aqp_sample_guard_count_group(double sample_rows) {
+    if (!(sample_rows > 0)) return;
+    ++groups_seen;
+    groups_once += sample_rows == 1;
+    groups_twice += sample_rows == 2;
+}
+
+AqpSampleGroups aqp_sample_guard_groups(void) { return {groups_seen, groups_once, groups_twice}; }
 
 void aqp_sample_guard_trip(const char* reason) {
     if (guard_tripped) return;
@@ -145,9 +161,8 @@ Oid aqp_sample_aggregate(AqpAgg agg) {
     }
     if (static_cast<int>(agg.kind) < 0 || static_cast<int>(agg.kind) > AQP_PERCENTILE_DISC) return InvalidOid;
     if (!weighted_valid) {
-        // The schema as aqp_aggregates.cpp's resolve_agg_oids finds it.
-        Oid ext = get_extension_oid("approx_gpu", true);
-        Oid nsp = OidIsValid(ext) ? get_namespace_oid("approx_gpu", true) : InvalidOid;
+        // The weighted aggregates are internal objects (sql/ext/25_aqp.sql).
+        Oid nsp = approx_gpu_internal_schema_oid(true);
         for (int k = 0; k < 6; ++k)
             for (int c = 0; c < 2; ++c) {
                 const WeightedName& w = kWeighted[k][c];

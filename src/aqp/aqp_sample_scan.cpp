@@ -15,6 +15,8 @@
 // hangs on lefttree, initialised and ended by this node.
 #include "aqp/aqp_sample.h"
 
+#include "core/sample_estimate.hpp"
+
 #include "synopsis/synopsis_table.h"
 
 #include <algorithm>
@@ -207,6 +209,28 @@ static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
     return k == nested->natts;
 }
 
+// A GROUP BY over a sample smaller than the table returns only the groups
+// the sample saw; a missing group has no interval to warn of it. When the
+// groups seen once and twice estimate (Chao1) that more than
+// approx_gpu.max_missing_groups of the groups are missing, or no sample row
+// reached any aggregate (grouped or not), the exact plan answers (docs/aqp.md,
+// "Missing groups").
+static const char* missing_groups(const ApproxSampleState* st) {
+    if (aqp_max_missing_groups >= 1 || st->ts->model.m >= st->ts->model.n_rows) return nullptr;
+    AqpSampleGroups g = aqp_sample_guard_groups();
+    if (g.seen == 0)
+        return st->spec.grouped ? "no sample row reached a group (the sample cannot tell an empty answer from a missed one)"
+                                : "no sample row reached the aggregates (the sample cannot tell zero from a few rows)";
+    if (!st->spec.grouped) return nullptr;
+    double unseen = approx::sample::unseen_groups(g.once, g.twice);
+    double share = unseen / (static_cast<double>(g.seen) + unseen);
+    if (!(share > aqp_max_missing_groups)) return nullptr;
+    return psprintf("the sample missed an estimated %.0f%% of the groups (%.0f%% of the answers rest on one sample row; "
+                    "approx_gpu.max_missing_groups is %g)",
+                    100 * share, 100.0 * static_cast<double>(g.once) / static_cast<double>(g.seen),
+                    aqp_max_missing_groups);
+}
+
 static void run_sample_plan(ApproxSampleState* st) {
     EState* estate = st->css.ss.ps.state;
     const AqpSampleSpec& spec = st->spec;
@@ -259,6 +283,8 @@ static void run_sample_plan(ApproxSampleState* st) {
 
     const char* guard = aqp_sample_guard_reason();
     if (guard != nullptr) return fall_back(st, guard);
+    const char* missing = missing_groups(st);
+    if (missing != nullptr) return fall_back(st, missing);
     if (!map_columns(st, nested)) return fall_back(st, "the sample plan's columns differ from the query's");
     st->groups = tuplestore_tuple_count(st->store);
     last_run_rows("approx aggregate", nullptr);  // a fresh record

@@ -447,4 +447,9 @@ Status percentile(Percentile kind, double fraction, const Stratum* design, int32
     return Status::Ok();
 }
 
+double unseen_groups(int64_t f1, int64_t f2) {
+    if (f1 <= 1) return 0;
+    return static_cast<double>(f1) * static_cast<double>(f1 - 1) / (2.0 * static_cast<double>(f2 + 1));
+}
+
 }  // namespace approx::sample

@@ -124,4 +124,10 @@ Status percentile(Percentile kind, double fraction, const Stratum* design, int32
 // Student-t quantile t_df(p), p in (0, 1), df > 0 (df = +inf: normal).
 double student_t_quantile(double p, double df);
 
+// Groups a sample never saw, from the groups it saw exactly once (f1) and
+// exactly twice (f2): the bias-corrected Chao1 estimator f1 (f1 - 1) /
+// (2 (f2 + 1)) (Chao 1984; Chao 2005, "Species estimation and applications").
+// A lower bound in expectation: rare groups leave few singletons to count.
+double unseen_groups(int64_t f1, int64_t f2);
+
 }  // namespace approx::sample

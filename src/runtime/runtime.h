@@ -7,6 +7,8 @@
 //                             boundary, last_run() and its record, the GPU
 //                             service's registration
 //   device_info.cpp           approx_gpu.device_info()
+//   extension_schema.cpp      where the extension's objects are: its schema
+//                             (looked up), the internal schema, fixed SQL text
 //   arguments.h / .cpp        argument readers (float8 arrays, point matrices,
 //                             choices) and float8 array results
 //   jsonb_builder.h / .cpp    JsonbBuilder
@@ -55,6 +57,23 @@ const char* device_setting_name(void);
 // The seed of a sampling call: approx_gpu.random_seed when set, else a fresh
 // one from pg_strong_random(). Touches no statistics (unlike exec_context()).
 uint64 random_seed_for_call(void);
+
+// ---- the extension's schemas -----------------------------------------------------
+// User-facing objects live in the schema CREATE EXTENSION installed them into
+// (no schema is named in approx_gpu.control), internal ones in
+// kInternalSchema (created by the install script, sql/ext/00_runtime.sql).
+// Nothing else in the glue names either schema.
+constexpr const char* kInternalSchema = "approx_gpu_internal";
+// The extension's schema; InvalidOid when the extension is not installed in
+// this database and missing_ok (else ERROR 42704).
+Oid approx_gpu_schema_oid(bool missing_ok);
+// The internal schema; InvalidOid when the extension is not installed (or its
+// objects are older than 0.7.0) and missing_ok.
+Oid approx_gpu_internal_schema_oid(bool missing_ok);
+// Fixed SQL text with "@extschema@" and "@internal@" replaced by the quoted
+// schema names (as PostgreSQL does for extension scripts); palloc'd. Only for
+// text written in the source: never pass it anything a user wrote.
+char* approx_gpu_sql(const char* fixed_sql);
 
 // ---- the GPU service ------------------------------------------------------------
 // The GPU service (src/service/) registers what the runtime needs of it from

@@ -264,7 +264,7 @@ Entry* lookup(Oid relid) {
     for (Entry* e = entries; e; e = e->next)
         if (e->valid && e->relid == relid) return e;
     // Nothing to read where the extension (or its 0.3.0 table) is absent.
-    Oid nsp = get_namespace_oid("approx_gpu", true);
+    Oid nsp = approx_gpu_schema_oid(true);
     if (!OidIsValid(nsp)) return nullptr;
     Oid cat = get_relname_relid("synopses", nsp);
     if (!OidIsValid(cat) || get_attnum(cat, "relation") == InvalidAttrNumber) return nullptr;
@@ -289,17 +289,18 @@ Entry* lookup(Oid relid) {
                                   "NULL::pg_catalog.int8[], NULL::pg_catalog.text";
     // 0.7.0: the value apart (NULL for a restored row), the sample relation
     const bool storage = get_attnum(cat, "sample_relid") != InvalidAttrNumber;
-    as_table_owner(psprintf("SELECT name, owner::pg_catalog.oid, %s, relation::pg_catalog.oid, attnums, "
+    // (every piece is fixed text of this file)
+    as_table_owner(approx_gpu_sql(psprintf("SELECT name, owner::pg_catalog.oid, %s, relation::pg_catalog.oid, attnums, "
                             "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, "
-                            "pending_inserts, relfilenode, created, %s, %s FROM approx_gpu.synopses s "
+                            "pending_inserts, relfilenode, created, %s, %s FROM @extschema@.synopses s "
                             "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
-                            storage ? "(SELECT v.synopsis FROM approx_gpu.synopsis_values v "
+                            storage ? "(SELECT v.synopsis FROM @internal@.synopsis_values v "
                                       "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
                                       "AND v.name OPERATOR(pg_catalog.=) s.name)"
                                     : "synopsis",
                             since_060,
                             storage ? "sample_relid, sample_attnums"
-                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[]"),
+                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[]")),
                    1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
     MemoryContextSwitchTo(old);
     MemoryContextSetParent(cxt, CacheMemoryContext);

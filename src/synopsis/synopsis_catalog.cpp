@@ -27,10 +27,9 @@ extern "C" {
 namespace synopsis_glue {
 
 Oid synopses_relid(void) {
-    Oid nsp = get_namespace_oid("approx_gpu", false);
-    Oid relid = get_relname_relid("synopses", nsp);
+    Oid relid = get_relname_relid("synopses", approx_gpu_schema_oid(false));
     if (!OidIsValid(relid))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table approx_gpu.synopses does not exist")));
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("the extension's table synopses does not exist")));
     return relid;
 }
 
@@ -137,7 +136,7 @@ bool role_exists(Oid role) { return SearchSysCacheExists1(AUTHOID, ObjectIdGetDa
 
 Oid synopsis_type_oid(void) {
     return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("kde_synopsis"),
-                           ObjectIdGetDatum(get_namespace_oid("approx_gpu", false)));
+                           ObjectIdGetDatum(approx_gpu_schema_oid(false)));
 }
 
 void check_name(text* name, const char* fn) {
@@ -172,23 +171,27 @@ void require_current_table(const char* fn) {
 // and is left alone.
 void owner_grant(Oid owner, bool grant) {
     if (owner == synopses_owner() || !role_exists(owner)) return;
-    as_table_owner("LOCK TABLE approx_gpu.synopses IN SHARE UPDATE EXCLUSIVE MODE", 0, nullptr, nullptr, nullptr,
-                   nullptr, nullptr, 0);
+    as_table_owner(approx_gpu_sql("LOCK TABLE @extschema@.synopses IN SHARE UPDATE EXCLUSIVE MODE"), 0, nullptr,
+                   nullptr, nullptr, nullptr, nullptr, 0);
     Oid types[1] = {OIDOID};
     Datum args[1] = {ObjectIdGetDatum(owner)};
     bool has = as_table_owner(
-                   "SELECT 1 FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
-                   "WHERE c.oid OPERATOR(pg_catalog.=) 'approx_gpu.synopses'::pg_catalog.regclass "
-                   "AND a.grantee OPERATOR(pg_catalog.=) $1 AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'",
+                   approx_gpu_sql("SELECT 1 FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a "
+                                  "WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.synopses'::pg_catalog.regclass "
+                                  "AND a.grantee OPERATOR(pg_catalog.=) $1 "
+                                  "AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'"),
                    1, types, args, nullptr, nullptr, nullptr, 0) > 0;
     if (!grant &&
-        as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1", 1,
-                       types, args, nullptr, nullptr, nullptr, 0) > 0)
+        as_table_owner(
+            approx_gpu_sql("SELECT 1 FROM @extschema@.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1"),
+            1, types, args, nullptr, nullptr, nullptr, 0) > 0)
         return;  // it still owns synopses
     if (has == grant) return;
     const char* role = quote_identifier(GetUserNameFromId(owner, false));
-    as_table_owner(grant ? psprintf("GRANT SELECT ON approx_gpu.synopses TO %s", role)
-                         : psprintf("REVOKE SELECT ON approx_gpu.synopses FROM %s", role),
+    as_table_owner(psprintf("%s %s",
+                            approx_gpu_sql(grant ? "GRANT SELECT ON @extschema@.synopses TO"
+                                                 : "REVOKE SELECT ON @extschema@.synopses FROM"),
+                            role),
                    0, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
 }
 
@@ -253,20 +256,20 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
         "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, %s, "
         "CASE WHEN owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 THEN 0 "
         "WHEN pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') THEN 1 ELSE 2 END AS tier, %s "
-        "FROM approx_gpu.synopses s WHERE name OPERATOR(pg_catalog.=) $1 AND %s "
+        "FROM @extschema@.synopses s WHERE name OPERATOR(pg_catalog.=) $1 AND %s "
         "AND ($3 OPERATOR(pg_catalog.=) 0 OR owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3) "
         "ORDER BY tier LIMIT 2%s",
         table_is_current() ? "search_path" : "NULL::pg_catalog.text",
         // 0.7.0: the value apart (a restored row has none)
-        !want_synopsis ? "NULL::approx_gpu.kde_synopsis"
-        : storage      ? "(SELECT v.synopsis FROM approx_gpu.synopsis_values v "
+        !want_synopsis ? "NULL::@extschema@.kde_synopsis"
+        : storage      ? "(SELECT v.synopsis FROM @internal@.synopsis_values v "
                          "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
                          "AND v.name OPERATOR(pg_catalog.=) s.name)"
                        : "synopsis",
         table_synopses_available() ? "relation::pg_catalog.oid, attnums, stratify"
                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[], NULL::pg_catalog.int2[]",
         freshness_columns_available() ? "attnames" : "NULL::pg_catalog.name[]",
-        storage ? "sample_size, bandwidth, smoothing, sample_relid, EXISTS (SELECT FROM approx_gpu.synopsis_values v "
+        storage ? "sample_size, bandwidth, smoothing, sample_relid, EXISTS (SELECT FROM @internal@.synopsis_values v "
                   "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
                   "AND v.name OPERATOR(pg_catalog.=) s.name)"
                 : "NULL::pg_catalog.int4, NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.oid, false",
@@ -276,7 +279,9 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
         want_synopsis ? "pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE')" : visible_sql(),
         lock ? " FOR UPDATE" : "");
     int tiers[3] = {0, -1, -1};  // count, then the rows' tiers
-    int64 n = as_table_owner(sql, 3, types, args, nullptr, values, nulls, 15, !lock, collect_tier, tiers);
+    // (every piece of sql is fixed text of this file)
+    int64 n =
+        as_table_owner(approx_gpu_sql(sql), 3, types, args, nullptr, values, nulls, 15, !lock, collect_tier, tiers);
     if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
@@ -341,8 +346,9 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
 void refuse_taken_name(text* name, Oid owner, const char* fn) {
     Oid types[2] = {TEXTOID, OIDOID};
     Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(owner)};
-    if (as_table_owner("SELECT 1 FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
-                       "AND name OPERATOR(pg_catalog.=) $1",
+    if (as_table_owner(approx_gpu_sql("SELECT 1 FROM @extschema@.synopses "
+                                      "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+                                      "AND name OPERATOR(pg_catalog.=) $1"),
                        2, types, args, nullptr, nullptr, nullptr, 0, true) > 0)
         name_taken(name, fn);
 }

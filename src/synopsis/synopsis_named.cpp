@@ -214,11 +214,11 @@ APPROX_FUNCTION(approx_gpu_create_synopsis) {
     // Checked again at the insert: a concurrent create of the same name (or
     // one run by the query itself) commits first; the key then holds. The
     // metadata, then the value (synopsis_values, 0.7.0).
-    if (as_table_owner("WITH m AS (INSERT INTO approx_gpu.synopses (name, owner, query, created, search_path, "
-                       "sample_size, bandwidth, smoothing) "
-                       "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $5, $6, $7, $8) "
-                       "ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
-                       "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $4 FROM m",
+    if (as_table_owner(approx_gpu_sql("WITH m AS (INSERT INTO @extschema@.synopses (name, owner, query, created, search_path, "
+                                      "sample_size, bandwidth, smoothing) "
+                                      "VALUES ($1, $2::pg_catalog.regrole, $3, pg_catalog.clock_timestamp(), $5, $6, $7, $8) "
+                                      "ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
+                                      "INSERT INTO @internal@.synopsis_values (owner, name, synopsis) SELECT owner, name, $4 FROM m"),
                        8, types, args, nullptr, nullptr, nullptr, 0) == 0)
         name_taken(name, fn);
     owner_grant(owner, true);
@@ -268,12 +268,12 @@ APPROX_FUNCTION(approx_gpu_refresh_synopsis) {
                      CStringGetTextDatum(kBandwidthNames[method]),
                      CStringGetTextDatum(kSmoothingNames[smoothing])};
     int64 updated = as_table_owner(
-        "WITH m AS (UPDATE approx_gpu.synopses SET created = pg_catalog.clock_timestamp(), search_path = $4, "
-        "sample_size = $6, bandwidth = $7, smoothing = $8 "
-        "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2 "
-        "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid RETURNING owner, name) "
-        "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $1 FROM m "
-        "ON CONFLICT (owner, name) DO UPDATE SET synopsis = EXCLUDED.synopsis",
+        approx_gpu_sql("WITH m AS (UPDATE @extschema@.synopses SET created = pg_catalog.clock_timestamp(), search_path = $4, "
+                       "sample_size = $6, bandwidth = $7, smoothing = $8 "
+                       "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3 AND name OPERATOR(pg_catalog.=) $2 "
+                       "AND ctid OPERATOR(pg_catalog.=) $5::pg_catalog.tid RETURNING owner, name) "
+                       "INSERT INTO @internal@.synopsis_values (owner, name, synopsis) SELECT owner, name, $1 FROM m "
+                       "ON CONFLICT (owner, name) DO UPDATE SET synopsis = EXCLUDED.synopsis"),
         8, types, args, nullptr, nullptr, nullptr, 0);
     if (updated != 1)
         ereport(ERROR,
@@ -295,8 +295,8 @@ APPROX_FUNCTION(approx_gpu_drop_synopsis) {
     Oid types[2] = {TEXTOID, OIDOID};
     Datum args[2] = {PointerGetDatum(name), ObjectIdGetDatum(row.owner)};
     as_table_owner(
-        "DELETE FROM approx_gpu.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
-        "AND name OPERATOR(pg_catalog.=) $1",
+        approx_gpu_sql("DELETE FROM @extschema@.synopses WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+                       "AND name OPERATOR(pg_catalog.=) $1"),
         2, types, args, nullptr, nullptr, nullptr, 0);
     // Its value goes with the row (a foreign key, ON DELETE CASCADE), its
     // sample relation here.

@@ -182,16 +182,16 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
                  nulls + 12 + kFreshnessArgs);
     // The metadata, then the value (a restored row has none yet).
     int64 updated = as_table_owner(
-        "WITH m AS (UPDATE approx_gpu.synopses SET created = pg_catalog.clock_timestamp(), "
-        "atttypes = $2::pg_catalog.regtype[], collations = $3, rows_built = $4, changes_built = $5, "
-        "pending_inserts = $6, relfilenode = $7, attnums = $11, stratify = $12, attnames = $13, "
-        "inserts_built = $14, system_identifier = $15, database_oid = $16, stats_reset = $17, "
-        "cluster_stats_reset = $18, label_hashes = $19, built_stale = $20, sample_size = $21, bandwidth = $22, "
-        "smoothing = $23, sample_relid = $24, sample_attnums = $25 "
-        "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
-        "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid RETURNING owner, name) "
-        "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $1 FROM m "
-        "ON CONFLICT (owner, name) DO UPDATE SET synopsis = EXCLUDED.synopsis",
+        approx_gpu_sql("WITH m AS (UPDATE @extschema@.synopses SET created = pg_catalog.clock_timestamp(), "
+                       "atttypes = $2::pg_catalog.regtype[], collations = $3, rows_built = $4, changes_built = $5, "
+                       "pending_inserts = $6, relfilenode = $7, attnums = $11, stratify = $12, attnames = $13, "
+                       "inserts_built = $14, system_identifier = $15, database_oid = $16, stats_reset = $17, "
+                       "cluster_stats_reset = $18, label_hashes = $19, built_stale = $20, sample_size = $21, bandwidth = $22, "
+                       "smoothing = $23, sample_relid = $24, sample_attnums = $25 "
+                       "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
+                       "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid RETURNING owner, name) "
+                       "INSERT INTO @internal@.synopsis_values (owner, name, synopsis) SELECT owner, name, $1 FROM m "
+                       "ON CONFLICT (owner, name) DO UPDATE SET synopsis = EXCLUDED.synopsis"),
         kArgs, types, args, nulls, nullptr, nullptr, 0);
     if (updated != 1)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -297,14 +297,14 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
                  arg_nulls + 12 + kFreshnessArgs);
     // The metadata, then the value (synopsis_values, 0.7.0).
     if (as_table_owner(
-            "WITH m AS (INSERT INTO approx_gpu.synopses (name, owner, created, relation, attnums, atttypes, "
-            "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode, attnames, inserts_built, "
-            "system_identifier, database_oid, stats_reset, cluster_stats_reset, label_hashes, built_stale, "
-            "sample_size, bandwidth, smoothing, sample_relid, sample_attnums) "
-            "VALUES ($1, $2::pg_catalog.regrole, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
-            "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-            "$21, $22, $23, $24, $25) ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
-            "INSERT INTO approx_gpu.synopsis_values (owner, name, synopsis) SELECT owner, name, $3 FROM m",
+            approx_gpu_sql("WITH m AS (INSERT INTO @extschema@.synopses (name, owner, created, relation, attnums, atttypes, "
+                           "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode, attnames, inserts_built, "
+                           "system_identifier, database_oid, stats_reset, cluster_stats_reset, label_hashes, built_stale, "
+                           "sample_size, bandwidth, smoothing, sample_relid, sample_attnums) "
+                           "VALUES ($1, $2::pg_catalog.regrole, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
+                           "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+                           "$21, $22, $23, $24, $25) ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
+                           "INSERT INTO @internal@.synopsis_values (owner, name, synopsis) SELECT owner, name, $3 FROM m"),
             kRowArgs, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
         name_taken(name, fn);
     owner_grant(owner, true);

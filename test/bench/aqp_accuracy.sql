@@ -103,7 +103,7 @@ DECLARE
   b record; r record; ci record; st approx_gpu.kde_synopsis; src text; ref record;
   big_n float8; m float8; d int;
 BEGIN
-  SELECT synopsis INTO st FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = syn;
+  SELECT synopsis INTO st FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = syn;
   IF kind = 'plain' THEN
     big_n := (st::text::jsonb->>'N')::float8;
     m := (st::text::jsonb->>'m')::float8;

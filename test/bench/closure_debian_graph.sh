@@ -37,7 +37,8 @@ if ! psql -XAtc 'SELECT 1' >/dev/null 2>&1; then
 fi
 psql -qXAt -v ON_ERROR_STOP=1 >/dev/null <<SQL
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu;
 DROP TABLE IF EXISTS closure_debian;
 CREATE TABLE closure_debian (src int4, dst int4);
 \copy closure_debian FROM '$EDGES' WITH (FORMAT csv, HEADER)

@@ -25,7 +25,8 @@ RUNS=${RUNS:-3}
 . test/bench/forms.sh
 psql -qX -v ON_ERROR_STOP=1 >/dev/null <<SQL
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu;
 DROP TABLE IF EXISTS closure_bench_sparse, closure_bench_giant, closure_bench_debian;
 SELECT setseed(0.5);
 CREATE TABLE closure_bench_sparse AS

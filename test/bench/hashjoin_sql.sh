@@ -29,7 +29,8 @@ WORK_MEM=${WORK_MEM:-1GB}
 psql -X -q -v ON_ERROR_STOP=1 -v nb="$N_BUILD" -v np="$N_PROBE" -v runs="$RUNS" -v work_mem="$WORK_MEM" \
      -v pg_workers="$PG_WORKERS" -v read_workers="$READ_WORKERS" -v workers_note="$NOTE" -v forms="$FORMS" <<'SQL'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu;
 DROP TABLE IF EXISTS hjb_a, hjb_b;
 SELECT setseed(0.5) \gset
 -- a: the large side, keys in [0, nb/2] (each about twice); b: the small side, keys in [0, nb]

@@ -85,7 +85,8 @@ PSQL() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 say "data (approx_gpu.device = $DEVICE)"
 PSQL <<'SQL' >/dev/null || exit 1
 SET client_min_messages = warning;
-CREATE EXTENSION approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION approx_gpu SCHEMA approx_gpu;
 SELECT setseed(0.42);
 -- KDE: a bimodal column
 CREATE TABLE load_kde AS

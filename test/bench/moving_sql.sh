@@ -42,7 +42,8 @@ psql -qX -d "$DB" -c "BEGIN; CREATE EXTENSION postgis; ROLLBACK" >/dev/null 2>&1
 
 psql -qXAt -v ON_ERROR_STOP=1 -d "$DB" <<SQL
 SET client_min_messages = warning;
-CREATE EXTENSION approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION approx_gpu SCHEMA approx_gpu;
 SELECT setseed(0.5);
 CREATE TABLE obj AS
   SELECT i::bigint AS id, random() * 100000 AS x, random() * 100000 AS y,

@@ -19,7 +19,8 @@ WORKERS=${WORKERS:-"0 1 2 4 8 $((CORES > 8 ? CORES - 1 : CORES))"}
 
 psql -X -q -v ON_ERROR_STOP=1 -v n="$N" -v runs="$RUNS" -v workers="$WORKERS" -v cores="$CORES" <<'SQL'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu;
 DROP TABLE IF EXISTS rdb_t, rdb_one;
 CREATE TABLE rdb_t AS SELECT (i::bigint * 7919 % :n) AS key, i::bigint AS value FROM generate_series(1, :n) i;
 CREATE TABLE rdb_one AS SELECT -1::bigint AS key;

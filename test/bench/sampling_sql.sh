@@ -12,7 +12,8 @@ CORES=$(nproc)
 WORKERS=${WORKERS:-"0 4 8 $((CORES > 8 ? CORES - 1 : CORES))"}
 psql -X -q -v ON_ERROR_STOP=1 -v n="$N" -v runs="$RUNS" -v workers="$WORKERS" <<'SQL'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu;
 DROP TABLE IF EXISTS smp_t;
 CREATE TABLE smp_t AS SELECT i::bigint AS a, (i::bigint * 7919 % 1000) AS b, random() AS x, random() * 100 AS y,
     round((random() * 1000)::numeric, 2) AS amount, (ARRAY['red', 'green', 'blue'])[1 + i % 3] AS color

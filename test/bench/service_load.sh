@@ -30,7 +30,8 @@ W=$(mktemp -d)
 echo "== setup"
 q <<'SQL'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu;
 DROP TABLE IF EXISTS svc_pts, svc_syn, svc_boxes;
 CREATE TABLE svc_pts AS
   SELECT g AS id, ((g::bigint * 7919) % 1000003)::float8 AS score, (g % 997)::float8 AS a, ((g * 31) % 101)::float8 AS b

@@ -34,7 +34,8 @@ PSQL=(psql -X -q -v ON_ERROR_STOP=1 -P footer=off)
 
 "${PSQL[@]}" <<'SQL'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS approx_gpu;
+CREATE SCHEMA IF NOT EXISTS approx_gpu;
+CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu;
 CREATE SCHEMA IF NOT EXISTS topk_bench;
 CREATE OR REPLACE FUNCTION topk_bench.ms(q text, runs int, dev text, par int) RETURNS float8
 LANGUAGE plpgsql AS $$

@@ -12,7 +12,7 @@ own_cluster "$work/crash" || { echo "not ok cluster: crash-restart cluster start
 trap stop_cluster EXIT
 db=postgres
 avg() { judge "$db" "SELECT approx_gpu.approx_avg(x) FROM $1" "SELECT avg(x) FROM $1"; }
-q "$db" "CREATE EXTENSION approx_gpu" \
+q "$db" "CREATE SCHEMA approx_gpu" "CREATE EXTENSION approx_gpu SCHEMA approx_gpu" \
   "CREATE UNLOGGED TABLE u AS SELECT g::float8 AS x FROM generate_series(1, 2000) g" \
   "CREATE TABLE l AS SELECT g::float8 AS x FROM generate_series(1, 2000) g" \
   "SELECT pg_stat_force_next_flush()" >/dev/null

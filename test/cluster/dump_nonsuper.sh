@@ -13,8 +13,8 @@ work=${1:?usage: dump_nonsuper.sh WORK}
 role=regress_dumper
 own_cluster "$work/nonsuper" || { echo "not ok cluster: non-superuser dump cluster start"; exit 0; }
 q postgres "CREATE ROLE $role LOGIN" "CREATE DATABASE dn OWNER $role" "CREATE DATABASE dn2 OWNER $role" >/dev/null
-q dn "CREATE EXTENSION approx_gpu" >/dev/null
-q dn2 "CREATE EXTENSION approx_gpu" >/dev/null
+q dn "CREATE SCHEMA approx_gpu" "CREATE EXTENSION approx_gpu SCHEMA approx_gpu" >/dev/null
+q dn2 "CREATE SCHEMA approx_gpu" "CREATE EXTENSION approx_gpu SCHEMA approx_gpu" >/dev/null
 as_role() { PGUSER=$role q "$@"; }
 as_role dn "CREATE TABLE t (a int, c float8)" "CREATE TABLE u (a int, c float8, g text)" \
   "INSERT INTO t SELECT i, i % 1000 FROM generate_series(1, 3000) i" \

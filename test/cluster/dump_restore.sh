@@ -16,7 +16,7 @@ db=d
 # relfilenode may coincide in a fresh target).
 own_cluster "$work/dump_src" || { echo "not ok cluster: dump source cluster start"; exit 0; }
 "$PG_BIN/createdb" "$db"
-q "$db" "CREATE EXTENSION approx_gpu" \
+q "$db" "CREATE SCHEMA approx_gpu" "CREATE EXTENSION approx_gpu SCHEMA approx_gpu" \
   "CREATE TABLE t (a int, b int, c float8, d float8)" \
   "INSERT INTO t SELECT g, g, g % 1000, g FROM generate_series(1, 2000) g" \
   "ALTER TABLE t DROP COLUMN b" \

@@ -10,7 +10,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 db=approx_cluster_stats
 "$PG_BIN/dropdb" --if-exists "$db" >/dev/null 2>&1; "$PG_BIN/createdb" "$db" || { echo "not ok cluster: createdb"; exit 0; }
-q "$db" "CREATE EXTENSION approx_gpu" >/dev/null
+q "$db" "CREATE SCHEMA approx_gpu" "CREATE EXTENSION approx_gpu SCHEMA approx_gpu" >/dev/null
 load() {  # TABLE: 10,000 rows, the counts flushed
   q "$db" "DROP TABLE IF EXISTS $1" "CREATE TABLE $1 AS SELECT g::float8 AS x FROM generate_series(1, 2000) g" \
     "SELECT pg_stat_force_next_flush()" >/dev/null

@@ -5,7 +5,7 @@
 -- (test/bench/flights_data.sql, 200,000 rows).
 --   (a) SELECT approx_count(*), approx_sum(x), approx_avg(x) FROM t WHERE <box>
 --       through the planner = approx_count / approx_sum / approx_avg(s, lo, hi)
---       on the same stored synopsis (approx_gpu.synopsis_values.synopsis), 1e-9 relative
+--       on the same stored synopsis (approx_gpu_internal.synopsis_values.synopsis), 1e-9 relative
 --   (b) 200 random boxes of selectivity >= 1% (edges at quantiles of a seeded
 --       pilot sample): median relative error of the synopsis' answer within 0.3
 --       percentage points of the plain sample's (the same reservoir built with

@@ -24,7 +24,7 @@
 \pset format unaligned
 \pset tuples_only on
 SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+SET search_path = approx_gpu, approx_gpu_internal, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)

@@ -86,7 +86,7 @@ BEGIN
   PERFORM set_config('approx_gpu.random_seed', '11', true);
   PERFORM approx_gpu.create_synopsis(n, 'public.rrp_a', ARRAY['score', 'key', 'note']::name[], 3000);
   PERFORM set_config('approx_gpu.read_workers', '-1', true);
-  RETURN (SELECT approx_gpu.kde_synopsis_to_bytea(synopsis) FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = n);
+  RETURN (SELECT approx_gpu.kde_synopsis_to_bytea(synopsis) FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = n);
 END $$;
 SELECT is(pg_temp.synopsis_with_workers(3, 'rrp_syn3'), pg_temp.synopsis_with_workers(0, 'rrp_syn0'),
           'create_synopsis(table): 3 read workers = the backend alone (fixed seed)');
@@ -94,7 +94,7 @@ SELECT is(pg_temp.synopsis_with_workers(1, 'rrp_syn1'), pg_temp.synopsis_with_wo
           'create_synopsis(table): 1 read worker = the backend alone (fixed seed)');
 SELECT is((approx_gpu.kde_synopsis_info(synopsis)->>'N')::bigint, (SELECT count(*) FROM public.rrp_a),
           'create_synopsis(table): N = the visible rows (NULLs included)')
-  FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'rrp_syn3';
+  FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'rrp_syn3';
 
 -- CPU = GPU
 SELECT tap.gpu_ok($$SELECT tap.scalar_on('gpu', 'SELECT approx_gpu.hash_join_count(''public.rrp_b'', ''k'', ''public.rrp_a'', ''key'')')

@@ -244,7 +244,7 @@ SELECT aqp_answer();
 SELECT abs(:c - approx_gpu.approx_count(synopsis, ARRAY[300, '-Infinity']::float8[], ARRAY[1500, 150]::float8[])) <= 1e-9 * :c AS count_equal,
        abs(:s - approx_gpu.approx_sum(synopsis, 2, ARRAY[300, '-Infinity']::float8[], ARRAY[1500, 150]::float8[])) <= 1e-9 * :s AS sum_equal,
        abs(:a - approx_gpu.approx_avg(synopsis, 2, ARRAY[300, '-Infinity']::float8[], ARRAY[1500, 150]::float8[])) <= 1e-9 * :a AS avg_equal
-  FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'aqp_small';
+  FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'aqp_small';
 -- a 100-row sample of 2000 rows: an interval around the estimate
 SELECT (c).lower <= (c).estimate AND (c).estimate <= (c).upper AND (c).lower < (c).upper AS ordered,
        (c).lower <= 999 AND 999 <= (c).upper AS covers

@@ -45,7 +45,7 @@ SELECT approx_gpu.approx_sum(synopsis, 3, ARRAY[19001, NULL, NULL, NULL, NULL], 
                                  ARRAY[19940, NULL, NULL, NULL, NULL])).estimate IS NULL AS sum_ci_null,
        approx_gpu.approx_sum(synopsis, 3, ARRAY[1, NULL, NULL, NULL, NULL], ARRAY[19940, NULL, NULL, NULL, NULL])
          IS NOT NULL AS others_answered
-  FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'ci_s_syn';
+  FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'ci_s_syn';
 
 -- ---- item 18: the guard never answers GROUP BY from a sample that saw no row ---------------
 SET approx_gpu.max_relative_error = 0.5;
@@ -117,7 +117,7 @@ SELECT * FROM ci_sum_bounds();
 
 -- ---- item 20: wholly sampled strata are exact also on a smoothed column ---------------------
 SELECT approx_gpu.kde_synopsis_info(synopsis)->'columns'->2->>'mode' AS x_mode
-  FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'ci_k_syn';
+  FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'ci_k_syn';
 CREATE TEMP TABLE a20 AS SELECT k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_count_ci(*) AS c,
                                 approx_gpu.approx_sum(x) AS s FROM ci_k WHERE x < 33.3 GROUP BY k;
 SELECT ci_answer();

@@ -74,6 +74,32 @@ DO $$ DECLARE r text; BEGIN
   FOR r IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) SELECT approx_gpu.approx_count(*) FROM sp_f WHERE note LIKE ''b%'' OR k = 2' LOOP
   END LOOP; END $$;
 
+-- ---- missing groups: a GROUP BY whose groups the sample mostly saw once runs exact -----
+-- 10,000 groups of 4 rows under a 10% sample: most groups seen are singletons (Chao1).
+CREATE TEMP TABLE m1 AS SELECT id % 10000 AS grp, approx_gpu.approx_count(*) AS n FROM sp_f GROUP BY 1;
+SELECT sp_answer();
+SELECT count(*) = 10000 AS every_group, bool_and(n = 4) AS exact FROM m1;
+-- the rule off: the sample's own groups, fewer than the table's
+SET approx_gpu.max_missing_groups = 1;
+CREATE TEMP TABLE m2 AS SELECT id % 10000 AS grp, approx_gpu.approx_count(*) AS n FROM sp_f GROUP BY 1;
+SELECT sp_answer();
+SELECT count(*) < 10000 AS fewer_groups FROM m2;
+RESET approx_gpu.max_missing_groups;
+-- 50 groups of 800 rows: every group seen many times, answered from the sample
+CREATE TEMP TABLE m3 AS SELECT k, approx_gpu.approx_count(*) AS n FROM sp_f WHERE note LIKE 'b%' GROUP BY k;
+SELECT sp_answer();
+SELECT count(*) AS groups FROM m3;
+-- no sample row reaches a group: the sample cannot tell empty from missed
+CREATE TEMP TABLE m4 AS SELECT k, approx_gpu.approx_count(*) AS n FROM sp_f WHERE x < 0 OR id = -1 GROUP BY k;
+SELECT sp_answer();
+SELECT count(*) AS groups FROM m4;
+-- nor without GROUP BY: no sample row reached the aggregates
+CREATE TEMP TABLE m5 AS SELECT approx_gpu.approx_count(*) AS n FROM sp_f WHERE id IN (7, 8);
+SELECT sp_answer();
+SELECT n = 2 AS exact FROM m5;
+SHOW approx_gpu.max_missing_groups;
+SET approx_gpu.max_missing_groups = 1.5;
+
 -- ---- box path and sample path give the plain sample's answer without smoothing ---------
 CREATE TEMP TABLE b1 AS SELECT approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum(x) AS s FROM sp_f WHERE k = 7;
 SELECT sp_answer();

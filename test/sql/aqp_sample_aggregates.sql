@@ -75,25 +75,25 @@ SELECT approx_gpu.approx_count(x) = count(x) AS eq FROM aqps_t WHERE g = 1;
 SELECT approx_gpu.last_run()->>'reason' AS reason;
 
 -- ---- the weighted aggregates outside a sample plan: 55000 -----------------------------
-SELECT approx_gpu.sample_count(1, 'aqps_t'::regclass) FROM aqps_t;
-SELECT approx_gpu.sample_sum(x, 1, 'aqps_t'::regclass) FROM aqps_t;
-SELECT approx_gpu.sample_avg_ci(x, 1, 'aqps_t'::regclass) FROM aqps_t WHERE false;
-SELECT approx_gpu.sample_percentile_cont(x, 1, 'aqps_t'::regclass, 0.5) FROM aqps_t;
-SELECT approx_gpu.sample_percentile_disc_ci(x, 1, 'aqps_t'::regclass, 0.5) FROM aqps_t;
+SELECT approx_gpu_internal.sample_count(1, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu_internal.sample_sum(x, 1, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu_internal.sample_avg_ci(x, 1, 'aqps_t'::regclass) FROM aqps_t WHERE false;
+SELECT approx_gpu_internal.sample_percentile_cont(x, 1, 'aqps_t'::regclass, 0.5) FROM aqps_t;
+SELECT approx_gpu_internal.sample_percentile_disc_ci(x, 1, 'aqps_t'::regclass, 0.5) FROM aqps_t;
 -- argument errors, raised by the transition functions before any design is needed
-SELECT approx_gpu.sample_count(0, 'aqps_t'::regclass) FROM aqps_t;
-SELECT approx_gpu.sample_count(NULL, 'aqps_t'::regclass) FROM aqps_t;
-SELECT approx_gpu.sample_sum(x, 1, NULL) FROM aqps_t;
-SELECT approx_gpu.sample_sum(x, 1, CASE WHEN g = 3 THEN 'pg_class'::regclass ELSE 'aqps_t'::regclass END) FROM aqps_t;
-SELECT approx_gpu.sample_percentile_cont(x, 1, 'aqps_t'::regclass, 1.5) FROM aqps_t;
-SELECT approx_gpu.sample_percentile_cont(x, 1, 'aqps_t'::regclass, g / 10.0) FROM aqps_t;
+SELECT approx_gpu_internal.sample_count(0, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu_internal.sample_count(NULL, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu_internal.sample_sum(x, 1, NULL) FROM aqps_t;
+SELECT approx_gpu_internal.sample_sum(x, 1, CASE WHEN g = 3 THEN 'pg_class'::regclass ELSE 'aqps_t'::regclass END) FROM aqps_t;
+SELECT approx_gpu_internal.sample_percentile_cont(x, 1, 'aqps_t'::regclass, 1.5) FROM aqps_t;
+SELECT approx_gpu_internal.sample_percentile_cont(x, 1, 'aqps_t'::regclass, g / 10.0) FROM aqps_t;
 -- a parallel plan of the weighted form: partial states are combined, then the final function needs the design
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-EXPLAIN (COSTS OFF) SELECT approx_gpu.sample_sum(x, 1 + g % 3, 'aqps_t'::regclass) FROM aqps_t;
-SELECT approx_gpu.sample_sum(x, 1 + g % 3, 'aqps_t'::regclass) FROM aqps_t;
+EXPLAIN (COSTS OFF) SELECT approx_gpu_internal.sample_sum(x, 1 + g % 3, 'aqps_t'::regclass) FROM aqps_t;
+SELECT approx_gpu_internal.sample_sum(x, 1 + g % 3, 'aqps_t'::regclass) FROM aqps_t;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

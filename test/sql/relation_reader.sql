@@ -225,7 +225,7 @@ CREATE TABLE rr_syn AS SELECT i AS id, round((random() * 1000)::numeric, 2) AS a
 UPDATE rr_syn SET x = NULL, color = NULL WHERE id % 97 = 0;
 DELETE FROM rr_syn WHERE id % 1000 = 5;
 CREATE FUNCTION rr_synopsis(n text) RETURNS bytea LANGUAGE sql AS
-  $$SELECT approx_gpu.kde_synopsis_to_bytea(synopsis) FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = n$$;
+  $$SELECT approx_gpu.kde_synopsis_to_bytea(synopsis) FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = n$$;
 SELECT (approx_gpu.create_synopsis('rr_syn_par', 'rr_syn', ARRAY['amount', 'x', 'day', 'color']::name[], 2000)->>'N')::int
   AS rows_built;
 SELECT approx_gpu.last_run()->>'read' AS read, (approx_gpu.last_run()->>'read_workers')::int > 0 AS workers_helped;

@@ -308,7 +308,7 @@ SELECT pg_temp.err($$SELECT approx_gpu.refresh_synopsis('alice_syn')$$);
 SELECT pg_temp.err($$SELECT approx_gpu.drop_synopsis('alice_syn')$$);
 SELECT pg_temp.err($$INSERT INTO approx_gpu.synopses (name, owner, query)
   VALUES ('forged', 'regress_syn_alice', 'SELECT 1')$$);
-SELECT pg_temp.err($$INSERT INTO approx_gpu.synopsis_values (name, owner, synopsis)
+SELECT pg_temp.err($$INSERT INTO approx_gpu_internal.synopsis_values (name, owner, synopsis)
   VALUES ('forged', 'regress_syn_bob', NULL)$$);
 SELECT pg_temp.err($$UPDATE approx_gpu.synopses SET query = 'SELECT 1'$$);
 SELECT pg_temp.err($$DELETE FROM approx_gpu.synopses$$);

@@ -154,12 +154,12 @@ SELECT round(approx_gpu.approx_count('sem_json_all', '{"t": "beta"}')) = (SELECT
          (SELECT avg(x) FROM sem_json WHERE t = 'gamma' AND d <= '2024-02-28')) < 1e-9 AS avg_x;
 -- the value-level functions refuse the same sums over a table synopsis' value
 SELECT approx_gpu.approx_avg(synopsis, 1, '{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}', '{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}')
-  FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'sem_json_all';
+  FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'sem_json_all';
 SELECT approx_gpu.approx_sum_many(synopsis, 4, '{{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}}', '{{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}}')
-  FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'sem_json_all';
+  FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'sem_json_all';
 SELECT abs(approx_gpu.approx_avg(synopsis, 7, '{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}', '{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}') -
            (SELECT avg(x) FROM sem_json)) < 1e-9 AS number_avg
-  FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'sem_json_all';
+  FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'sem_json_all';
 SELECT approx_gpu.drop_synopsis('sem_json_all') IS NOT NULL AS dropped;
 
 DROP FUNCTION sem_groups(text, text), sem_where(text, text), sem_answer();

@@ -1,6 +1,6 @@
 -- Storage of synopses (docs/synopsis.md "Storage"): metadata in
 -- approx_gpu.synopses (no row-level security, readable by everyone, no
--- values), values in approx_gpu.synopsis_values, and a table synopsis' sample
+-- values), values in approx_gpu_internal.synopsis_values, and a table synopsis' sample
 -- relation: its columns, rows and strata, persistence, owner, privileges and
 -- lifecycle. Output: counts, names and booleans.
 SET approx_gpu.random_seed = 7;
@@ -81,14 +81,14 @@ FROM sto_s_rows;
 SELECT abs(approx_gpu.approx_sum(v.synopsis, 1, ARRAY[NULL, NULL]::float8[], ARRAY[NULL, NULL]::float8[])
            - (SELECT 5000.0 / count(*) * sum(price) FROM sto_u_rows)::float8)
        <= 1e-6 * (SELECT sum(price) FROM sto_t)::float8 AS uniform_sum_agrees
-FROM approx_gpu.synopsis_values v WHERE v.name = 'sto_u';
+FROM approx_gpu_internal.synopsis_values v WHERE v.name = 'sto_u';
 SELECT abs(approx_gpu.approx_sum(v.synopsis, 2, ARRAY[NULL, NULL]::float8[], ARRAY[NULL, NULL]::float8[])
            - (SELECT sum(n_g::numeric / m_g * s_g)
                 FROM (SELECT count(*) AS m_g, sum(price) AS s_g,
                              (SELECT count(*) FROM sto_t t WHERE t.grp = min(r.grp)) AS n_g
                         FROM sto_s_rows r GROUP BY approx_stratum) g)::float8)
        <= 1e-6 * (SELECT sum(price) FROM sto_t)::float8 AS stratified_sum_agrees
-FROM approx_gpu.synopsis_values v WHERE v.name = 'sto_s';
+FROM approx_gpu_internal.synopsis_values v WHERE v.name = 'sto_s';
 
 -- nobody reads or drops it directly
 SET ROLE regress_store_other;
@@ -113,10 +113,10 @@ SELECT c.relname, c.relrowsecurity, has_table_privilege('regress_store_other', c
        EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND NOT a.attisdropped
                  AND a.atttypid = 'approx_gpu.kde_synopsis'::regtype) AS holds_values,
        c.oid = ANY ((SELECT extconfig FROM pg_extension WHERE extname = 'approx_gpu')::oid[]) AS dumped
-FROM pg_class c WHERE c.oid IN ('approx_gpu.synopses'::regclass, 'approx_gpu.synopsis_values'::regclass) ORDER BY 1;
+FROM pg_class c WHERE c.oid IN ('approx_gpu.synopses'::regclass, 'approx_gpu_internal.synopsis_values'::regclass) ORDER BY 1;
 SET ROLE regress_store_other;
 SELECT (SELECT count(*) FROM approx_gpu.synopses WHERE name LIKE 'sto%') AS other_sees_metadata,
-       (SELECT count(*) FROM approx_gpu.synopsis_values WHERE name LIKE 'sto%') AS other_sees_values;
+       (SELECT count(*) FROM approx_gpu_internal.synopsis_values WHERE name LIKE 'sto%') AS other_sees_values;
 -- a restore inserts metadata rows: only its own roles', never naming a sample
 SELECT pg_temp.err($$INSERT INTO approx_gpu.synopses (name, owner, query) VALUES ('sto_x', 'regress_store_owner', 'SELECT 1')$$) AS insert_for_another;
 INSERT INTO approx_gpu.synopses (name, owner, relation, attnums, atttypes, collations, rows_built, changes_built,

@@ -44,7 +44,7 @@ SELECT get_byte(synopsis::bytea, 0) AS version_byte,
        synopsis::text LIKE '%null%' AS has_json_null,
        synopsis::text::approx_gpu.kde_synopsis::text = synopsis::text AS text_round_trip,
        synopsis::bytea::approx_gpu.kde_synopsis::bytea = synopsis::bytea AS binary_round_trip
-FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'st';
+FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'st';
 -- the unbounded box holds every row, NULLs included; a dictionary code box
 -- is about its share of the rows
 SELECT approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::float8[],
@@ -52,7 +52,7 @@ SELECT approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL, NULL, NULL, NUL
        abs(approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL]::float8[],
                                    ARRAY[NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL]::float8[])
            / (SELECT count(*) FROM st_data WHERE carrier = 'AA') - 1) < 0.3 AS carrier_aa_close
-FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'st';
+FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'st';
 SELECT s->>'status' AS status, s->'reason' AS reason, s->'columns' AS columns, (s->>'rows_built')::int AS rows_built
 FROM approx_gpu.synopsis_status('st') s;
 
@@ -127,16 +127,16 @@ SELECT (i->>'N')::int AS n, (i->>'strata')::int AS strata, (i->>'m')::int >= 500
 SELECT stratify FROM approx_gpu.synopses WHERE name = 'stg';
 SELECT synopsis::text LIKE '%"strata": [[5000, %' AS strata_in_text,
        synopsis::text::approx_gpu.kde_synopsis::text = synopsis::text AS text_round_trip
-FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'stg';
+FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'stg';
 -- codes: big 0, mid 1, small 2, tiny 3
 SELECT g.code, g.grp, (SELECT count(*) FROM st_groups WHERE grp = g.grp) AS exact,
        round(approx_gpu.approx_count(s.synopsis, ARRAY[g.code, NULL, NULL]::float8[], ARRAY[g.code, NULL, NULL]::float8[])::numeric, 6) AS estimate
-FROM (VALUES (0, 'big'), (1, 'mid'), (2, 'small'), (3, 'tiny')) g(code, grp), approx_gpu.synopsis_values s
+FROM (VALUES (0, 'big'), (1, 'mid'), (2, 'small'), (3, 'tiny')) g(code, grp), approx_gpu_internal.synopsis_values s
 WHERE s.name = 'stg' ORDER BY g.code;
 SELECT round(approx_gpu.approx_count(synopsis, ARRAY[NULL, NULL, NULL]::float8[], ARRAY[NULL, NULL, NULL]::float8[])::numeric, 6) AS all_rows,
        round(approx_gpu.approx_count(synopsis, ARRAY[3, NULL, 1]::float8[], ARRAY[3, NULL, 1]::float8[])::numeric, 6) AS tiny_k1,
        (SELECT count(*) FROM st_groups WHERE grp = 'tiny' AND k = 1) AS tiny_k1_exact
-FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'stg';
+FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'stg';
 SELECT s->>'status' AS status, (s->>'strata')::int AS strata FROM approx_gpu.synopsis_status('stg') s;
 -- statistics counters that went backwards (a reset, crash recovery): stale
 SELECT pg_stat_force_next_flush();
@@ -148,15 +148,15 @@ SELECT s->>'status' AS status FROM approx_gpu.synopsis_status('stg') s;
 SELECT (approx_gpu.create_synopsis('stk', 'st_groups', ARRAY['k', 'x']::name[], 200, 'cdf', 'never',
                                    ARRAY['k']::name[])->>'strata')::int AS strata;
 -- stratified or dictionary synopses do not merge
-SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'stg'$$);
-SELECT pg_temp.err($$SELECT approx_gpu.kde_merge_agg(synopsis) FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'stg'$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'stg'$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge_agg(synopsis) FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'stg'$$);
 SELECT (approx_gpu.create_synopsis('stn', 'st_copy', ARRAY['id', 'day']::name[], 100)->>'N')::int AS n;
-SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'stc2'$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'stc2'$$);
 SELECT (approx_gpu.create_synopsis('stc2', 'st_copy', ARRAY['id', 'carrier']::name[], 100)->>'N')::int AS n;
-SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'stc2'$$);
+SELECT pg_temp.err($$SELECT approx_gpu.kde_merge(synopsis, synopsis) FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'stc2'$$);
 -- a merge of unstratified numeric/date synopses keeps the encodings
 SELECT (approx_gpu.kde_synopsis_info(approx_gpu.kde_merge(synopsis, synopsis))->'columns'->1->>'encoding') AS merged_encoding
-FROM approx_gpu.synopses JOIN approx_gpu.synopsis_values USING (owner, name) WHERE name = 'stn';
+FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = 'stn';
 
 -- errors
 CREATE TABLE st_bad (a int, b float8, j jsonb, d date, f float8);

@@ -533,3 +533,33 @@ TEST(SampleEstimate, IntervalCoverageOverRepeatedSamples) {
         EXPECT_GE(overall[a].rate(), 0.88) << names[a];
     }
 }
+
+// Chao1: no singletons, nothing estimated missing; groups seen once mostly
+// (tiny groups under a small sample) estimate most groups missing; groups
+// seen many times (large groups) estimate almost none.
+TEST(SampleUnseenGroups, Chao1FromSingletonsAndDoubletons) {
+    EXPECT_EQ(unseen_groups(0, 0), 0.0);
+    EXPECT_EQ(unseen_groups(1, 0), 0.0);
+    EXPECT_DOUBLE_EQ(unseen_groups(10, 0), 45.0);
+    EXPECT_DOUBLE_EQ(unseen_groups(10, 4), 9.0);
+    std::mt19937_64 rng(7);
+    std::bernoulli_distribution take(0.1);
+    for (int rows_per_group : {4, 50}) {
+        int64_t seen = 0, once = 0, twice = 0;
+        for (int g = 0; g < 2000; ++g) {
+            int k = 0;
+            for (int r = 0; r < rows_per_group; ++r) k += take(rng);
+            seen += k > 0;
+            once += k == 1;
+            twice += k == 2;
+        }
+        double unseen = unseen_groups(once, twice);
+        double share = unseen / (static_cast<double>(seen) + unseen);
+        double truth = 1.0 - static_cast<double>(seen) / 2000.0;
+        if (rows_per_group == 4) {
+            EXPECT_GT(share, 0.5) << "truth " << truth;
+        } else {
+            EXPECT_LT(share, 0.05) << "truth " << truth;
+        }
+    }
+}

@@ -39,6 +39,7 @@ FROM members m
 LEFT JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
 LEFT JOIN pg_aggregate a ON a.aggfnoid = p.oid
 ORDER BY 1;
-SELECT 'schema ' || nspname || ' acl: ' || coalesce(nspacl::text, 'default') FROM pg_namespace WHERE nspname = 'approx_gpu';
+SELECT 'schema ' || nspname || ' acl: ' || coalesce(nspacl::text, 'default') FROM pg_namespace
+ WHERE nspname IN ('approx_gpu', 'approx_gpu_internal', 'approx_gpu_samples') ORDER BY nspname;
 SELECT 'config dump: ' || array_to_string(extconfig::regclass[], ',') || ' ' || array_to_string(extcondition, ',')
   FROM pg_extension WHERE extname = 'approx_gpu';

@@ -11,7 +11,12 @@ newest=$(sed -n "s/^default_version = '\(.*\)'/\1/p" approx_gpu.control)
 work=${1:-$(mktemp -d)}
 rc=0
 $PSQL -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS upgrade_fresh" -c "CREATE DATABASE upgrade_fresh" >/dev/null
-$PSQL -qX -d upgrade_fresh -c "CREATE EXTENSION approx_gpu" >/dev/null
+# Versions before 0.7.0 named their schema in the control file (approx_gpu)
+# and their scripts name it: they install only with SCHEMA approx_gpu, and an
+# updated database keeps it, so the fresh install it is compared with is made
+# in the same schema (0.5's layout; test/sql/extension_schema.sql tests the
+# default one).
+$PSQL -qX -d upgrade_fresh -c "CREATE SCHEMA approx_gpu" -c "CREATE EXTENSION approx_gpu SCHEMA approx_gpu" >/dev/null
 $PSQL -qX -d upgrade_fresh -f test/upgrade/describe.sql > "$work/fresh.txt"
 for script in sql/approx_gpu--*.sql; do
   v=${script#sql/approx_gpu--}; v=${v%.sql}
@@ -20,7 +25,8 @@ for script in sql/approx_gpu--*.sql; do
   $PSQL -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
   # A synopsis stored under the old version (fixed seed), and its answer then.
   $PSQL -qX -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<SQL || { echo "not ok upgrade $v (setup)"; rc=1; continue; }
-CREATE EXTENSION approx_gpu VERSION '$v';
+CREATE SCHEMA approx_gpu;
+CREATE EXTENSION approx_gpu VERSION '$v' SCHEMA approx_gpu;
 SET approx_gpu.random_seed = 7;
 CREATE TABLE kept AS SELECT approx_gpu.kde_synopsis_agg(ARRAY[(g % 97)::float8, (g % 13)::float8], 500) AS s
   FROM generate_series(1, 5000) g;

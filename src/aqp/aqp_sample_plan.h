@@ -1,0 +1,51 @@
+// Internal to the sample path's planner side: the survey of the query and
+// the choice of the sampled table (aqp_sample_survey.cpp), the rewrite of
+// the copy over the sample (aqp_sample_rewrite.cpp), the hook that plans
+// both (aqp_sample_planner.cpp).
+#pragma once
+
+#include "aqp/aqp_sample.h"
+
+#include "synopsis/synopsis_table.h"
+
+extern "C" {
+#include "utils/rel.h"
+}
+
+// Query levels and relations of the whole statement.
+struct AqpSurvey {
+    List* agg_levels;       // Query* holding approx_* Aggrefs of their own level
+    bool outer_approx;      // an approx_* Aggref of an outer level (in a sublink)
+    bool row_marks;         // FOR UPDATE / SHARE somewhere
+    List* relids;           // every RTE_RELATION's relid, with repeats
+};
+AqpSurvey aqp_sample_survey(Query* q);
+
+// One step from the aggregated query down to the table: the query and the
+// range-table index of the next subquery (or, last, of the table).
+struct AqpSampleStep {
+    Query* query;
+    Index rti;
+};
+
+// The table the sample answers for, with its synopsis, both relations open
+// (NoLock held by the choice; closed by the rewrite).
+struct AqpSampleChoice {
+    Query* level;  // the aggregated query level
+    const TableSynopsis* ts;
+    List* path;    // AqpSampleStep*, from the aggregated level down to the table
+    Relation table;
+    Relation sample;
+};
+
+// Picks the table and its synopsis for `copy`; false and *reason (nullptr:
+// no approx_* at all) when the sample path cannot answer. Sets
+// spec->role_dependent when any synopsis was considered.
+bool aqp_sample_choose(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec, const char** reason);
+
+// Rewrites `copy` over the chosen sample (closes the choice's relations) and
+// fills the rest of *spec; false and *reason when it cannot.
+bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec, const char** reason);
+
+// The sample column (1-based) holding the table's attribute; 0: none.
+int aqp_sample_column(const TableSynopsis* ts, AttrNumber attno);

@@ -1,0 +1,226 @@
+// The sample path's rewrite of the copied Query (aqp_sample_plan.h): the
+// sampled table's range-table entry becomes a subquery over the sample
+// relation whose target list reproduces the table's attribute layout (NULL
+// for dropped columns) plus the stratum, so that every Var of the table keeps
+// its meaning and pull_up_subqueries (optimizer/prep/prepjointree.c) flattens
+// it into a plain scan. The original entry stays in the range table, outside
+// the join tree: the executor checks the caller's privileges on it
+// (ExecCheckRTPerms reads requiredPerms / selectedCols / checkAsUser from every
+// RTE_RELATION), the plan cache locks it and the plan depends on it. Each
+// approx_* Aggref becomes its weighted form (aqp.h).
+#include "aqp/aqp_sample_plan.h"
+
+extern "C" {
+#include "access/relation.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+}
+
+// The subquery over the sample relation that stands for the table: its
+// target list is the table's attribute layout, then the stratum.
+static RangeTblEntry* sample_subquery(RangeTblEntry* orig, Relation table, Relation sample, const TableSynopsis* ts) {
+    TupleDesc td = RelationGetDescr(table), sd = RelationGetDescr(sample);
+    RangeTblEntry* srte = makeNode(RangeTblEntry);
+    srte->rtekind = RTE_RELATION;
+    srte->relid = RelationGetRelid(sample);
+    srte->relkind = RELKIND_RELATION;
+    srte->rellockmode = AccessShareLock;
+    srte->requiredPerms = 0;  // the original entry carries the caller's check
+    srte->inh = false;
+    srte->inFromCl = true;
+    List* scols = NIL;
+    for (int k = 0; k < sd->natts; ++k) scols = lappend(scols, makeString(pstrdup(NameStr(TupleDescAttr(sd, k)->attname))));
+    srte->eref = makeAlias("approx_sample", scols);
+
+    Query* sub = makeNode(Query);
+    sub->commandType = CMD_SELECT;
+    sub->querySource = QSRC_ORIGINAL;
+    sub->canSetTag = true;
+    sub->rtable = list_make1(srte);
+    sub->jointree = makeFromExpr(list_make1(makeNode(RangeTblRef)), nullptr);
+    static_cast<RangeTblRef*>(linitial(sub->jointree->fromlist))->rtindex = 1;
+    List* cols = NIL;
+    for (int a = 1; a <= td->natts; ++a) {
+        Form_pg_attribute ta = TupleDescAttr(td, a - 1);
+        int k = ta->attisdropped ? 0 : aqp_sample_column(ts, static_cast<AttrNumber>(a));
+        Expr* e = k > 0 ? reinterpret_cast<Expr*>(makeVar(1, static_cast<AttrNumber>(k), ta->atttypid, ta->atttypmod,
+                                                          ta->attcollation, 0))
+                  : ta->attisdropped ? reinterpret_cast<Expr*>(makeNullConst(INT4OID, -1, InvalidOid))
+                                     : reinterpret_cast<Expr*>(makeNullConst(ta->atttypid, ta->atttypmod, ta->attcollation));
+        const char* name = ta->attisdropped ? "" : NameStr(ta->attname);
+        sub->targetList = lappend(sub->targetList, makeTargetEntry(e, static_cast<AttrNumber>(a), pstrdup(name), false));
+        cols = lappend(cols, makeString(pstrdup(name)));
+    }
+    Var* stratum = makeVar(1, static_cast<AttrNumber>(sd->natts), INT4OID, -1, InvalidOid, 0);
+    sub->targetList = lappend(sub->targetList, makeTargetEntry(reinterpret_cast<Expr*>(stratum),
+                                                               static_cast<AttrNumber>(td->natts + 1),
+                                                               pstrdup("approx_stratum"), false));
+    cols = lappend(cols, makeString(pstrdup("approx_stratum")));
+
+    RangeTblEntry* rte = makeNode(RangeTblEntry);
+    rte->rtekind = RTE_SUBQUERY;
+    rte->subquery = sub;
+    rte->alias = orig->alias;
+    rte->eref = makeAlias(orig->eref->aliasname, cols);
+    rte->inFromCl = orig->inFromCl;
+    return rte;
+}
+
+// The stratum column passed up through the intermediate subqueries: each
+// step's entry gets one more output column; the Var of the aggregated level.
+static Var* pass_stratum_up(List* path, int table_natts) {
+    AqpSampleStep* last = static_cast<AqpSampleStep*>(llast(path));
+    AttrNumber attno = static_cast<AttrNumber>(table_natts + 1);
+    Index rti = last->rti;
+    for (int i = list_length(path) - 2; i >= 0; --i) {
+        AqpSampleStep* s = static_cast<AqpSampleStep*>(list_nth(path, i));
+        Query* below = static_cast<AqpSampleStep*>(list_nth(path, i + 1))->query;
+        Var* v = makeVar(rti, attno, INT4OID, -1, InvalidOid, 0);
+        AttrNumber resno = static_cast<AttrNumber>(list_length(below->targetList) + 1);
+        below->targetList =
+            lappend(below->targetList, makeTargetEntry(reinterpret_cast<Expr*>(v), resno, pstrdup("approx_stratum"), false));
+        RangeTblEntry* rte = rt_fetch(s->rti, s->query->rtable);
+        rte->eref->colnames = lappend(rte->eref->colnames, makeString(pstrdup("approx_stratum")));
+        attno = resno;
+        rti = s->rti;
+    }
+    return makeVar(rti, attno, INT4OID, -1, InvalidOid, 0);
+}
+
+struct WeightContext {
+    Var* stratum;
+    Oid sample_relid;
+    const char* failed;
+};
+
+static TargetEntry* arg(Expr* e, int resno) { return makeTargetEntry(e, static_cast<AttrNumber>(resno), nullptr, false); }
+
+// The weighted form of one approx_* Aggref of the aggregated level.
+static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
+    Oid fn = aqp_sample_aggregate(agg);
+    if (!OidIsValid(fn)) {
+        c->failed = "the weighted aggregates are missing (ALTER EXTENSION approx_gpu UPDATE)";
+        return reinterpret_cast<Node*>(a);
+    }
+    Aggref* n = makeNode(Aggref);
+    n->aggfnoid = fn;
+    n->aggtype = a->aggtype;
+    n->aggkind = AGGKIND_NORMAL;
+    n->aggsplit = AGGSPLIT_SIMPLE;
+    n->aggno = n->aggtransno = -1;
+    n->location = a->location;
+    n->aggfilter = a->aggfilter;
+    Expr* stratum = reinterpret_cast<Expr*>(copy_node(c->stratum));
+    Expr* sample = reinterpret_cast<Expr*>(makeConst(OIDOID, -1, InvalidOid, sizeof(Oid),
+                                                     ObjectIdGetDatum(c->sample_relid), false, true));
+    Expr* x = a->args != NIL ? static_cast<TargetEntry*>(linitial(a->args))->expr : nullptr;
+    switch (agg.kind) {
+        case AQP_COUNT:
+        case AQP_COUNT_VALUE:
+            n->args = list_make2(arg(stratum, 1), arg(sample, 2));
+            n->aggargtypes = list_make2_oid(INT4OID, OIDOID);
+            if (agg.kind == AQP_COUNT_VALUE) {
+                NullTest* nt = makeNode(NullTest);
+                nt->arg = x;
+                nt->nulltesttype = IS_NOT_NULL;
+                nt->location = -1;
+                n->aggfilter = n->aggfilter == nullptr
+                                   ? reinterpret_cast<Expr*>(nt)
+                                   : make_andclause(list_make2(n->aggfilter, nt));
+            }
+            break;
+        case AQP_SUM:
+        case AQP_AVG:
+            n->args = list_make3(arg(x, 1), arg(stratum, 2), arg(sample, 3));
+            n->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, OIDOID);
+            break;
+        case AQP_PERCENTILE_CONT:
+        case AQP_PERCENTILE_DISC: {
+            Expr* fraction = static_cast<Expr*>(linitial(a->aggdirectargs));
+            n->args = list_make4(arg(x, 1), arg(stratum, 2), arg(sample, 3), arg(fraction, 4));
+            n->aggargtypes = list_make4_oid(FLOAT8OID, INT4OID, OIDOID, FLOAT8OID);
+            break;
+        }
+    }
+    return reinterpret_cast<Node*>(n);
+}
+
+static Node* weight_mutator(Node* node, WeightContext* c) {
+    if (node == nullptr || IsA(node, Query)) return node;
+    if (IsA(node, Aggref)) {
+        Aggref* a = reinterpret_cast<Aggref*>(node);
+        AqpAgg agg;
+        if (a->agglevelsup == 0 && aqp_lookup_aggregate(a->aggfnoid, &agg)) return weighted_aggref(a, agg, c);
+        return node;
+    }
+    return expression_tree_mutator(node, mutator(weight_mutator), c);
+}
+
+// Does GROUP BY list every stratify column of the table as a plain column
+// (the table directly in the aggregated level)? Then a group's rows lie in
+// the strata where the sample saw it.
+static bool groups_include_strata(Query* q, List* path, const TableSynopsis* ts) {
+    if (ts->n_stratify == 0 || list_length(path) != 1) return false;
+    Index rti = static_cast<AqpSampleStep*>(linitial(path))->rti;
+    List* keys = get_sortgrouplist_exprs(q->groupClause, q->targetList);
+    for (int s = 0; s < ts->n_stratify; ++s) {
+        AttrNumber a = ts->attnum[ts->stratify[s]];
+        bool found = false;
+        ListCell* lc;
+        foreach (lc, keys) {
+            Node* k = static_cast<Node*>(lfirst(lc));
+            while (k != nullptr && IsA(k, RelabelType)) k = reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(k)->arg);
+            found |= k != nullptr && IsA(k, Var) && reinterpret_cast<Var*>(k)->varno == static_cast<int>(rti) &&
+                     reinterpret_cast<Var*>(k)->varlevelsup == 0 && reinterpret_cast<Var*>(k)->varattno == a;
+        }
+        if (!found) return false;
+    }
+    return true;
+}
+
+bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec, const char** reason) {
+    AqpSampleChoice& best = *choice;
+    Query* q = best.level;
+    // The sample subquery, the stratum passed up, the weighted aggregates.
+    AqpSampleStep* last = static_cast<AqpSampleStep*>(llast(best.path));
+    RangeTblEntry* orig = rt_fetch(last->rti, last->query->rtable);
+    int table_natts = RelationGetDescr(best.table)->natts;
+    RangeTblEntry* replacement = sample_subquery(orig, best.table, best.sample, best.ts);
+    last->query->rtable = lappend(last->query->rtable, copy_node(orig));  // kept for privileges and locks
+    list_nth_cell(last->query->rtable, last->rti - 1)->ptr_value = replacement;
+    WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, nullptr};
+    q->targetList = reinterpret_cast<List*>(weight_mutator(reinterpret_cast<Node*>(q->targetList), &wc));
+    q->havingQual = weight_mutator(q->havingQual, &wc);
+    relation_close(best.table, NoLock);
+    relation_close(best.sample, NoLock);
+    if (wc.failed != nullptr) return (*reason = wc.failed, false);
+
+    // The guard checks every group: a constant LIMIT / OFFSET of the
+    // aggregated top level is applied by the node, after the check.
+    spec->limit_count = -1;
+    spec->limit_offset = 0;
+    if (q == copy && q->limitOption == LIMIT_OPTION_COUNT &&
+        (q->limitCount == nullptr || IsA(q->limitCount, Const)) &&
+        (q->limitOffset == nullptr || IsA(q->limitOffset, Const))) {
+        Const* c = reinterpret_cast<Const*>(q->limitCount);
+        Const* o = reinterpret_cast<Const*>(q->limitOffset);
+        if (c != nullptr && !c->constisnull) spec->limit_count = DatumGetInt64(c->constvalue);
+        if (o != nullptr && !o->constisnull) spec->limit_offset = DatumGetInt64(o->constvalue);
+        q->limitCount = q->limitOffset = nullptr;
+    }
+    spec->grouped = q->groupClause != NIL;
+    spec->groups_within_strata = spec->grouped && groups_include_strata(q, best.path, best.ts);
+    spec->relid = best.ts->relid;
+    spec->owner = best.ts->owner;
+    spec->synopsis = pstrdup(best.ts->name);
+    spec->built = best.ts->built;
+    spec->sample_relid = best.ts->sample_relid;
+    spec->sample_rows = best.ts->model.m;
+    return true;
+}
