@@ -33,7 +33,7 @@ struct MomentState {
     int32 last;  // the part the previous row went to (rows come stratum by stratum)
     smp::GroupPart* parts;
 };
-constexpr uint8 kMomentStateVersion = 1;
+constexpr uint8 kMomentStateVersion = 2;  // 2: + nonzero (states are never stored: parallel workers only)
 
 static MomentState* new_moment_state(MemoryContext mcxt) {
     return static_cast<MomentState*>(MemoryContextAllocZero(mcxt, sizeof(MomentState)));
@@ -126,7 +126,10 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_sum_trans) {
     MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
     int32 s = stratum_arg(fcinfo, 2, fn);
     check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fcinfo, fn);
-    if (!PG_ARGISNULL(1)) smp::add(part_of(st, s, mcxt)->m, PG_GETARG_FLOAT8(1));
+    // A NULL x still marks the stratum as holding the group (a part of no
+    // value): its unsampled rows may hold values (sample_estimate.hpp).
+    smp::GroupPart* part = part_of(st, s, mcxt);
+    if (!PG_ARGISNULL(1)) smp::add(part->m, PG_GETARG_FLOAT8(1));
     PG_RETURN_POINTER(st);
 }
 
@@ -160,6 +163,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_serial) {
         put_f64(&w, p.m.m3);
         put_f64(&w, p.m.m4);
         put_f64(&w, p.m.sum);
+        put_f64(&w, p.m.nonzero);
     }
     PG_RETURN_BYTEA_P(byte_writer_finish(&w));
 }
@@ -174,7 +178,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
     MomentState* st = new_moment_state(mcxt);
     st->sample = static_cast<Oid>(get_i32(&r));
     int32 n = get_i32(&r);
-    if (n < 0 || n > (r.end - r.p) / 52)
+    if (n < 0 || n > (r.end - r.p) / 60)
         ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
     for (int32 i = 0; i < n; ++i) {
         int32 s = get_i32(&r);
@@ -185,10 +189,11 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
         m.m3 = get_f64(&r);
         m.m4 = get_f64(&r);
         m.sum = get_f64(&r);
-        // strata strictly increasing; a whole, positive row count; no negative
-        // even moment (NaN passes: a NaN value gives NaN, as sum() does)
-        if (s < 0 || (i > 0 && s <= st->parts[st->n_parts - 1].stratum) || !(m.n >= 1) || m.n != std::floor(m.n) ||
-            m.m2 < 0 || m.m4 < 0)
+        m.nonzero = get_f64(&r);
+        // strata strictly increasing; a whole row count (0: rows of NULL x
+        // only); no negative even moment (NaN passes: a NaN value gives NaN, as sum() does)
+        if (s < 0 || (i > 0 && s <= st->parts[st->n_parts - 1].stratum) || !(m.n >= 0) || m.n != std::floor(m.n) ||
+            m.m2 < 0 || m.m4 < 0 || !(m.nonzero >= 0 && m.nonzero <= m.n) || m.nonzero != std::floor(m.nonzero))
             ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
         part_of(st, s, mcxt)->m = m;
     }
@@ -231,21 +236,23 @@ static Datum answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, co
     aqp_sample_guard_count_group(e.rows);
     double mre = aqp_max_relative_error;
     if (mre > 0) {
-        if (e.null || !e.estimable)
+        if ((e.null && !e.exact) || !e.estimable)
             aqp_sample_guard_trip("the sample cannot bound a group's answer");
         else if (!((e.upper - e.lower) / 2 <= mre * std::fabs(e.estimate)))
             aqp_sample_guard_trip("an interval is wider than approx_gpu.max_relative_error allows");
         else if (e.repeated)
             aqp_sample_guard_trip("a join repeated sample rows (the intervals assume distinct rows)");
     }
-    if (e.null) PG_RETURN_NULL();
+    // NULL: exact (every row the group may have was sampled: NULL interval,
+    // as sum's) or unknown (no value seen: the _ci form says (-inf, inf)).
+    if (e.null && (!ci || e.exact)) PG_RETURN_NULL();
     if (!ci) PG_RETURN_FLOAT8(e.estimate);
     TupleDesc desc;
     if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s: result type must be approx_estimate", fn)));
     desc = BlessTupleDesc(desc);
     Datum values[3] = {Float8GetDatum(e.estimate), Float8GetDatum(e.lower), Float8GetDatum(e.upper)};
-    bool nulls[3] = {false, false, false};
+    bool nulls[3] = {e.null, false, false};
     return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 
@@ -352,9 +359,14 @@ static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci
     ValueState* st = PG_ARGISNULL(0) ? nullptr : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
     const AqpSampleDesign* d = final_design(fcinfo, st ? st->sample : InvalidOid, 2, fn);
     if (st != nullptr && st->null_fraction) PG_RETURN_NULL();  // percentile_cont(NULL): NULL
-    if (st == nullptr || st->n == 0) {  // no value seen: NULL, which the sample cannot promise
+    if (st == nullptr || st->n == 0) {  // no value seen: NULL, which only a whole sample promises
         smp::Estimate none;
         none.null = true;
+        none.exact = true;
+        for (int s = 0; s < d->n_strata; ++s) none.exact = none.exact && !(d->rows[s] > d->sampled[s]);
+        none.estimable = none.exact;
+        none.lower = -get_float8_infinity();
+        none.upper = get_float8_infinity();
         return answer(fcinfo, none, ci, fn);
     }
     int32 top = -1;

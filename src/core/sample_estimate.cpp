@@ -100,6 +100,7 @@ void add(Moments& a, double y) {
     a.m3 += t1 * dn * (a.n - 2) - 3 * dn * a.m2;
     a.m2 += t1;
     a.sum += y;
+    a.nonzero += y != 0 ? 1 : 0;
 }
 
 void merge(Moments& a, const Moments& b) {
@@ -116,6 +117,7 @@ void merge(Moments& a, const Moments& b) {
     a.mean += dn * b.n;
     a.n = n;
     a.sum += b.sum;
+    a.nonzero += b.nonzero;
 }
 
 double student_t_quantile(double p, double df) {
@@ -176,11 +178,10 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         merge(all, parts[i].m);
     }
     out.rows = all.n;
-    if (agg != Aggregate::Count && all.n <= 0) {
-        out.null = true;
-        return Status::Ok();
-    }
-    const double R = agg == Aggregate::Avg ? Y / X : 0;
+    // No value seen (SUM / AVG): NULL if the sample holds every row the group
+    // may have, otherwise unknown (decided below, once `whole` is known).
+    const bool no_value = agg != Aggregate::Count && all.n <= 0;
+    const double R = agg == Aggregate::Avg && X > 0 ? Y / X : 0;
     out.estimate = agg == Aggregate::Count ? X : agg == Aggregate::Sum ? Y : R;
     const double mean_square = all.n > 0 ? all.m2 / all.n + all.mean * all.mean : 0;
 
@@ -195,10 +196,24 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
     bool whole = true;
     int64_t unbounded = 0;  // strata that may hold the group and have no sample row
     double untouched_allowance = 0;
+    double varying_rows = 0;     // the group's sample rows in strata not sampled whole
+    double varying_nonzero = 0;  // ... and of them, those whose value is not 0
     for (int32_t i = 0; i < n_parts; ++i) {
         const Stratum& d = design[parts[i].stratum];
         const double k = parts[i].m.n;
         const double m = std::max(d.sampled, k), N = std::max(d.rows, m);
+        if (k <= 0) {
+            // Rows of the group with no value (all NULL) in this stratum: the
+            // stratum holds the group, its unsampled rows may hold values (the
+            // k = 0 allowance; without groups_within_strata the loop below adds it).
+            if (opt.groups_within_strata && d.rows > d.sampled) {
+                if (d.sampled <= 0)
+                    ++unbounded;
+                else
+                    untouched_allowance += unseen_allowance(d);
+            }
+            continue;
+        }
         // Undo this stratum's share of the untouched sums below (added for every stratum there).
         if (!opt.groups_within_strata && d.rows > d.sampled) {
             if (d.sampled <= 0)
@@ -206,8 +221,10 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
             else
                 untouched_allowance -= unseen_allowance(d);
         }
-        if (k <= 0 || m >= N) continue;  // wholly sampled: exact
+        if (m >= N) continue;  // wholly sampled: exact
         whole = false;
+        varying_rows += k;
+        varying_nonzero += parts[i].m.nonzero;
         const double f = m / N, w = N / m, W = N * N * (1 - f) / m;
         Moments g = parts[i].m;
         if (agg == Aggregate::Count) {
@@ -218,7 +235,11 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         }
         const Moments full = with_zeros(g, m);
         const double s2 = m > 1 ? full.m2 / (m - 1) : 0;
-        const double a = W * s2;
+        // AVG: the linearised term of a domain of k_s rows underestimates the
+        // variance of its mean by (k_s - 1) / k_s; conditioning on the rows
+        // the sample drew of the group (Sarndal, Swensson & Wretman 1992,
+        // Model Assisted Survey Sampling, 10.3) restores it (k_s = 1: as 2).
+        const double a = W * s2 * (agg == Aggregate::Avg ? (k >= 2 ? k / (k - 1) : 2.0) : 1.0);
         v_est += a;
         // Degrees of freedom of s^2_s: at most k_s - 1 (the group's rows), and
         // fewer where the values are heavy-tailed: Var(s^2) / sigma^4 =
@@ -226,7 +247,10 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         // y), so df_s = 2 / that.
         const double kurt = full.m2 > 0 ? m * full.m4 / (full.m2 * full.m2) - 3 : 0;
         const double rel_var = 2 / std::max(1.0, m - 1) + std::max(0.0, kurt) / m;
-        sat_den += a * a * std::max(rel_var / 2, 1 / std::max(1.0, k - 1));
+        // ... and at most (nonzero values - 1): zeros carry no information
+        // on the spread of the values that make a SUM (zero-inflated measures).
+        const double informative = agg == Aggregate::Count ? k : std::min(k, parts[i].m.nonzero);
+        sat_den += a * a * std::max(rel_var / 2, 1 / std::max(1.0, informative - 1));
         kappa3 += w * w * w * (1 - f) * (1 - 2 * f) * full.m3;
         const double q = std::min(1.0, k / m), p = (k + z2) / (m + 2 * z2);
         const double extra = W * std::max(0.0, p * (1 - p) - q * (1 - q));
@@ -248,7 +272,22 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
     if (untouched_allowance > 0 || unbounded > 0) whole = false;
     if (whole) {
         out.exact = true;
+        out.null = no_value;
         out.lower = out.upper = out.estimate;
+        return Status::Ok();
+    }
+    // SUM / AVG from at most one value (SUM: one value other than 0) where
+    // the sample is not whole: one value says nothing about the spread of the
+    // rest (Bahadur & Savage 1956: no finite interval for a mean is honest
+    // for every distribution; with 2+ values the t interval below is the
+    // method's assumption). No value: SUM 0 (the Horvitz-Thompson estimate of
+    // no sample row), AVG NULL (0 / 0); the interval is (-inf, inf).
+    if (agg != Aggregate::Count && (varying_rows <= 1 || (agg == Aggregate::Sum && varying_nonzero <= 1))) {
+        out.null = no_value && agg == Aggregate::Avg;
+        out.estimable = false;
+        out.se = kInf;
+        out.lower = -kInf;
+        out.upper = kInf;
         return Status::Ok();
     }
     if (agg == Aggregate::Count)

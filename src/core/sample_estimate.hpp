@@ -24,6 +24,7 @@ namespace approx::sample {
 struct Moments {
     double n = 0, mean = 0, m2 = 0, m3 = 0, m4 = 0;
     double sum = 0;  // the plain running sum, for the estimate: over a whole stratum the SUM is sum()'s own
+    double nonzero = 0;  // values != 0: a SUM learns its spread from these alone (zero-inflated measures)
 };
 void add(Moments& a, double y);
 void merge(Moments& a, const Moments& b);
@@ -54,7 +55,7 @@ struct Options {
 };
 
 struct Estimate {
-    bool null = false;       // no value to aggregate (SUM / AVG of no non-NULL value, percentile of no row): SQL NULL
+    bool null = false;       // no value to aggregate (AVG of no value; exact: also SUM): SQL NULL
     double estimate = 0;
     double se = 0;           // standard error (+inf: the sample cannot bound it)
     double lower = 0, upper = 0;
@@ -87,6 +88,13 @@ struct Estimate {
 //   nothing: SUM keeps the allowance (scaled by the value), AVG gets
 //   |R| sqrt(sum of the allowances) / COUNT, and a group whose values are all 0
 //   cannot be bounded (estimable = false). COUNT intervals start at 0.
+//   AVG's term of a stratum is times k_s / (k_s - 1) (small domains); for SUM
+//   and AVG df_s counts only values != 0. Few values: where the strata not
+//   sampled whole hold at most one value of the group (SUM: one != 0), the
+//   interval is (-inf, inf) (estimable = false); no value at all: SUM 0, AVG
+//   null, (-inf, inf); null with exact only where every stratum the group may
+//   touch was sampled whole (a part with m.n = 0, rows of NULL values, marks
+//   its stratum as one the group touches).
 // InvalidArgument for a part outside the design or a bad confidence.
 Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const GroupPart* parts, int32_t n_parts,
                 const Options& opt, Estimate& out);

@@ -174,17 +174,175 @@ TEST(SampleEstimate, ZeroWidthOnlyWhenWhole) {
     const Stratum empty[2] = {{10, 10}, {50, 0}};
     ASSERT_TRUE(estimate(Aggregate::Count, empty, 2, p, 1, o, e).ok());
     EXPECT_FALSE(e.estimable);
-    // No rows: COUNT 0 with an upper bound, SUM NULL.
+    // No rows: COUNT 0 with an upper bound, SUM 0 and AVG NULL, both unbounded
+    // (tests below); NULL only where every stratum was sampled whole.
     ASSERT_TRUE(estimate(Aggregate::Count, part, 2, nullptr, 0, o, e).ok());
     EXPECT_EQ(e.estimate, 0);
     EXPECT_GT(e.upper, 0);
-    ASSERT_TRUE(estimate(Aggregate::Sum, part, 2, nullptr, 0, o, e).ok());
+    ASSERT_TRUE(estimate(Aggregate::Sum, whole, 2, nullptr, 0, o, e).ok());
     EXPECT_TRUE(e.null);
+    EXPECT_TRUE(e.exact);
     // Bad stratum.
     GroupPart bad;
     bad.stratum = 2;
     add(bad.m, 1);
     EXPECT_EQ(estimate(Aggregate::Sum, part, 2, &bad, 1, o, e).code, StatusCode::InvalidArgument);
+}
+
+// ---- few rows, whole strata, outliers (issue 27, "honest intervals") ------------------
+
+namespace {
+// One stratum of N = 100,000 rows sampled at m = 1,000 (f = 1%).
+const Stratum kOnePercent[1] = {{100000, 1000}};
+GroupPart part_of_values(int32_t stratum, const std::vector<double>& y) {
+    GroupPart p;
+    p.stratum = stratum;
+    for (double v : y) add(p.m, v);
+    return p;
+}
+}  // namespace
+
+// COUNT with x = 0 hits: [0, upper], upper a binomial bound (rule of three
+// 3 N / m = 300, Clopper-Pearson 368), never the point 0.
+TEST(SampleEstimate, CountOfNoHitIsABinomialBound) {
+    Estimate e;
+    ASSERT_TRUE(estimate(Aggregate::Count, kOnePercent, 1, nullptr, 0, Options(), e).ok());
+    EXPECT_EQ(e.estimate, 0);
+    EXPECT_EQ(e.lower, 0);
+    EXPECT_GE(e.upper, 300);
+    EXPECT_LE(e.upper, 500);
+    EXPECT_FALSE(e.exact);
+    // x = m: every sample row in the group, the stratum not whole: the lower
+    // bound leaves room for the ~3 N / m rows the sample may have missed.
+    GroupPart all = part_of_values(0, std::vector<double>(1000, 1.0));
+    ASSERT_TRUE(estimate(Aggregate::Count, kOnePercent, 1, &all, 1, Options(), e).ok());
+    EXPECT_EQ(e.estimate, 100000);
+    EXPECT_LE(e.lower, 100000 - 300);
+    EXPECT_GE(e.upper, e.estimate);
+    // x = 1: the lower bound may reach 0, the upper is well above the estimate 100.
+    GroupPart one = part_of_values(0, {1.0});
+    ASSERT_TRUE(estimate(Aggregate::Count, kOnePercent, 1, &one, 1, Options(), e).ok());
+    EXPECT_EQ(e.estimate, 100);
+    EXPECT_GE(e.upper, 400);
+}
+
+// SUM / AVG from 0 or 1 values of a stratum not sampled whole: the sample
+// cannot bound them; from 2 values: a finite interval of positive width.
+TEST(SampleEstimate, FewValuesSaySo) {
+    Estimate e;
+    // 0 values: SUM 0 (the HT estimate of no sample row), AVG NULL; (-inf, inf).
+    ASSERT_TRUE(estimate(Aggregate::Sum, kOnePercent, 1, nullptr, 0, Options(), e).ok());
+    EXPECT_FALSE(e.null);
+    EXPECT_EQ(e.estimate, 0);
+    EXPECT_FALSE(e.estimable);
+    EXPECT_EQ(e.lower, -INFINITY);
+    EXPECT_EQ(e.upper, INFINITY);
+    ASSERT_TRUE(estimate(Aggregate::Avg, kOnePercent, 1, nullptr, 0, Options(), e).ok());
+    EXPECT_TRUE(e.null);
+    EXPECT_FALSE(e.exact);
+    EXPECT_FALSE(e.estimable);
+    EXPECT_EQ(e.upper, INFINITY);
+    // Rows of the group whose values are all NULL (a part of no value) in a
+    // stratum not whole: unknown, also where the groups lie within their strata.
+    GroupPart nulls;
+    nulls.stratum = 0;
+    Options within;
+    within.groups_within_strata = true;
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        ASSERT_TRUE(estimate(agg, kOnePercent, 1, &nulls, 1, within, e).ok());
+        EXPECT_FALSE(e.exact);
+        EXPECT_FALSE(e.estimable);
+    }
+    // 1 value: the estimate is kept, the interval is (-inf, inf).
+    GroupPart one = part_of_values(0, {7.0});
+    ASSERT_TRUE(estimate(Aggregate::Sum, kOnePercent, 1, &one, 1, Options(), e).ok());
+    EXPECT_EQ(e.estimate, 700);
+    EXPECT_FALSE(e.estimable);
+    EXPECT_EQ(e.lower, -INFINITY);
+    ASSERT_TRUE(estimate(Aggregate::Avg, kOnePercent, 1, &one, 1, Options(), e).ok());
+    EXPECT_EQ(e.estimate, 7);
+    EXPECT_FALSE(e.estimable);
+    // ... also beside many values of a whole stratum: the sampled stratum's share is unknown.
+    const Stratum mixed[2] = {{50, 50}, {100000, 1000}};
+    GroupPart parts[2] = {part_of_values(0, std::vector<double>(50, 3.0)), part_of_values(1, {7.0})};
+    ASSERT_TRUE(estimate(Aggregate::Sum, mixed, 2, parts, 2, Options(), e).ok());
+    EXPECT_FALSE(e.estimable);
+    // 2 values: finite, lower < estimate < upper, for SUM and AVG.
+    GroupPart two = part_of_values(0, {7.0, 9.0});
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        ASSERT_TRUE(estimate(agg, kOnePercent, 1, &two, 1, Options(), e).ok());
+        EXPECT_TRUE(e.estimable);
+        EXPECT_TRUE(std::isfinite(e.lower) && std::isfinite(e.upper));
+        EXPECT_LT(e.lower, e.estimate);
+        EXPECT_GT(e.upper, e.estimate);
+        EXPECT_GT(e.df, 0);
+    }
+    // A whole stratum: exact, zero width, with 0, 1 or 2 values.
+    const Stratum whole[1] = {{2, 2}};
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        ASSERT_TRUE(estimate(agg, whole, 1, &one, 1, Options(), e).ok());
+        EXPECT_TRUE(e.exact);
+        EXPECT_EQ(e.lower, e.upper);
+        ASSERT_TRUE(estimate(agg, whole, 1, &two, 1, Options(), e).ok());
+        EXPECT_TRUE(e.exact);
+        EXPECT_EQ(e.lower, e.upper);
+        ASSERT_TRUE(estimate(agg, whole, 1, nullptr, 0, Options(), e).ok());
+        EXPECT_TRUE(e.exact);
+        EXPECT_EQ(e.null, agg != Aggregate::Count);
+    }
+}
+
+// Zero-inflated SUM: the zeros say nothing about the spread of the values
+// that make the sum; one value other than 0 cannot bound it, two give a t of
+// one degree of freedom however many zeros came with them.
+TEST(SampleEstimate, ZerosAreNotInformativeRows) {
+    std::vector<double> y(49, 0.0);
+    y.push_back(5.0);
+    GroupPart one = part_of_values(0, y);
+    EXPECT_EQ(one.m.nonzero, 1);
+    Estimate e;
+    ASSERT_TRUE(estimate(Aggregate::Sum, kOnePercent, 1, &one, 1, Options(), e).ok());
+    EXPECT_FALSE(e.estimable);
+    EXPECT_EQ(e.estimate, 500);
+    y[0] = 3.0;
+    GroupPart two = part_of_values(0, y);
+    ASSERT_TRUE(estimate(Aggregate::Sum, kOnePercent, 1, &two, 1, Options(), e).ok());
+    EXPECT_TRUE(e.estimable);
+    EXPECT_LT(e.df, 2.0);  // 1 from the values, a little more from the (known) allowance; 50 rows would give 49
+    // merged states keep the count
+    Moments a = part_of_values(0, {0.0, 2.0}).m, b = part_of_values(0, {0.0, 0.0, 4.0}).m;
+    merge(a, b);
+    EXPECT_EQ(a.nonzero, 2);
+}
+
+// One huge value among ordinary ones: the interval allows the sample to
+// have drawn one copy of it too many or too few (its HT weight w y either way).
+TEST(SampleEstimate, HugeOutlierWidensBothSides) {
+    std::vector<double> y(999, 1.0);
+    y.push_back(1e9);
+    GroupPart p = part_of_values(0, y);
+    const double w = 100, outlier = w * 1e9;
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        Estimate e;
+        ASSERT_TRUE(estimate(agg, kOnePercent, 1, &p, 1, Options(), e).ok());
+        ASSERT_TRUE(e.estimable);
+        const double scale = agg == Aggregate::Sum ? outlier : outlier / 100000;  // AVG: over N rows
+        EXPECT_GE(e.upper - e.estimate, scale) << static_cast<int>(agg);
+        EXPECT_GE(e.estimate - e.lower, 0.5 * scale) << static_cast<int>(agg);
+    }
+}
+
+// AVG of a small domain: the linearised variance times k / (k - 1) is the
+// t interval of the group's own values (one stratum, f -> 0).
+TEST(SampleEstimate, SmallDomainAverageIsTheTInterval) {
+    const Stratum huge[1] = {{1e12, 1000}};
+    const std::vector<double> y = {3.0, 5.0, 10.0};
+    GroupPart p = part_of_values(0, y);
+    Estimate e;
+    ASSERT_TRUE(estimate(Aggregate::Avg, huge, 1, &p, 1, Options(), e).ok());
+    Moments m = naive_moments(y);
+    // s^2 / k of the group's values; m / (m - 1) from the stratum's own s^2
+    EXPECT_NEAR(e.se, std::sqrt(m.m2 / (m.n - 1) / m.n * 1000.0 / 999.0), 1e-6 * e.se);
 }
 
 TEST(SampleEstimate, PercentilesOfWholeStrataArePostgres) {
