@@ -112,6 +112,9 @@ static PlannedStmt* aqp_planner(Query* parse, const char* query_string, int curs
     foreach (lc, exact->subplans) box = box || has_box_node(static_cast<Plan*>(lfirst(lc)));
     if (box) return exact;  // the box path answers (the fast path)
 
+    // Read before planning the copy: nested planning there (the synopsis
+    // cache's SPI) resets it.
+    const char* box_reason = aqp_box_path_reason;
     AqpSampleSpec spec;
     memset(&spec, 0, sizeof spec);
     const char* reason = nullptr;
@@ -120,7 +123,6 @@ static PlannedStmt* aqp_planner(Query* parse, const char* query_string, int curs
     if (sample == nullptr) {
         // Both reasons: the box path's names what its shape lacks, the
         // sample path's what the whole statement does.
-        const char* box_reason = aqp_box_path_reason;
         if (box_reason != nullptr && strncmp(box_reason, "no synopsis on table", 20) == 0)
             reason = box_reason;  // the one table the box path looked at has none
         else if (reason != nullptr && box_reason != nullptr && strcmp(box_reason, reason) != 0)

@@ -175,9 +175,9 @@ CREATE TABLE pt_p (k int, g text, x float8);
 INSERT INTO pt_p SELECT i % 10, chr(97 + i % 3), i % 100 FROM generate_series(1, 5000) i;
 SELECT (approx_gpu.create_synopsis('pt_p_syn', 'pt_p'::regclass, ARRAY['x']::name[], 1000, 'cdf', 'never')
         ->>'N')::int AS n;
-SELECT answered FROM pt_check('pt_p', 'x > 150', 0.1);
+SELECT answered FROM pt_check('pt_p', 'x > 50', 0.1);
 CREATE TABLE pt_p1 () INHERITS (pt_p);
-SELECT answered FROM pt_check('pt_p', 'x > 150', 0.1);
+SELECT answered FROM pt_check('pt_p', 'x > 50', 0.1);
 
 -- ---- errors ----------------------------------------------------------------------------------
 CREATE FUNCTION pt_err(q text) RETURNS text LANGUAGE plpgsql AS $$
