@@ -1,8 +1,12 @@
 // The sample path (DESIGN.md "Approximate aggregates in plain SQL"): the
 // query planned again over the sampled table's sample relation with the
 // weighted aggregates (aqp.h), run nested by an "Approx Sample Scan" over
-// the exact plan. Planner side: aqp_sample_planner.cpp; the node:
-// aqp_sample_scan.cpp.
+// the exact plan. Planner side: aqp_sample_planner.cpp (the hook),
+// aqp_sample_survey.cpp (the table and its synopsis), aqp_sample_rewrite.cpp
+// (the copy over the sample), internal header aqp_sample_plan.h; the node:
+// aqp_sample_scan.cpp (with the missing-groups rule); the weighted
+// aggregates: aqp_sample_aggregates.cpp, their design stack and guard:
+// aqp_sample_design.cpp.
 #pragma once
 
 #include "aqp/aqp.h"
