@@ -15,7 +15,6 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "nodes/primnodes.h"
-#include "utils/float.h"
 }
 
 #include "core/sample_estimate.hpp"
@@ -359,23 +358,15 @@ static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci
     ValueState* st = PG_ARGISNULL(0) ? nullptr : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
     const AqpSampleDesign* d = final_design(fcinfo, st ? st->sample : InvalidOid, 2, fn);
     if (st != nullptr && st->null_fraction) PG_RETURN_NULL();  // percentile_cont(NULL): NULL
-    if (st == nullptr || st->n == 0) {  // no value seen: NULL, which only a whole sample promises
-        smp::Estimate none;
-        none.null = true;
-        none.exact = true;
-        for (int s = 0; s < d->n_strata; ++s) none.exact = none.exact && !(d->rows[s] > d->sampled[s]);
-        none.estimable = none.exact;
-        none.lower = -get_float8_infinity();
-        none.upper = get_float8_infinity();
-        return answer(fcinfo, none, ci, fn);
-    }
     int32 top = -1;
-    for (int64 i = 0; i < st->n; ++i) top = Max(top, st->rows[i].stratum);
-    check_stratum_in_design(top, d, fn);
+    const int64 n = st != nullptr ? st->n : 0;
+    for (int64 i = 0; i < n; ++i) top = Max(top, st->rows[i].stratum);
+    if (n > 0) check_stratum_in_design(top, d, fn);
     smp::Stratum* design = engine_design(d);
     smp::Options opt = engine_options(d);
-    smp::Estimate e;
-    approx::Status status = smp::percentile(kind, st->fraction, design, d->n_strata, st->rows, st->n, opt, e);
+    smp::Estimate e;  // no value seen: the engine says whether NULL is exact
+    approx::Status status = smp::percentile(kind, n > 0 ? st->fraction : 0, design, d->n_strata,
+                                            n > 0 ? st->rows : nullptr, n, opt, e);
     if (!status.ok()) raise_engine_error(status, fn);
     return answer(fcinfo, e, ci, fn);
 }

@@ -342,7 +342,14 @@ Status percentile(Percentile kind, double fraction, const Stratum* design, int32
                                  rows[i].stratum + 1, n_strata);
     out.rows = static_cast<double>(n);
     if (n == 0) {
+        // No value seen: NULL, which only a sample holding every row promises
+        // (exact); otherwise unknown, with the interval (-inf, inf).
         out.null = true;
+        out.exact = true;
+        for (int32_t s = 0; s < n_strata; ++s) out.exact = out.exact && !(design[s].rows > design[s].sampled);
+        out.estimable = out.exact;
+        out.lower = -kInf;
+        out.upper = kInf;
         return Status::Ok();
     }
     // The HT weight of a row (a stratum without sample rows in the design:

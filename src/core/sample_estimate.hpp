@@ -117,7 +117,8 @@ struct WeightedValue {
 // interval [p_L, p_U] for f at the effective sample size f (1 - f) / V, mapped
 // back to the values conservatively: lower = the largest value with
 // cumulative weight <= p_L W (none: -inf), upper = the smallest with
-// cumulative weight before it >= p_U W (none: +inf). n = 0: null.
+// cumulative weight before it >= p_U W (none: +inf). n = 0: null, exact when
+// every stratum was sampled whole, else not estimable with (-inf, inf).
 Status percentile(Percentile kind, double fraction, const Stratum* design, int32_t n_strata, WeightedValue* rows,
                   int64_t n, const Options& opt, Estimate& out);
 

@@ -345,6 +345,23 @@ TEST(SampleEstimate, SmallDomainAverageIsTheTInterval) {
     EXPECT_NEAR(e.se, std::sqrt(m.m2 / (m.n - 1) / m.n * 1000.0 / 999.0), 1e-6 * e.se);
 }
 
+// No value seen: NULL, exact only where every stratum was sampled whole;
+// otherwise unknown, (-inf, inf).
+TEST(SampleEstimate, PercentileOfNoValue) {
+    const Stratum whole[2] = {{6, 6}, {5, 5}};
+    const Stratum partial[2] = {{6, 6}, {500, 5}};
+    Estimate e;
+    ASSERT_TRUE(percentile(Percentile::Cont, 0.5, whole, 2, nullptr, 0, Options(), e).ok());
+    EXPECT_TRUE(e.null);
+    EXPECT_TRUE(e.exact);
+    ASSERT_TRUE(percentile(Percentile::Disc, 0.5, partial, 2, nullptr, 0, Options(), e).ok());
+    EXPECT_TRUE(e.null);
+    EXPECT_FALSE(e.exact);
+    EXPECT_FALSE(e.estimable);
+    EXPECT_TRUE(std::isinf(e.lower) && e.lower < 0);
+    EXPECT_TRUE(std::isinf(e.upper) && e.upper > 0);
+}
+
 TEST(SampleEstimate, PercentilesOfWholeStrataArePostgres) {
     // ties, negatives, an odd count
     std::vector<double> v = {5, 1, 3, 3, 3, -2, 8, 8, 13, 0.5, 3};
