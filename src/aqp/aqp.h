@@ -39,6 +39,10 @@ void aqp_init(void);
 // load point during planning) and the settings below.
 extern double aqp_confidence;          // approx_gpu.confidence, (0, 1)
 extern double aqp_max_relative_error;  // approx_gpu.max_relative_error, 0 = off
+// approx_gpu.max_missing_groups (default 0.05): the largest estimated share of
+// groups a GROUP BY over a sample may miss before the exact plan answers
+// (both paths; aqp_missing_groups_reason).
+extern double aqp_max_missing_groups;
 extern int aqp_box_memory_limit_kb;    // approx_gpu.box_memory_limit (superuser-only)
 void aqp_define_settings(void);
 
@@ -116,6 +120,10 @@ struct AqpSampleGroups {
 };
 void aqp_sample_guard_count_group(double sample_rows);
 AqpSampleGroups aqp_sample_guard_groups(void);
+// The missing-groups rule over such counts (docs/aqp.md, "Missing groups"),
+// for both paths: why the exact plan must answer, or nullptr. The caller
+// checks approx_gpu.max_missing_groups < 1 and a sample smaller than the table.
+const char* aqp_missing_groups_reason(AqpSampleGroups g, bool grouped);
 // The pg_proc OID of the weighted form of `agg` (cached, reset on any pg_proc change).
 Oid aqp_sample_aggregate(AqpAgg agg);
 

@@ -12,6 +12,7 @@
 #include "aqp/aqp.h"
 
 extern "C" {
+#include "nodes/params.h"
 #include "nodes/plannodes.h"
 #include "utils/timestamp.h"
 }
@@ -31,17 +32,19 @@ struct AqpSampleSpec {
     bool grouped;  // the aggregated level has GROUP BY (a group the sample missed is missing)
     bool groups_within_strata;  // GROUP BY includes every stratify column (AqpSampleDesign)
     bool role_dependent;  // planning only: a synopsis of some role was considered
+    // SQL counting the groups the other tables allow (an upper bound), or
+    // nullptr: some group key is not a dimension's (aqp_sample_domain.cpp).
+    const char* domain_sql;
 };
+
+// Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
+double aqp_sample_domain_groups(const char* sql, ParamListInfo params);
 
 // approx_gpu.box_path (default on): off sends the box path's queries to the sample path.
 extern bool aqp_box_path_enabled;
 // approx_gpu.box_path_max_groups (default 16): a GROUP BY with more groups in
 // the sample goes to the sample path (a box per group costs a pass over the sample each).
 extern int aqp_box_path_max_groups;
-
-// approx_gpu.max_missing_groups (default 0.05): the largest estimated share of
-// groups a GROUP BY over the sample may miss before the exact plan answers.
-extern double aqp_max_missing_groups;
 
 // Why the box path did not answer the statement being planned (nullptr:
 // it did not look); the sample path's own reason is added to it.

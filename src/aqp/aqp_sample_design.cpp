@@ -4,7 +4,9 @@
 // around the nested execution and pops it after; an error between the two
 // leaves entries behind, which the (sub)transaction's abort removes
 // (RegisterXactCallback / RegisterSubXactCallback, access/xact.h).
-#include "aqp/aqp.h"
+#include "aqp/aqp_sample.h"
+
+#include "core/sample_estimate.hpp"
 
 #include <cmath>
 
@@ -121,6 +123,21 @@ void aqp_sample_guard_count_group(double sample_rows) {
 }
 
 AqpSampleGroups aqp_sample_guard_groups(void) { return {groups_seen, groups_once, groups_twice}; }
+
+// Chao1 (bias-corrected, Chao 1984/2005): f1 (f1 - 1) / (2 (f2 + 1)) groups unseen.
+const char* aqp_missing_groups_reason(AqpSampleGroups g, bool grouped) {
+    if (g.seen == 0)
+        return grouped ? "no sample row reached a group (the sample cannot tell an empty answer from a missed one)"
+                       : "no sample row reached the aggregates (the sample cannot tell zero from a few rows)";
+    if (!grouped) return nullptr;
+    double unseen = approx::sample::unseen_groups(g.once, g.twice);
+    double share = unseen / (static_cast<double>(g.seen) + unseen);
+    if (!(share > aqp_max_missing_groups)) return nullptr;
+    return psprintf("the sample missed an estimated %.0f%% of the groups (%.0f%% of the answers rest on one sample row; "
+                    "approx_gpu.max_missing_groups is %g)",
+                    100 * share, 100.0 * static_cast<double>(g.once) / static_cast<double>(g.seen),
+                    aqp_max_missing_groups);
+}
 
 void aqp_sample_guard_trip(const char* reason) {
     if (guard_tripped) return;

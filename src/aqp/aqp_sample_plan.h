@@ -47,5 +47,10 @@ bool aqp_sample_choose(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec
 // fills the rest of *spec; false and *reason when it cannot.
 bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec, const char** reason);
 
+// The SQL that counts the groups the other tables allow for q's GROUP BY
+// (aqp_sample_domain.cpp): every key an expression over one table joined by
+// inner joins that is not the sampled one (sampled_rti); nullptr otherwise.
+char* aqp_sample_domain_sql(Query* q, Index sampled_rti);
+
 // The sample column (1-based) holding the table's attribute; 0: none.
 int aqp_sample_column(const TableSynopsis* ts, AttrNumber attno);

@@ -188,6 +188,12 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     AqpSampleChoice& best = *choice;
     Query* q = best.level;
     // The sample subquery, the stratum passed up, the weighted aggregates.
+    // The groups the other tables allow, from the query as written: the top
+    // level's groups are the sample plan's rows (no HAVING, DISTINCT or SRF
+    // between them).
+    spec->domain_sql = nullptr;
+    if (q == copy && q->havingQual == nullptr && q->distinctClause == NIL && !q->hasTargetSRFs)
+        spec->domain_sql = aqp_sample_domain_sql(q, static_cast<AqpSampleStep*>(linitial(best.path))->rti);
     AqpSampleStep* last = static_cast<AqpSampleStep*>(llast(best.path));
     RangeTblEntry* orig = rt_fetch(last->rti, last->query->rtable);
     int table_natts = RelationGetDescr(best.table)->natts;

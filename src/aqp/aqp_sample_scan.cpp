@@ -48,8 +48,8 @@ bool aqp_is_box_scan(const CustomScan* cs) {
 // ---- the spec as plain nodes -----------------------------------------------------------
 // custom_private: (Integer relid, Integer owner, String synopsis, Const built,
 // Integer sample_relid, Const sample_rows, Const limit_count, Const
-// limit_offset, Boolean grouped, Boolean groups_within_strata, PlannedStmt
-// sample plan).
+// limit_offset, Boolean grouped, Boolean groups_within_strata, String
+// domain_sql ("": none), PlannedStmt sample plan).
 
 static Const* int8_const(int64 v) {
     return makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(v), false, FLOAT8PASSBYVAL);
@@ -68,6 +68,7 @@ static List* form_spec(const AqpSampleSpec* s, PlannedStmt* sample) {
     l = lappend(l, int8_const(s->limit_offset));
     l = lappend(l, makeBoolean(s->grouped));
     l = lappend(l, makeBoolean(s->groups_within_strata));
+    l = lappend(l, makeString(pstrdup(s->domain_sql != nullptr ? s->domain_sql : "")));
     l = lappend(l, sample);
     return l;
 }
@@ -84,7 +85,9 @@ static void deform_spec(List* l, AqpSampleSpec* s, PlannedStmt** sample) {
     s->limit_offset = int8_of(static_cast<Node*>(list_nth(l, 7)));
     s->grouped = boolVal(list_nth(l, 8));
     s->groups_within_strata = boolVal(list_nth(l, 9));
-    *sample = castNode(PlannedStmt, list_nth(l, 10));
+    const char* domain = strVal(list_nth(l, 10));
+    s->domain_sql = domain[0] != '\0' ? domain : nullptr;
+    *sample = castNode(PlannedStmt, list_nth(l, 11));
 }
 
 // ---- plan ---------------------------------------------------------------------------
@@ -217,18 +220,18 @@ static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
 // "Missing groups").
 static const char* missing_groups(const ApproxSampleState* st) {
     if (aqp_max_missing_groups >= 1 || st->ts->model.m >= st->ts->model.n_rows) return nullptr;
-    AqpSampleGroups g = aqp_sample_guard_groups();
-    if (g.seen == 0)
-        return st->spec.grouped ? "no sample row reached a group (the sample cannot tell an empty answer from a missed one)"
-                                : "no sample row reached the aggregates (the sample cannot tell zero from a few rows)";
-    if (!st->spec.grouped) return nullptr;
-    double unseen = approx::sample::unseen_groups(g.once, g.twice);
-    double share = unseen / (static_cast<double>(g.seen) + unseen);
-    if (!(share > aqp_max_missing_groups)) return nullptr;
-    return psprintf("the sample missed an estimated %.0f%% of the groups (%.0f%% of the answers rest on one sample row; "
-                    "approx_gpu.max_missing_groups is %g)",
-                    100 * share, 100.0 * static_cast<double>(g.once) / static_cast<double>(g.seen),
-                    aqp_max_missing_groups);
+    const char* chao1 = aqp_missing_groups_reason(aqp_sample_guard_groups(), st->spec.grouped);
+    if (chao1 != nullptr || !st->spec.grouped) return chao1;
+    // Chao1 counts what the seen groups show; groups rare next to a
+    // dominant one leave no singletons. When the keys are other tables'
+    // columns, the groups those tables allow bound the answer from above.
+    if (st->spec.domain_sql == nullptr) return nullptr;
+    double seen = static_cast<double>(tuplestore_tuple_count(st->store));
+    double allowed = aqp_sample_domain_groups(st->spec.domain_sql, st->css.ss.ps.state->es_param_list_info);
+    if (!(allowed > 0) || !(seen < (1 - aqp_max_missing_groups) * allowed)) return nullptr;
+    return psprintf("the sample saw %.0f of the up to %.0f groups the other tables allow (approx_gpu.max_missing_groups "
+                    "is %g)",
+                    seen, allowed, aqp_max_missing_groups);
 }
 
 static void run_sample_plan(ApproxSampleState* st) {

@@ -221,6 +221,22 @@ static void assemble_rows(AqpScanState* st, const BoxEstimates& est) {
         fall_back(st, "GROUP BY over a sample that may miss groups (stratify the synopsis on the GROUP BY columns)");
         return;
     }
+    // Without the guard, the missing-groups rule of the sample path: the
+    // groups seen on one and on two sample rows estimate those never seen.
+    if (aqp_max_missing_groups < 1 && box.n_groups > 0 && !box.groups_are_strata && model.m < model.n_rows) {
+        AqpSampleGroups seen{0, 0, 0};
+        for (int64 g = 0; g < st->n_cand; ++g) {
+            double support = group_count(st, est, g).support;
+            seen.seen += support > 0;
+            seen.once += support == 1;
+            seen.twice += support == 2;
+        }
+        const char* missing = aqp_missing_groups_reason(seen, true);
+        if (missing != nullptr) {
+            fall_back(st, missing);
+            return;
+        }
+    }
     for (int64 g = 0; g < st->n_cand; ++g) {
         syn::BoxEstimate cnt = group_count(st, est, g);
         // No sample row in the box: the answer is exactly "no rows" only where

@@ -1,0 +1,178 @@
+// The group domain of a GROUP BY over the sample (aqp_sample_plan.h): when
+// every group key is an expression over one other table of the query (a
+// dimension, read in full), the groups the query can return are among the
+// combinations of those tables' key values that pass each table's own
+// conditions. Their number is an upper bound on the groups; a sample that
+// saw far fewer may have missed groups that it had no way to see: the case
+// Chao1 is blind to, one dominant group seen many times and the rare ones
+// never (docs/aqp.md, "Missing groups").
+//
+// Planning writes the bound as SQL text, one `count(*)` of DISTINCT keys per
+// table, every name qualified (deparsed with only pg_catalog on the search
+// path, as ri_triggers.c builds its queries); the node runs it through SPI
+// with the statement's snapshot and parameters and pg_catalog, pg_temp as
+// the search path.
+#include "aqp/aqp_sample_plan.h"
+
+extern "C" {
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+}
+
+namespace {
+
+// The one range-table index every Var of `node` names (0: none, -1: more
+// than one, or something the bound cannot use: an outer Var, a sublink, an
+// executor parameter, an aggregate, a volatile function). A statement's own
+// parameters ($n of a generic plan) are passed to the count as they are.
+struct VarsOf {
+    int rti;
+};
+
+bool vars_walker(Node* node, VarsOf* c) {
+    if (node == nullptr) return false;
+    if (IsA(node, Var)) {
+        Var* v = reinterpret_cast<Var*>(node);
+        if (v->varlevelsup != 0 || (c->rti != 0 && c->rti != static_cast<int>(v->varno))) return (c->rti = -1, true);
+        c->rti = static_cast<int>(v->varno);
+        return false;
+    }
+    if (IsA(node, Param) && reinterpret_cast<Param*>(node)->paramkind == PARAM_EXTERN) return false;
+    if (IsA(node, SubLink) || IsA(node, Param) || IsA(node, Aggref) || IsA(node, GroupingFunc) ||
+        IsA(node, WindowFunc) || IsA(node, PlaceHolderVar))
+        return (c->rti = -1, true);
+    return expression_tree_walker(node, walker(vars_walker), c);
+}
+
+int only_table_of(Node* node) {
+    VarsOf c{0};
+    vars_walker(node, &c);
+    if (c.rti > 0 && contain_volatile_functions(node)) return -1;
+    return c.rti;
+}
+
+// The tables joined by inner joins at the top of the join tree, and the
+// conditions written there (WHERE and inner JOIN ... ON).
+void inner_tables(Node* n, Bitmapset** rels, List** quals) {
+    if (n == nullptr) return;
+    if (IsA(n, RangeTblRef)) {
+        *rels = bms_add_member(*rels, reinterpret_cast<RangeTblRef*>(n)->rtindex);
+    } else if (IsA(n, FromExpr)) {
+        FromExpr* f = reinterpret_cast<FromExpr*>(n);
+        ListCell* lc;
+        foreach (lc, f->fromlist) inner_tables(static_cast<Node*>(lfirst(lc)), rels, quals);
+        if (f->quals != nullptr) *quals = list_concat(*quals, make_ands_implicit(reinterpret_cast<Expr*>(f->quals)));
+    } else if (IsA(n, JoinExpr) && reinterpret_cast<JoinExpr*>(n)->jointype == JOIN_INNER) {
+        JoinExpr* j = reinterpret_cast<JoinExpr*>(n);
+        inner_tables(j->larg, rels, quals);
+        inner_tables(j->rarg, rels, quals);
+        if (j->quals != nullptr) *quals = list_concat(*quals, make_ands_implicit(reinterpret_cast<Expr*>(j->quals)));
+    }
+    // other joins: their tables are not counted (a key there leaves no bound)
+}
+
+// `e` over table rti, deparsed as an expression over that table alone.
+char* deparse_over(Node* e, int rti, RangeTblEntry* rte) {
+    Node* c = static_cast<Node*>(copyObjectImpl(e));
+    ChangeVarNodes(c, rti, 1, 0);
+    return deparse_expression(c, deparse_context_for(get_rel_name(rte->relid), rte->relid), false, false);
+}
+
+}  // namespace
+
+char* aqp_sample_domain_sql(Query* q, Index sampled_rti) {
+    if (q->groupClause == NIL || q->groupingSets != NIL) return nullptr;
+    Bitmapset* rels = nullptr;
+    List* quals = NIL;
+    inner_tables(reinterpret_cast<Node*>(q->jointree), &rels, &quals);
+    // Every key over one inner table that is not the sampled one.
+    List* keys = get_sortgrouplist_exprs(q->groupClause, q->targetList);
+    List* key_rti = NIL;
+    Bitmapset* dims = nullptr;
+    ListCell* lc;
+    foreach (lc, keys) {
+        int r = only_table_of(static_cast<Node*>(lfirst(lc)));
+        if (r <= 0 || r == static_cast<int>(sampled_rti) || !bms_is_member(r, rels)) return nullptr;
+        RangeTblEntry* rte = rt_fetch(r, q->rtable);
+        // A table read through a view is read with its owner's rights: the
+        // bound would need them; RLS of the caller applies to both alike.
+        if (rte->rtekind != RTE_RELATION || OidIsValid(rte->checkAsUser) || rte->securityQuals != NIL) return nullptr;
+        key_rti = lappend_int(key_rti, r);
+        dims = bms_add_member(dims, r);
+    }
+    // Names and operators come out qualified where pg_catalog alone would
+    // not find them (ruleutils.c qualifies what the search path does not see).
+    OverrideSearchPath path{NIL, true, false};
+    PushOverrideSearchPath(&path);
+    StringInfoData sql;
+    initStringInfo(&sql);
+    appendStringInfoString(&sql, "SELECT 1::float8");
+    int r = -1;
+    while ((r = bms_next_member(dims, r)) >= 0) {
+        RangeTblEntry* rte = rt_fetch(r, q->rtable);
+        appendStringInfoString(&sql, " * (SELECT count(*) FROM (SELECT DISTINCT ");
+        bool first = true;
+        ListCell* lc2;
+        forboth(lc, keys, lc2, key_rti) {
+            if (lfirst_int(lc2) != r) continue;
+            appendStringInfo(&sql, "%s(%s)", first ? "" : ", ", deparse_over(static_cast<Node*>(lfirst(lc)), r, rte));
+            first = false;
+        }
+        appendStringInfo(&sql, " FROM %s%s", rte->inh ? "" : "ONLY ",
+                         quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+                                                    get_rel_name(rte->relid)));
+        const char* sep = " WHERE ";
+        ListCell* qc;
+        foreach (qc, quals) {
+            Node* c = static_cast<Node*>(lfirst(qc));
+            if (only_table_of(c) != r) continue;  // a join condition or another table's: the bound stays an upper bound
+            appendStringInfo(&sql, "%s(%s)", sep, deparse_over(c, r, rte));
+            sep = " AND ";
+        }
+        appendStringInfoString(&sql, ") AS approx_keys)");
+    }
+    PopOverrideSearchPath();
+    return sql.data;
+}
+
+double aqp_sample_domain_groups(const char* sql, ParamListInfo params) {
+    // The statement's parameters, as $1..$n of the count (fetched as
+    // ExecEvalParamExtern does: a dynamic list fetches on demand).
+    int n = params != nullptr ? params->numParams : 0;
+    Oid* types = static_cast<Oid*>(palloc(sizeof(Oid) * (n + 1)));
+    Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * (n + 1)));
+    char* nulls = static_cast<char*>(palloc(n + 1));
+    for (int i = 0; i < n; ++i) {
+        ParamExternData buf;
+        ParamExternData* p = params->paramFetch != nullptr ? params->paramFetch(params, i + 1, false, &buf)
+                                                           : &params->params[i];
+        bool known = p != nullptr && OidIsValid(p->ptype);
+        types[i] = known ? p->ptype : INT4OID;  // a parameter the count does not use
+        values[i] = known ? p->value : 0;
+        nulls[i] = known && !p->isnull ? ' ' : 'n';
+    }
+    int level = NewGUCNestLevel();
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+                            0, false);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "approx aggregate: SPI_connect failed");
+    double groups = -1;
+    if (SPI_execute_with_args(sql, n, types, values, nulls, true, 1) == SPI_OK_SELECT && SPI_processed == 1) {
+        bool isnull;
+        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        if (!isnull) groups = DatumGetFloat8(d);
+    }
+    SPI_finish();
+    AtEOXact_GUC(true, level);
+    return groups;
+}
