@@ -133,10 +133,11 @@ Oid aqp_sample_aggregate(AqpAgg agg);
 // Const, List), never as a pointer, so that copyObject (the plan cache),
 // outfuncs and EXPLAIN keep it.
 
-// How the node answers. The box path is the only kind so far; a second kind
-// (a separately planned statement over the sample) gets its own fields beside
-// `boxes` and its own branch in the writer and reader.
-enum AqpPlanKind { AQP_PLAN_BOXES = 1 };
+// How the node answers: the box path (this node, AqpPlanSpec), or the sample
+// path (a separately planned statement over the sample: the "Approx Sample
+// Scan", whose spec is AqpSampleSpec, aqp_sample.h); each kind has its own
+// branch in the writer and reader, and the two share the synopsis' identity.
+enum AqpPlanKind { AQP_PLAN_BOXES = 1, AQP_PLAN_SAMPLE = 2 };
 
 // A box condition's form.
 enum AqpCondKind {

@@ -1,23 +1,34 @@
-// The plan specification of an "Approx Synopsis Scan" (AqpPlanSpec, aqp.h)
-// written into and read back from plain nodes, in one place, as PG-Strom's
+// The plan specifications of the extension's two CustomScans written into
+// and read back from plain nodes, in one place, as PG-Strom's
 // form_pgstrom_plan_info / deform_pgstrom_plan_info do for its CustomScans
-// (heterodb/pg-strom, src/gpu_join.c). The list holds Integer, Boolean,
-// String, Const and List nodes only, so copyObject (the plan cache), outfuncs
-// and readfuncs reproduce it; the expressions go to custom_exprs, where
-// setrefs fixes them. Layout of the private list:
+// (heterodb/pg-strom, src/gpu_join.c): the "Approx Synopsis Scan"
+// (AqpPlanSpec, aqp.h) and the "Approx Sample Scan" (AqpSampleSpec,
+// aqp_sample.h). The lists hold Integer, Boolean, String, Const and List nodes
+// (and the sample plan, a PlannedStmt) only, so copyObject (the plan cache),
+// outfuncs and readfuncs reproduce them; the box path's expressions go to
+// custom_exprs, where setrefs fixes them. Layout of a private list:
 //   Integer kind,
 //   List (Integer relid, Integer owner, String synopsis, Const int8 built),
-//   and for AQP_PLAN_BOXES a List (
+//   for AQP_PLAN_BOXES a List (
 //     List of Integer: attnums,
 //     List of Integer: group_cols,
 //     Boolean groups_are_strata,
 //     List of aggregates, each List (Integer kind, Boolean ci, Integer col),
-//     List of conditions, each List (Integer col, Integer kind, Integer strategy, Integer value)).
+//     List of conditions, each List (Integer col, Integer kind, Integer strategy, Integer value)),
+//   for AQP_PLAN_SAMPLE a List (Integer sample_relid, Const int8 sample_rows,
+//     Const int8 limit_count, Const int8 limit_offset, Boolean grouped,
+//     Boolean groups_within_strata, String domain_sql ("": none)), then the
+//     sample plan (PlannedStmt).
 #include "aqp/aqp.h"
+#include "aqp/aqp_sample.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
+}
+
+static Const* int8_const(int64 v) {
+    return makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(v), false, FLOAT8PASSBYVAL);
 }
 
 static List* int_list(const int* v, int n) {
@@ -34,7 +45,26 @@ struct NodeCursor {
     int take_int() { return intVal(take()); }
     bool take_bool() { return boolVal(take()); }
     List* take_list() { return castNode(List, take()); }
+    int64 take_int8() { return DatumGetInt64(castNode(Const, take())->constvalue); }
 };
+
+// The synopsis' identity, by which the executor pins it again.
+static List* form_synopsis(Oid relid, Oid owner, const char* synopsis, TimestampTz built) {
+    List* l = NIL;
+    l = lappend(l, makeInteger(static_cast<int>(relid)));
+    l = lappend(l, makeInteger(static_cast<int>(owner)));
+    l = lappend(l, makeString(pstrdup(synopsis)));
+    l = lappend(l, int8_const(built));
+    return l;
+}
+
+static void deform_synopsis(List* l, Oid* relid, Oid* owner, const char** synopsis, TimestampTz* built) {
+    NodeCursor in{l, 0};
+    *relid = static_cast<Oid>(in.take_int());
+    *owner = static_cast<Oid>(in.take_int());
+    *synopsis = strVal(in.take());
+    *built = in.take_int8();
+}
 
 static List* form_boxes(const AqpBoxSpec& b) {
     List* attnums = NIL;
@@ -91,15 +121,10 @@ static void deform_boxes(List* l, AqpBoxSpec* b) {
 }
 
 List* aqp_plan_spec_form(const AqpPlanSpec* spec, List** values) {
-    List* synopsis = NIL;
-    synopsis = lappend(synopsis, makeInteger(static_cast<int>(spec->relid)));
-    synopsis = lappend(synopsis, makeInteger(static_cast<int>(spec->owner)));
-    synopsis = lappend(synopsis, makeString(pstrdup(spec->synopsis)));
-    synopsis = lappend(synopsis,
-                       makeConst(INT8OID, -1, InvalidOid, 8, Int64GetDatum(spec->built), false, FLOAT8PASSBYVAL));
-    List* priv = list_make2(makeInteger(spec->kind), synopsis);
+    List* priv = list_make2(makeInteger(spec->kind), form_synopsis(spec->relid, spec->owner, spec->synopsis, spec->built));
     switch (spec->kind) {
         case AQP_PLAN_BOXES: priv = lappend(priv, form_boxes(spec->boxes)); break;
+        case AQP_PLAN_SAMPLE: elog(ERROR, "approx synopsis scan: a sample plan is written by aqp_sample_spec_form");
     }
     *values = spec->values;
     return priv;
@@ -109,11 +134,7 @@ AqpPlanSpec* aqp_plan_spec_deform(List* priv, List* values) {
     AqpPlanSpec* spec = static_cast<AqpPlanSpec*>(palloc0(sizeof(AqpPlanSpec)));
     NodeCursor in{priv, 0};
     int kind = in.take_int();
-    NodeCursor synopsis{in.take_list(), 0};
-    spec->relid = static_cast<Oid>(synopsis.take_int());
-    spec->owner = static_cast<Oid>(synopsis.take_int());
-    spec->synopsis = strVal(synopsis.take());
-    spec->built = DatumGetInt64(castNode(Const, synopsis.take())->constvalue);
+    deform_synopsis(in.take_list(), &spec->relid, &spec->owner, &spec->synopsis, &spec->built);
     switch (kind) {
         case AQP_PLAN_BOXES:
             spec->kind = AQP_PLAN_BOXES;
@@ -123,4 +144,35 @@ AqpPlanSpec* aqp_plan_spec_deform(List* priv, List* values) {
     }
     spec->values = values;
     return spec;
+}
+
+List* aqp_sample_spec_form(const AqpSampleSpec* spec, PlannedStmt* sample) {
+    List* fields = NIL;
+    fields = lappend(fields, makeInteger(static_cast<int>(spec->sample_relid)));
+    fields = lappend(fields, int8_const(spec->sample_rows));
+    fields = lappend(fields, int8_const(spec->limit_count));
+    fields = lappend(fields, int8_const(spec->limit_offset));
+    fields = lappend(fields, makeBoolean(spec->grouped));
+    fields = lappend(fields, makeBoolean(spec->groups_within_strata));
+    fields = lappend(fields, makeString(pstrdup(spec->domain_sql != nullptr ? spec->domain_sql : "")));
+    return list_make4(makeInteger(AQP_PLAN_SAMPLE), form_synopsis(spec->relid, spec->owner, spec->synopsis, spec->built),
+                      fields, sample);
+}
+
+void aqp_sample_spec_deform(List* priv, AqpSampleSpec* spec, PlannedStmt** sample) {
+    memset(spec, 0, sizeof *spec);
+    NodeCursor in{priv, 0};
+    int kind = in.take_int();
+    if (kind != AQP_PLAN_SAMPLE) elog(ERROR, "approx sample scan: unknown plan kind %d", kind);
+    deform_synopsis(in.take_list(), &spec->relid, &spec->owner, &spec->synopsis, &spec->built);
+    NodeCursor fields{in.take_list(), 0};
+    spec->sample_relid = static_cast<Oid>(fields.take_int());
+    spec->sample_rows = fields.take_int8();
+    spec->limit_count = fields.take_int8();
+    spec->limit_offset = fields.take_int8();
+    spec->grouped = fields.take_bool();
+    spec->groups_within_strata = fields.take_bool();
+    const char* domain = strVal(fields.take());
+    spec->domain_sql = domain[0] != '\0' ? domain : nullptr;
+    *sample = castNode(PlannedStmt, in.take());
 }

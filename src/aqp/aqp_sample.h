@@ -4,7 +4,8 @@
 // the exact plan. Planner side: aqp_sample_planner.cpp (the hook),
 // aqp_sample_survey.cpp (the table and its synopsis), aqp_sample_rewrite.cpp
 // (the copy over the sample), internal header aqp_sample_plan.h; the node:
-// aqp_sample_scan.cpp (with the missing-groups rule); the weighted
+// aqp_sample_scan.cpp (with the missing-groups rule), its spec as nodes in
+// aqp_plan_spec.cpp (beside the box path's); the weighted
 // aggregates: aqp_sample_aggregates.cpp, their design stack and guard:
 // aqp_sample_design.cpp.
 #pragma once
@@ -17,7 +18,8 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-// What the node needs besides the two plans (custom_private, as plain nodes).
+// What the node needs besides the two plans (custom_private, as plain nodes:
+// aqp_sample_spec_form in aqp_plan_spec.cpp, plan kind AQP_PLAN_SAMPLE).
 struct AqpSampleSpec {
     Oid relid;  // the synopsis, pinned again by this identity at execution
     Oid owner;
@@ -61,3 +63,7 @@ bool aqp_is_box_scan(const CustomScan* cs);
 // The exact statement with an Approx Sample Scan on top that runs `sample`
 // first; plan-cache dependencies merged.
 PlannedStmt* aqp_sample_wrap(PlannedStmt* exact, PlannedStmt* sample, const AqpSampleSpec* spec, int cursor_options);
+// The node's custom_private: the spec and the sample plan (aqp_plan_spec.cpp);
+// the reader takes the nodes back (they are not copied).
+List* aqp_sample_spec_form(const AqpSampleSpec* spec, PlannedStmt* sample);
+void aqp_sample_spec_deform(List* priv, AqpSampleSpec* spec, PlannedStmt** sample);

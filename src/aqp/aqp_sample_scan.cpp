@@ -45,51 +45,6 @@ bool aqp_is_box_scan(const CustomScan* cs) {
     return cs->methods != nullptr && strcmp(cs->methods->CustomName, "Approx Synopsis Scan") == 0;
 }
 
-// ---- the spec as plain nodes -----------------------------------------------------------
-// custom_private: (Integer relid, Integer owner, String synopsis, Const built,
-// Integer sample_relid, Const sample_rows, Const limit_count, Const
-// limit_offset, Boolean grouped, Boolean groups_within_strata, String
-// domain_sql ("": none), PlannedStmt sample plan).
-
-static Const* int8_const(int64 v) {
-    return makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(v), false, FLOAT8PASSBYVAL);
-}
-static int64 int8_of(Node* n) { return DatumGetInt64(castNode(Const, n)->constvalue); }
-
-static List* form_spec(const AqpSampleSpec* s, PlannedStmt* sample) {
-    List* l = NIL;
-    l = lappend(l, makeInteger(static_cast<int>(s->relid)));
-    l = lappend(l, makeInteger(static_cast<int>(s->owner)));
-    l = lappend(l, makeString(pstrdup(s->synopsis)));
-    l = lappend(l, int8_const(s->built));
-    l = lappend(l, makeInteger(static_cast<int>(s->sample_relid)));
-    l = lappend(l, int8_const(s->sample_rows));
-    l = lappend(l, int8_const(s->limit_count));
-    l = lappend(l, int8_const(s->limit_offset));
-    l = lappend(l, makeBoolean(s->grouped));
-    l = lappend(l, makeBoolean(s->groups_within_strata));
-    l = lappend(l, makeString(pstrdup(s->domain_sql != nullptr ? s->domain_sql : "")));
-    l = lappend(l, sample);
-    return l;
-}
-
-static void deform_spec(List* l, AqpSampleSpec* s, PlannedStmt** sample) {
-    memset(s, 0, sizeof *s);
-    s->relid = static_cast<Oid>(intVal(list_nth(l, 0)));
-    s->owner = static_cast<Oid>(intVal(list_nth(l, 1)));
-    s->synopsis = strVal(list_nth(l, 2));
-    s->built = int8_of(static_cast<Node*>(list_nth(l, 3)));
-    s->sample_relid = static_cast<Oid>(intVal(list_nth(l, 4)));
-    s->sample_rows = int8_of(static_cast<Node*>(list_nth(l, 5)));
-    s->limit_count = int8_of(static_cast<Node*>(list_nth(l, 6)));
-    s->limit_offset = int8_of(static_cast<Node*>(list_nth(l, 7)));
-    s->grouped = boolVal(list_nth(l, 8));
-    s->groups_within_strata = boolVal(list_nth(l, 9));
-    const char* domain = strVal(list_nth(l, 10));
-    s->domain_sql = domain[0] != '\0' ? domain : nullptr;
-    *sample = castNode(PlannedStmt, list_nth(l, 11));
-}
-
 // ---- plan ---------------------------------------------------------------------------
 
 static int max_node_id(Plan* p) {
@@ -129,7 +84,7 @@ PlannedStmt* aqp_sample_wrap(PlannedStmt* exact, PlannedStmt* sample, const AqpS
     p->allParam = bms_copy(child->allParam);
     cs->scan.scanrelid = 0;
     cs->flags = 0;
-    cs->custom_private = form_spec(spec, sample);
+    cs->custom_private = aqp_sample_spec_form(spec, sample);
     cs->methods = &aqp_sample_scan_methods;
     Plan* top = p;
     if (cursor_options & CURSOR_OPT_SCROLL) {  // the node reads forward only (planner.c does the same)
@@ -168,7 +123,7 @@ static void sample_begin(CustomScanState* node, EState* estate, int eflags) {
     ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
     CustomScan* cs = reinterpret_cast<CustomScan*>(node->ss.ps.plan);
     outerPlanState(node) = ExecInitNode(outerPlan(cs), estate, eflags);
-    deform_spec(cs->custom_private, &st->spec, &st->sample);
+    aqp_sample_spec_deform(cs->custom_private, &st->spec, &st->sample);
 }
 
 // The design of the pinned synopsis' sample: per stratum N_s and m_s.

@@ -40,14 +40,17 @@ Oid approx_gpu_internal_schema_oid(bool missing_ok) {
 
 // The placeholders are replaced as execute_extension_script() replaces
 // @extschema@ (src/backend/commands/extension.c): by the quoted name.
-char* approx_gpu_sql(const char* fixed_sql) {
+char* approx_gpu_sql(const char* fixed_sql) { return approx_gpu_sql(fixed_sql, InvalidOid); }
+
+// extschema InvalidOid: looked up at the first @extschema@.
+char* approx_gpu_sql(const char* fixed_sql, Oid extschema) {
     const char* ext = nullptr;
     StringInfoData out;
     initStringInfo(&out);
     for (const char* p = fixed_sql; *p;) {
         if (strncmp(p, "@extschema@", 11) == 0) {
             if (!ext) {
-                char* name = get_namespace_name(approx_gpu_schema_oid(false));
+                char* name = get_namespace_name(OidIsValid(extschema) ? extschema : approx_gpu_schema_oid(false));
                 if (!name) elog(ERROR, "cache lookup failed for the schema of extension approx_gpu");
                 ext = quote_identifier(name);
             }

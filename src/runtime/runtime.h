@@ -74,6 +74,9 @@ Oid approx_gpu_internal_schema_oid(bool missing_ok);
 // schema names (as PostgreSQL does for extension scripts); palloc'd. Only for
 // text written in the source: never pass it anything a user wrote.
 char* approx_gpu_sql(const char* fixed_sql);
+// The same with the extension's schema already looked up (a caller that
+// needed its OID anyway resolves it once).
+char* approx_gpu_sql(const char* fixed_sql, Oid extschema);
 
 // ---- the GPU service ------------------------------------------------------------
 // The GPU service (src/service/) registers what the runtime needs of it from

@@ -225,8 +225,9 @@ struct StatsMark {
 void read_stats_mark(Oid relid, StatsMark* m, List* members = NIL);
 // A partitioned table's or inheritance parent's members (itself and every
 // inheritor, find_all_inheritors without locks); NIL for a table without
-// children.
-List* table_members(Oid relid);
+// children. relkind and relhassubclass: relid's pg_class row, which the
+// caller has read already.
+List* table_members(Oid relid, char relkind, bool relhassubclass);
 // What the synopsis records as a parent's relfilenode: a fingerprint of its
 // members' OIDs and relfilenodes (ATTACH, DETACH, DROP, INHERIT, NO INHERIT,
 // TRUNCATE or a rewrite of one changes it).

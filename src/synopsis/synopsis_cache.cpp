@@ -289,19 +289,20 @@ Entry* lookup(Oid relid) {
                                   "NULL::pg_catalog.int8[], NULL::pg_catalog.text";
     // 0.7.0: the value apart (NULL for a restored row), the sample relation
     const bool storage = get_attnum(cat, "sample_relid") != InvalidAttrNumber;
-    // (every piece is fixed text of this file)
-    as_table_owner(approx_gpu_sql(psprintf("SELECT name, owner::pg_catalog.oid, %s, relation::pg_catalog.oid, attnums, "
-                            "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, "
-                            "pending_inserts, relfilenode, created, %s, %s FROM @extschema@.synopses s "
-                            "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
-                            storage ? "(SELECT v.synopsis FROM @internal@.synopsis_values v "
-                                      "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
-                                      "AND v.name OPERATOR(pg_catalog.=) s.name)"
-                                    : "synopsis",
-                            since_060,
-                            storage ? "sample_relid, sample_attnums"
-                                    : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[]")),
-                   1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
+    // (every piece is fixed text of this file; the schema as looked up above)
+    const char* sql = approx_gpu_sql(
+        psprintf("SELECT name, owner::pg_catalog.oid, %s, relation::pg_catalog.oid, attnums, "
+                 "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, "
+                 "pending_inserts, relfilenode, created, %s, %s FROM @extschema@.synopses s "
+                 "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
+                 storage ? "(SELECT v.synopsis FROM @internal@.synopsis_values v "
+                           "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
+                           "AND v.name OPERATOR(pg_catalog.=) s.name)"
+                         : "synopsis",
+                 since_060,
+                 storage ? "sample_relid, sample_attnums" : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[]"),
+        nsp);
+    as_table_owner(sql, 1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
     MemoryContextSwitchTo(old);
     MemoryContextSetParent(cxt, CacheMemoryContext);
     e->valid = true;

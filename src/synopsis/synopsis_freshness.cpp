@@ -62,13 +62,9 @@ void read_stats_mark(Oid relid, StatsMark* m, List* members) {
     m->cluster_stats_reset = pgstat_fetch_stat_bgwriter()->stat_reset_timestamp;
 }
 
-List* table_members(Oid relid) {
-    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-    if (!HeapTupleIsValid(tup)) return NIL;
-    Form_pg_class c = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
-    bool partitioned = c->relkind == RELKIND_PARTITIONED_TABLE;
-    bool maybe_parent = partitioned || c->relhassubclass;  // relhassubclass may lag behind (has_subclass)
-    ReleaseSysCache(tup);
+List* table_members(Oid relid, char relkind, bool relhassubclass) {
+    bool partitioned = relkind == RELKIND_PARTITIONED_TABLE;
+    bool maybe_parent = partitioned || relhassubclass;  // relhassubclass may lag behind (has_subclass)
     if (!maybe_parent) return NIL;
     // NoLock: a plan-time check; the planner locks the members it reads.
     List* members = find_all_inheritors(relid, NoLock, nullptr);
@@ -189,11 +185,16 @@ const char* table_synopsis_staleness(const TableSynopsis* ts) {
     if (ts->system_identifier != GetSystemIdentifier() || ts->database != MyDatabaseId)
         return "synopsis was built in another cluster or database (restored from a dump?); refresh_synopsis "
                "rebuilds it here";
+    // One read of the table's pg_class row: its relfilenode, and whether it
+    // may have members.
     HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(ts->relid));
     if (!HeapTupleIsValid(tup)) return "table no longer exists";
-    Oid filenode = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relfilenode;
+    Form_pg_class rel = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
+    Oid filenode = rel->relfilenode;
+    char relkind = rel->relkind;
+    bool relhassubclass = rel->relhassubclass;
     ReleaseSysCache(tup);
-    List* members = table_members(ts->relid);
+    List* members = table_members(ts->relid, relkind, relhassubclass);
     if (members == NIL && filenode != ts->relfilenode)
         return "table was truncated or rewritten since the synopsis was built";
     if (members != NIL && storage_mark_of(members) != ts->relfilenode)

@@ -23,11 +23,7 @@
 -- The tables live in schema aqp_t (committed: the synopsis' freshness reads
 -- the table's statistics counters) and are dropped at the end.
 -- Helpers (tap.*) come from test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SET jit = off;
 SET max_parallel_workers_per_gather = 0;  -- the same row order, so the same sample for both synopses of a seed
 -- This file checks the box path (its engines, CPU = GPU): many groups stay on it

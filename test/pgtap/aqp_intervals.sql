@@ -11,11 +11,7 @@
 --   (d) groups of wholly sampled strata are exact (zero width, = count(*))
 --   (e) no phantom groups: a group the synopsis answers has a qualifying row
 --       in the table, or a count interval that reaches 0
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SET jit = off;
 SET max_parallel_workers_per_gather = 0;
 -- These are the box path's intervals: many groups stay on it (the sample path's

@@ -10,11 +10,7 @@
 --       at least (the congressional floor): the sample relation's rows per
 --       stratum
 -- Helpers (tap.*) come from test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SELECT plan(18);
 DROP SCHEMA IF EXISTS pp CASCADE;
 CREATE SCHEMA pp;

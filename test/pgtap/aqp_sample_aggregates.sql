@@ -5,11 +5,7 @@
 --       computed by CREATE TABLE AS (no PL/pgSQL in the compared statement)
 --   (b) percentiles of random data at random fractions equal percentile_cont /
 --       percentile_disc, grouped, with NULLs, ties and +-Infinity
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SET jit = off;
 SELECT plan(6);
 

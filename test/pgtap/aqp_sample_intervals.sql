@@ -8,11 +8,7 @@
 --   (c) many rows and GROUP BY: width > 0 for every group, covering the exact answer
 --   (d) a sample of the whole table: zero width, equal to the exact answer
 --   (e) max_relative_error: an answer the sample cannot bound runs the exact plan
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SET jit = off;
 SET approx_gpu.random_seed = 27;
 SELECT plan(17);

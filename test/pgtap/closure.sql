@@ -2,11 +2,7 @@
 -- functions agree with each other and with WITH RECURSIVE, and closure laws
 -- (transitive, idempotent, contains the edges, invariant under relabelling).
 -- Helpers (tap.*) come from test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 BEGIN;
 SET LOCAL jit = off;
 SELECT plan(20);

@@ -2,11 +2,7 @@
 -- multisets, hash_join_count = its cardinality, CPU = GPU (same rows in the
 -- same order), thread counts change nothing. Helpers (tap.*) come from
 -- test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SET jit = off;
 BEGIN;
 SELECT plan(21);

@@ -20,10 +20,7 @@
 --
 -- Known defects fixed on other branches are skipped (pgTAP skip) with the
 -- branch named; enable them after the merge.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
+\ir preamble.psql
 SET search_path = approx_gpu, approx_gpu_internal, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;

@@ -1,10 +1,6 @@
 -- KDE bandwidth properties: CPU = GPU, aggregate = function, parallel = serial.
 -- Helpers (tap.*) come from test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 BEGIN;
 SELECT plan(15);
 

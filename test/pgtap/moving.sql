@@ -2,11 +2,7 @@
 -- across cells, new ids, duplicates within a batch, deletes) on uniform and
 -- clustered data, every range query equals a plain WHERE x BETWEEN ... over a
 -- mirror table; CPU = GPU (skipped without a GPU); not transactional.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 BEGIN;
 SELECT plan(16);
 

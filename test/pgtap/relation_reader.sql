@@ -4,11 +4,7 @@
 -- written by this very transaction and rolled-back ones -- the relation forms
 -- return what PostgreSQL's own query returns, with any number of workers,
 -- and the same on CPU and GPU. Helpers (tap.*) come from test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SET jit = off;
 BEGIN;
 SELECT plan(21);

@@ -3,11 +3,7 @@
 -- interval coverage, CPU = GPU for batched boxes, parallel aggregation,
 -- bit-for-bit round trips, and robustness of the text and binary input.
 -- Helpers (tap.*) come from test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 SET jit = off;
 BEGIN;
 SELECT plan(37);

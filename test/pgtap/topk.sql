@@ -1,11 +1,7 @@
 -- Top-k properties: CPU = GPU (answers and NRA depths), aggregate = ORDER BY
 -- ... LIMIT, parallel = serial, NRA = the exact answer. Helpers (tap.*) come
 -- from test/pgtap_setup.sql.
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-SET client_min_messages = warning;
-SET search_path = approx_gpu, public;
+\ir preamble.psql
 BEGIN;
 SELECT plan(31);
 
