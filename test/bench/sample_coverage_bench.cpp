@@ -252,6 +252,10 @@ int main(int argc, char** argv) {
                                 res.agg[1].total ? double(res.agg[1].unbounded) / res.agg[1].total : 0.0,
                                 res.agg[2].total ? double(res.agg[2].unbounded) / res.agg[2].total : 0.0,
                                 res.groups ? double(res.missed) / res.groups : 0.0);
+                    if (std::getenv("COVERAGE_RAW"))  // counts, for pooling runs split by shape or size
+                        std::printf("RAW %d %d %d %d %ld %ld %ld %ld %ld %ld\n", N == 100000 ? 5 : 6, shape, design,
+                                    n_groups, res.agg[0].covered, res.agg[0].total, res.agg[1].covered,
+                                    res.agg[1].total, res.agg[2].covered, res.agg[2].total);
                     std::fflush(stdout);
                 }
         }
