@@ -5,17 +5,20 @@
 // Not a timed test; docs/benchmarks.md "Sample path: interval coverage on
 // heavy tails" holds its table.
 //
-//   build/sample_coverage_bench [reps_1e5=300] [reps_1e6=40] [shapes=all] [designs=all] [census share=0.1]
+//   build/sample_coverage_bench [reps_1e5=300] [reps_1e6=40] [shapes=all]
+//                               [designs=all] [census_share=0.1]
 // (shapes: the digits of those to run, 0 normal .. 5 huge outliers; designs:
-// digits 0 unstratified .. 4 census + strata = groups; reps 0 skips a size).
+// digits 0 unstratified .. 4 census + strata = groups; reps 0 skips a size;
+// COVERAGE_RAW=1 adds each configuration's counts, to pool split runs).
 // docs/benchmarks.md used 200 and 20.
 // Query shapes: one group (a WHERE passing 20% of the rows), 10 and 100 groups
 // (Zipf(1) sizes: the smallest of 100 holds ~0.2% of the rows). Designs:
 // unstratified; 8 strata whose values scale with the stratum (sizes halving,
 // 1% each with at least 30 rows); strata = the groups (groups_within_strata,
 // the stratify-on-GROUP-BY case); census: the rows of the kCensusShare (10%)
-// of the budget largest |value| (core/sample_census.hpp) kept whole as a stratum of their own, the rest a uniform
-// sample of the other rows (alone, and with strata = groups). Seeds: population and sample seed = rep.
+// of the budget largest |value| (core/sample_census.hpp) kept whole as a
+// stratum of their own, the rest a uniform sample of the other rows (alone,
+// and with strata = groups). Seeds: population and sample seed = rep.
 // A group the sample missed (no row) is counted apart ("missed"): SQL returns
 // no row for it in a GROUP BY; coverage is over the groups returned (plus, in
 // one-group queries, the empty answer, which SQL does return). Unbounded
