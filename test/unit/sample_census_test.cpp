@@ -1,6 +1,7 @@
 // The take-all (census) stratum's row choice (core/sample_census.hpp) against a
-// full sort, its independence of the reading order, and the estimator's
-// treatment of a stratum kept whole (core/sample_estimate.hpp: no variance).
+// full sort, its independence of the reading order, and both estimators'
+// treatment of a stratum kept whole (core/sample_estimate.hpp, the sample
+// path; core/synopsis.hpp, the box path): weight 1, no variance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 
 #include "core/sample_census.hpp"
 #include "core/sample_estimate.hpp"
+#include "core/exec.hpp"
+#include "core/synopsis.hpp"
 
 using namespace approx;
 using namespace approx::sample;
@@ -169,4 +172,58 @@ TEST(SampleCensus, CoversASumMadeByAFewHugeValues) {
     EXPECT_GE(covered_census, covered_plain);
     EXPECT_GE(covered_census, 0.9 * reps);
     EXPECT_LT(covered_plain, 0.9 * reps);  // the failure the census exists for
+}
+
+// The box path over the same sample (core/synopsis: KDE boxes with smoothing
+// off) weighs a census stratum 1 and gives it no variance: the whole table's
+// SUM is the sampled stratum's estimate plus the census rows' exact sum, with
+// the sampled stratum's own standard error.
+TEST(SampleCensus, BoxPathWeighsTheCensusStratumOne) {
+    namespace syn = approx::synopsis;
+    std::mt19937_64 rng(5);
+    std::normal_distribution<double> nd(100, 20);
+    const int64_t N = 100000, t = 100, m_rest = 900;
+    std::vector<double> sample;
+    double rest_sum = 0, census_sum = 0;
+    for (int64_t i = 0; i < m_rest; ++i) {
+        sample.push_back(nd(rng));
+        rest_sum += sample.back();
+    }
+    for (int64_t i = 0; i < t; ++i) {
+        sample.push_back(1e8 * static_cast<double>(i + 1));
+        census_sum += sample.back();
+    }
+    std::vector<syn::Stratum> strata = {{N - t, 0, m_rest}, {t, m_rest, m_rest + t}};
+    syn::Synopsis s;
+    s.d = 1;
+    s.m = m_rest + t;
+    s.n_rows = N;
+    s.sample_size = s.m;
+    s.sample = sample.data();
+    s.strata = strata.data();
+    s.n_strata = 2;
+    ExecContext ctx;
+    ctx.mode = DeviceMode::Cpu;
+    ctx.cpu_threads = 1;
+    ASSERT_TRUE(syn::finalize(s, syn::Bandwidth::Scott, syn::Smoothing::Never, ctx).ok());
+    ASSERT_TRUE(syn::validate(s).ok());
+    // three boxes over every value: the table, the sampled stratum, the census
+    const std::vector<double> lo(3, -INFINITY), hi(3, INFINITY);
+    const std::vector<int32_t> which = {-1, 0, 1};
+    syn::BoxBatch b;
+    b.q = 3;
+    b.lo = lo.data();
+    b.hi = hi.data();
+    b.agg = syn::Aggregate::Sum;
+    b.column = 0;
+    b.stratum = which.data();
+    std::vector<syn::BoxEstimate> e(3);
+    ASSERT_TRUE(syn::evaluate(s, b, ctx, e.data()).ok());
+    const double rest_estimate = static_cast<double>(N - t) / m_rest * rest_sum;
+    EXPECT_NEAR(e[2].estimate, census_sum, 1e-12 * census_sum);
+    EXPECT_EQ(e[2].se, 0.0);
+    EXPECT_NEAR(e[1].estimate, rest_estimate, 1e-12 * rest_estimate);
+    EXPECT_NEAR(e[0].estimate, rest_estimate + census_sum, 1e-12 * census_sum);
+    EXPECT_NEAR(e[0].se, e[1].se, 1e-9 * e[1].se);
+    EXPECT_GT(e[1].se, 0.0);
 }
