@@ -12,34 +12,47 @@ int64_t census_size(int64_t budget, int n_measures, double share) {
     return static_cast<int64_t>(std::floor(share * static_cast<double>(budget) / n_measures));
 }
 
+namespace {
+
+bool ranks_below(const CensusEntry& a, const CensusEntry& b) {
+    return a.magnitude != b.magnitude ? a.magnitude < b.magnitude : a.key < b.key;
+}
+// std::*_heap keep the greatest under the comparator at the front: with
+// "ranks above" as the comparator, the front is the lowest kept.
+bool ranks_above(const CensusEntry& a, const CensusEntry& b) { return ranks_below(b, a); }
+
+}  // namespace
+
+void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64_t key, int64_t row) {
+    if (t <= 0 || std::isnan(value)) return;
+    const CensusEntry e{std::fabs(value), key, row};
+    if (n < t) {
+        heap[n++] = e;
+        std::push_heap(heap, heap + n, ranks_above);
+        return;
+    }
+    if (!ranks_below(heap[0], e)) return;
+    std::pop_heap(heap, heap + n, ranks_above);
+    heap[n - 1] = e;
+    std::push_heap(heap, heap + n, ranks_above);
+}
+
 CensusTop::CensusTop(int64_t t) : t_(std::max<int64_t>(0, t)) {}
 
 void CensusTop::offer(double value, uint64_t key, int64_t row) {
-    if (t_ == 0 || std::isnan(value)) return;
-    const Entry e{std::fabs(value), key, row};
-    // std::*_heap keep the greatest under the comparator at the front: with
-    // "ranks above" as the comparator, the front is the lowest kept.
-    auto above = [](const Entry& a, const Entry& b) { return lower(b, a); };
-    if (static_cast<int64_t>(heap_.size()) < t_) {
-        heap_.push_back(e);
-        std::push_heap(heap_.begin(), heap_.end(), above);
-        return;
-    }
-    if (!lower(heap_.front(), e)) return;
-    std::pop_heap(heap_.begin(), heap_.end(), above);
-    heap_.back() = e;
-    std::push_heap(heap_.begin(), heap_.end(), above);
+    if (n_ < t_ && n_ == static_cast<int64_t>(heap_.size())) heap_.push_back(CensusEntry{0, 0, 0});
+    census_offer(heap_.data(), n_, t_, value, key, row);
 }
 
 std::vector<int64_t> CensusTop::rows() const {
     std::vector<int64_t> out;
-    out.reserve(heap_.size());
-    for (const Entry& e : heap_) out.push_back(e.row);
+    out.reserve(static_cast<size_t>(n_));
+    for (int64_t i = 0; i < n_; ++i) out.push_back(heap_[i].row);
     return out;
 }
 
 double CensusTop::threshold() const {
-    return heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.front().magnitude;
+    return n_ == 0 ? std::numeric_limits<double>::infinity() : heap_[0].magnitude;
 }
 
 uint64_t census_key(uint64_t identity, uint64_t salt) {

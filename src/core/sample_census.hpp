@@ -29,10 +29,22 @@ constexpr double kCensusShare = 0.1;
 // no measure or no budget).
 int64_t census_size(int64_t budget, int n_measures, double share = kCensusShare);
 
-// The t rows of largest |value| seen so far (a bounded min-heap: O(log t) a
-// row, t entries of memory). NaN (NULL) values never enter. Ties in |value|:
-// the larger key wins, so the set is a function of the (value, key) pairs
-// alone. Keys must be distinct per row.
+// One kept row: |value|, its tie-breaking key and the caller's row id.
+struct CensusEntry {
+    double magnitude;
+    uint64_t key;
+    int64_t row;
+};
+
+// The t rows of largest |value| seen so far, over caller-owned memory (a
+// bounded min-heap of t entries: O(log t) a row; allocates nothing and
+// throws nothing, so that glue whose scan may longjmp can keep `heap` in
+// palloc'd memory). `n` entries are in use (start at 0). NaN (NULL) values
+// never enter. Ties in |value|: the larger key wins, so the kept set is a
+// function of the (value, key) pairs alone. Keys must be distinct per row.
+void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64_t key, int64_t row);
+
+// The same with its own memory.
 class CensusTop {
 public:
     explicit CensusTop(int64_t t);
@@ -41,19 +53,12 @@ public:
     std::vector<int64_t> rows() const;
     // The smallest |value| kept (the census threshold); +inf when none.
     double threshold() const;
-    int64_t size() const { return static_cast<int64_t>(heap_.size()); }
+    int64_t size() const { return n_; }
 
 private:
-    struct Entry {
-        double magnitude;
-        uint64_t key;
-        int64_t row;
-    };
-    static bool lower(const Entry& a, const Entry& b) {  // a ranks below b
-        return a.magnitude != b.magnitude ? a.magnitude < b.magnitude : a.key < b.key;
-    }
     int64_t t_;
-    std::vector<Entry> heap_;  // min-heap by rank: the front is the lowest kept
+    int64_t n_ = 0;
+    std::vector<CensusEntry> heap_;  // grows to t_ as rows arrive
 };
 
 // A 64-bit mix of a row's identity (SplitMix64's finaliser, Steele, Lea &

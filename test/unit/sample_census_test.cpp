@@ -71,6 +71,13 @@ TEST(SampleCensus, KeepsTheLargestMagnitudesWhateverTheOrder) {
         EXPECT_EQ(top.size(), t);
         EXPECT_EQ(sorted(top.rows()), want) << "reading order " << round;
         EXPECT_EQ(top.threshold(), 5000.0);  // 198 rows hold 5000: the census is made of them alone
+        // the caller-owned form (what glue keeps in palloc'd memory) keeps the same rows
+        std::vector<CensusEntry> heap(t);
+        int64_t used = 0;
+        for (int64_t i : order) census_offer(heap.data(), used, t, v[i], key[i], i);
+        std::vector<int64_t> kept;
+        for (int64_t i = 0; i < used; ++i) kept.push_back(heap[i].row);
+        EXPECT_EQ(sorted(kept), want);
         std::shuffle(order.begin(), order.end(), rng);
     }
 }
