@@ -6,13 +6,19 @@
 // heavy tails" holds its table.
 //
 //   build/sample_coverage_bench [reps_1e5=300] [reps_1e6=40] [shapes=all]
-// (shapes: the digits of those to run, 0 normal .. 5 huge outliers; reps 0
-// skips a size). docs/benchmarks.md used 200 and 20.
+//                               [designs=all] [census_share=0.1]
+// (shapes: the digits of those to run, 0 normal .. 5 huge outliers; designs:
+// digits 0 unstratified .. 4 census + strata = groups; reps 0 skips a size;
+// COVERAGE_RAW=1 adds each configuration's counts, to pool split runs).
+// docs/benchmarks.md used 200 and 20.
 // Query shapes: one group (a WHERE passing 20% of the rows), 10 and 100 groups
 // (Zipf(1) sizes: the smallest of 100 holds ~0.2% of the rows). Designs:
 // unstratified; 8 strata whose values scale with the stratum (sizes halving,
 // 1% each with at least 30 rows); strata = the groups (groups_within_strata,
-// the stratify-on-GROUP-BY case). Seeds: population and sample seed = rep.
+// the stratify-on-GROUP-BY case); census: the rows of the kCensusShare (10%)
+// of the budget largest |value| (core/sample_census.hpp) kept whole as a
+// stratum of their own, the rest a uniform sample of the other rows (alone,
+// and with strata = groups). Seeds: population and sample seed = rep.
 // A group the sample missed (no row) is counted apart ("missed"): SQL returns
 // no row for it in a GROUP BY; coverage is over the groups returned (plus, in
 // one-group queries, the empty answer, which SQL does return). Unbounded
@@ -27,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sample_census.hpp"
 #include "core/sample_estimate.hpp"
 
 using namespace approx;
@@ -52,8 +59,11 @@ double draw(Shape shape, std::mt19937_64& rng, double scale) {
     }
 }
 
-enum Design { Unstratified, ValueStrata, GroupStrata, kDesigns };
-const char* kDesignName[kDesigns] = {"unstratified", "8 value strata", "strata = groups"};
+double census_share = kCensusShare;  // argv[5]: the sensitivity check only
+
+enum Design { Unstratified, ValueStrata, GroupStrata, Census, CensusGroups, kDesigns };
+const char* kDesignName[kDesigns] = {"unstratified", "8 value strata", "strata = groups", "census",
+                                     "census + strata = groups"};
 
 struct Tally {
     long covered = 0, total = 0, unbounded = 0;
@@ -89,8 +99,15 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
     double h = 0;
     for (int g = 0; g < n_groups; ++g) cdf[g] = (h += 1.0 / (g + 1));
     for (double& c : cdf) c /= h;
-    const int n_strata = design == Unstratified ? 1 : design == ValueStrata ? 8 : n_groups;
+    const bool census = design == Census || design == CensusGroups;
+    // census: stratum 0 = the rest, the last = the census; census + groups: the groups, then the census
+    const int n_strata = design == Unstratified ? 1
+                         : design == ValueStrata ? 8
+                         : design == GroupStrata ? n_groups
+                         : design == Census      ? 2
+                                                 : n_groups + 1;
     std::vector<std::vector<int64_t>> rows_of(n_strata);
+    std::vector<int> stratum_of(N);
     std::vector<double> value(N);
     std::vector<int> group(N);
     std::vector<double> truth_n(n_groups, 0), truth_sum(n_groups, 0);
@@ -109,23 +126,43 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
                 ++s;
                 r *= 2;
             }
-        } else if (design == GroupStrata) {
+        } else if (design == GroupStrata || design == CensusGroups) {
             s = std::max(g, 0);
         }
         value[i] = draw(shape, rng, design == ValueStrata ? 1 + s : 1);
         group[i] = g;
-        rows_of[s].push_back(i);
+        stratum_of[i] = s;
         if (g >= 0) {
             truth_n[g] += 1;
             truth_sum[g] += value[i];
         }
     }
+    // Census (core/sample_census.hpp, as a build would choose it): the t rows
+    // of largest |value|, ties by a key of the row's identity; t =
+    // kCensusShare of the unstratified budget round(0.01 N), one measure.
+    const double budget = std::round(0.01 * static_cast<double>(N));
+    if (census) {
+        CensusTop top(census_size(static_cast<int64_t>(budget), 1, census_share));
+        for (int64_t i = 0; i < N; ++i) top.offer(value[i], census_key(static_cast<uint64_t>(i), seed), i);
+        for (int64_t row : top.rows()) stratum_of[row] = n_strata - 1;
+    }
+    for (int64_t i = 0; i < N; ++i) rows_of[stratum_of[i]].push_back(i);
     std::vector<Stratum> strata(n_strata);
     std::vector<std::vector<GroupPart>> parts(n_groups, std::vector<GroupPart>(n_strata));
     for (int s = 0; s < n_strata; ++s) {
         std::vector<int64_t>& idx = rows_of[s];
         const double Ns = static_cast<double>(idx.size());
-        const double ms = design == Unstratified ? std::round(0.01 * Ns) : std::min(Ns, std::max(30.0, std::round(0.01 * Ns)));
+        double ms;
+        if (design == Unstratified)
+            ms = std::round(0.01 * Ns);
+        else if (census && s == n_strata - 1)
+            ms = Ns;  // kept whole
+        else if (design == Census)
+            ms = budget - static_cast<double>(rows_of[n_strata - 1].size());
+        else if (design == CensusGroups)  // the groups' rule on (1 - share) of the rate
+            ms = std::min(Ns, std::max(30.0, std::round((1 - census_share) * 0.01 * Ns)));
+        else
+            ms = std::min(Ns, std::max(30.0, std::round(0.01 * Ns)));
         strata[s] = {Ns, ms};
         for (int g = 0; g < n_groups; ++g) parts[g][s].stratum = s;
         for (int64_t i = 0; i < static_cast<int64_t>(ms); ++i) {  // partial Fisher-Yates
@@ -136,7 +173,8 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
         }
     }
     Options opt;
-    opt.groups_within_strata = design == GroupStrata;
+    // the census stratum is sampled whole: a group it holds no row of has none there
+    opt.groups_within_strata = design == GroupStrata || design == CensusGroups;
     for (int g = 0; g < n_groups; ++g) {
         if (truth_n[g] == 0) continue;  // not in the exact answer either
         std::vector<GroupPart> seen;
@@ -173,9 +211,12 @@ int main(int argc, char** argv) {
     const int reps_small = argc > 1 ? std::atoi(argv[1]) : 300;
     const int reps_large = argc > 2 ? std::atoi(argv[2]) : 40;
     const std::string only = argc > 3 ? argv[3] : "all";
+    const std::string designs = argc > 4 ? argv[4] : "all";
+    if (argc > 5) census_share = std::atof(argv[5]);
     std::printf("| N | shape | design | groups | COUNT | SUM | AVG | unbounded SUM/AVG | missed groups |\n");
     std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     Tally all[3];
+    Tally by_design[kShapes][kDesigns][3];  // pooled over N and query shapes
     std::vector<Result> per_shape(kShapes);
     for (int64_t N : {int64_t(100000), int64_t(1000000)}) {
         const int reps = N == 100000 ? reps_small : reps_large;
@@ -184,7 +225,9 @@ int main(int argc, char** argv) {
             if (only != "all" && only.find(std::to_string(shape)) == std::string::npos) continue;
             for (int design = 0; design < kDesigns; ++design)
                 for (int n_groups : {1, 10, 100}) {
-                    if (design == GroupStrata && n_groups == 1) continue;  // the same as unstratified
+                    if ((design == GroupStrata || design == CensusGroups) && n_groups == 1)
+                        continue;  // the same as unstratified / census
+                    if (!(designs == "all" || designs.find(std::to_string(design)) != std::string::npos)) continue;
                     Result res;
                     for (int r = 1; r <= reps; ++r)
                         run_once(static_cast<Shape>(shape), static_cast<Design>(design), N, n_groups, r, res);
@@ -196,6 +239,12 @@ int main(int argc, char** argv) {
                             t.unbounded += res.by_rows[a][b].unbounded;
                         }
                     for (int a = 0; a < 3; ++a) {
+                        Tally& d = by_design[shape][design][a];
+                        d.covered += res.agg[a].covered;
+                        d.total += res.agg[a].total;
+                        d.unbounded += res.agg[a].unbounded;
+                    }
+                    for (int a = 0; a < 3; ++a) {
                         all[a].covered += res.agg[a].covered;
                         all[a].total += res.agg[a].total;
                         all[a].unbounded += res.agg[a].unbounded;
@@ -206,6 +255,10 @@ int main(int argc, char** argv) {
                                 res.agg[1].total ? double(res.agg[1].unbounded) / res.agg[1].total : 0.0,
                                 res.agg[2].total ? double(res.agg[2].unbounded) / res.agg[2].total : 0.0,
                                 res.groups ? double(res.missed) / res.groups : 0.0);
+                    if (std::getenv("COVERAGE_RAW"))  // counts, for pooling runs split by shape or size
+                        std::printf("RAW %d %d %d %d %ld %ld %ld %ld %ld %ld\n", N == 100000 ? 5 : 6, shape, design,
+                                    n_groups, res.agg[0].covered, res.agg[0].total, res.agg[1].covered,
+                                    res.agg[1].total, res.agg[2].covered, res.agg[2].total);
                     std::fflush(stdout);
                 }
         }
@@ -228,6 +281,33 @@ int main(int argc, char** argv) {
         }
         std::printf("\n");
     }
+    std::printf("\nPer shape and design (both N, all query shapes): SUM / AVG coverage\n\n| shape |");
+    for (int d = 0; d < kDesigns; ++d) std::printf(" %s |", kDesignName[d]);
+    std::printf("\n| --- |");
+    for (int d = 0; d < kDesigns; ++d) std::printf(" --- |");
+    std::printf("\n");
+    Tally pooled[2][3];  // without census (designs 0-2), with (3-4)
+    for (int shape = 0; shape < kShapes; ++shape) {
+        if (by_design[shape][0][1].total == 0 && by_design[shape][3][1].total == 0) continue;
+        std::printf("| %s |", kShapeName[shape]);
+        for (int d = 0; d < kDesigns; ++d) {
+            const Tally &su = by_design[shape][d][1], &av = by_design[shape][d][2];
+            if (su.total == 0)
+                std::printf(" - |");
+            else
+                std::printf(" %.3f / %.3f |", su.rate(), av.rate());
+            for (int a = 0; a < 3; ++a) {
+                pooled[d >= Census][a].covered += by_design[shape][d][a].covered;
+                pooled[d >= Census][a].total += by_design[shape][d][a].total;
+            }
+        }
+        std::printf("\n");
+    }
+    for (int c = 0; c < 2; ++c)
+        if (pooled[c][1].total)
+            std::printf("\n%s designs: COUNT %.3f, SUM %.3f, AVG %.3f (%ld intervals each)", c ? "census" : "no-census",
+                        pooled[c][0].rate(), pooled[c][1].rate(), pooled[c][2].rate(), pooled[c][1].total);
+    std::printf("\n");
     std::printf("\nall (query, group) pairs returned: COUNT %.3f, SUM %.3f, AVG %.3f (%ld, %ld, %ld intervals)\n",
                 all[0].rate(), all[1].rate(), all[2].rate(), all[0].total, all[1].total, all[2].total);
     return 0;

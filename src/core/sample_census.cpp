@@ -1,0 +1,65 @@
+// The take-all stratum's row choice (see sample_census.hpp).
+#include "core/sample_census.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace approx::sample {
+
+int64_t census_size(int64_t budget, int n_measures, double share) {
+    if (budget <= 0 || n_measures <= 0 || !(share > 0)) return 0;
+    return static_cast<int64_t>(std::floor(share * static_cast<double>(budget) / n_measures));
+}
+
+namespace {
+
+bool ranks_below(const CensusEntry& a, const CensusEntry& b) {
+    return a.magnitude != b.magnitude ? a.magnitude < b.magnitude : a.key < b.key;
+}
+// std::*_heap keep the greatest under the comparator at the front: with
+// "ranks above" as the comparator, the front is the lowest kept.
+bool ranks_above(const CensusEntry& a, const CensusEntry& b) { return ranks_below(b, a); }
+
+}  // namespace
+
+void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64_t key, int64_t row) {
+    if (t <= 0 || std::isnan(value)) return;
+    const CensusEntry e{std::fabs(value), key, row};
+    if (n < t) {
+        heap[n++] = e;
+        std::push_heap(heap, heap + n, ranks_above);
+        return;
+    }
+    if (!ranks_below(heap[0], e)) return;
+    std::pop_heap(heap, heap + n, ranks_above);
+    heap[n - 1] = e;
+    std::push_heap(heap, heap + n, ranks_above);
+}
+
+CensusTop::CensusTop(int64_t t) : t_(std::max<int64_t>(0, t)) {}
+
+void CensusTop::offer(double value, uint64_t key, int64_t row) {
+    if (n_ < t_ && n_ == static_cast<int64_t>(heap_.size())) heap_.push_back(CensusEntry{0, 0, 0});
+    census_offer(heap_.data(), n_, t_, value, key, row);
+}
+
+std::vector<int64_t> CensusTop::rows() const {
+    std::vector<int64_t> out;
+    out.reserve(static_cast<size_t>(n_));
+    for (int64_t i = 0; i < n_; ++i) out.push_back(heap_[i].row);
+    return out;
+}
+
+double CensusTop::threshold() const {
+    return n_ == 0 ? std::numeric_limits<double>::infinity() : heap_[0].magnitude;
+}
+
+uint64_t census_key(uint64_t identity, uint64_t salt) {
+    uint64_t z = identity + 0x9e3779b97f4a7c15ULL * (salt + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+}  // namespace approx::sample
