@@ -16,7 +16,9 @@
 
 extern "C" {
 #include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
+#include "access/htup_details.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
@@ -28,6 +30,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 }
 
 namespace {
@@ -82,11 +85,69 @@ void inner_tables(Node* n, Bitmapset** rels, List** quals) {
     // other joins: their tables are not counted (a key there leaves no bound)
 }
 
-// `e` over table rti, deparsed as an expression over that table alone.
-char* deparse_over(Node* e, int rti, RangeTblEntry* rte) {
+// `e` over table rti alone, deparsed with its columns prefixed by `alias`.
+char* deparse_as(Node* e, int rti, RangeTblEntry* rte, const char* alias) {
     Node* c = static_cast<Node*>(copyObjectImpl(e));
     ChangeVarNodes(c, rti, 1, 0);
-    return deparse_expression(c, deparse_context_for(get_rel_name(rte->relid), rte->relid), false, false);
+    return deparse_expression(c, deparse_context_for(alias, rte->relid), true, false);
+}
+
+void append_table(StringInfo sql, RangeTblEntry* rte, const char* alias) {
+    appendStringInfo(sql, "%s%s AS %s", rte->inh ? "" : "ONLY ",
+                     quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+                                                get_rel_name(rte->relid)),
+                     alias);
+}
+
+// The conditions on table rti alone, each as " AND (...)".
+void append_own_quals(StringInfo sql, List* quals, int rti, RangeTblEntry* rte, const char* alias) {
+    ListCell* qc;
+    foreach (qc, quals) {
+        Node* c = static_cast<Node*>(lfirst(qc));
+        if (only_table_of(c) == rti) appendStringInfo(sql, " AND (%s)", deparse_as(c, rti, rte, alias));
+    }
+}
+
+// A table whose rows the bound may read as the caller, as the query does.
+bool readable_as_caller(RangeTblEntry* rte) {
+    return rte->rtekind == RTE_RELATION && !OidIsValid(rte->checkAsUser) && rte->securityQuals == NIL;
+}
+
+Var* plain_var(Node* n) {
+    while (n != nullptr && IsA(n, RelabelType)) n = reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(n)->arg);
+    if (n == nullptr || !IsA(n, Var)) return nullptr;
+    Var* v = reinterpret_cast<Var*>(n);
+    return v->varlevelsup == 0 && v->varattno > 0 ? v : nullptr;
+}
+
+// "a.col OPERATOR(nsp.op) b.col" for a condition `x op y` between table rti
+// and another inner table (not the sampled one); *other: that table. Such a
+// condition holds for every row of the answer, so each key row must have a
+// partner there passing that table's own conditions: EXISTS keeps the bound
+// an upper bound (a dimension's hierarchy: nation -> region).
+const char* join_condition(Node* qual, int rti, Index sampled, const Bitmapset* rels, List* rtable, int* other) {
+    if (!IsA(qual, OpExpr) || list_length(reinterpret_cast<OpExpr*>(qual)->args) != 2) return nullptr;
+    OpExpr* op = reinterpret_cast<OpExpr*>(qual);
+    Var* l = plain_var(static_cast<Node*>(linitial(op->args)));
+    Var* r = plain_var(static_cast<Node*>(lsecond(op->args)));
+    if (l == nullptr || r == nullptr || (static_cast<int>(l->varno) == rti) == (static_cast<int>(r->varno) == rti))
+        return nullptr;
+    int o = static_cast<int>(static_cast<int>(l->varno) == rti ? r->varno : l->varno);
+    if (o == static_cast<int>(sampled) || !bms_is_member(o, rels) || !readable_as_caller(rt_fetch(o, rtable)))
+        return nullptr;
+    if (contain_volatile_functions(qual)) return nullptr;
+    *other = o;
+    auto col = [&](Var* v) {
+        return psprintf("%s.%s", static_cast<int>(v->varno) == rti ? "approx_d" : "approx_e",
+                        quote_identifier(get_attname(rt_fetch(v->varno, rtable)->relid, v->varattno, false)));
+    };
+    HeapTuple tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(op->opno));
+    if (!HeapTupleIsValid(tup)) return nullptr;
+    Form_pg_operator form = reinterpret_cast<Form_pg_operator>(GETSTRUCT(tup));
+    const char* name = psprintf("%s.%s", quote_identifier(get_namespace_name(form->oprnamespace)),
+                                NameStr(form->oprname));
+    ReleaseSysCache(tup);
+    return psprintf("%s OPERATOR(%s) %s", col(l), name, col(r));
 }
 
 }  // namespace
@@ -107,7 +168,7 @@ char* aqp_sample_domain_sql(Query* q, Index sampled_rti) {
         RangeTblEntry* rte = rt_fetch(r, q->rtable);
         // A table read through a view is read with its owner's rights: the
         // bound would need them; RLS of the caller applies to both alike.
-        if (rte->rtekind != RTE_RELATION || OidIsValid(rte->checkAsUser) || rte->securityQuals != NIL) return nullptr;
+        if (!readable_as_caller(rte)) return nullptr;
         key_rti = lappend_int(key_rti, r);
         dims = bms_add_member(dims, r);
     }
@@ -126,19 +187,28 @@ char* aqp_sample_domain_sql(Query* q, Index sampled_rti) {
         ListCell* lc2;
         forboth(lc, keys, lc2, key_rti) {
             if (lfirst_int(lc2) != r) continue;
-            appendStringInfo(&sql, "%s(%s)", first ? "" : ", ", deparse_over(static_cast<Node*>(lfirst(lc)), r, rte));
+            appendStringInfo(&sql, "%s(%s)", first ? "" : ", ",
+                             deparse_as(static_cast<Node*>(lfirst(lc)), r, rte, "approx_d"));
             first = false;
         }
-        appendStringInfo(&sql, " FROM %s%s", rte->inh ? "" : "ONLY ",
-                         quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
-                                                    get_rel_name(rte->relid)));
-        const char* sep = " WHERE ";
+        appendStringInfoString(&sql, " FROM ");
+        append_table(&sql, rte, "approx_d");
+        appendStringInfoString(&sql, " WHERE true");
+        // Its own conditions; a join condition to another inner table as an
+        // EXISTS over that table's own conditions; the rest is left out (the
+        // bound stays an upper bound).
+        append_own_quals(&sql, quals, r, rte, "approx_d");
         ListCell* qc;
         foreach (qc, quals) {
-            Node* c = static_cast<Node*>(lfirst(qc));
-            if (only_table_of(c) != r) continue;  // a join condition or another table's: the bound stays an upper bound
-            appendStringInfo(&sql, "%s(%s)", sep, deparse_over(c, r, rte));
-            sep = " AND ";
+            int o = 0;
+            const char* cond = join_condition(static_cast<Node*>(lfirst(qc)), r, sampled_rti, rels, q->rtable, &o);
+            if (cond == nullptr) continue;
+            RangeTblEntry* orte = rt_fetch(o, q->rtable);
+            appendStringInfoString(&sql, " AND EXISTS (SELECT 1 FROM ");
+            append_table(&sql, orte, "approx_e");
+            appendStringInfo(&sql, " WHERE %s", cond);
+            append_own_quals(&sql, quals, o, orte, "approx_e");
+            appendStringInfoChar(&sql, ')');
         }
         appendStringInfoString(&sql, ") AS approx_keys)");
     }
@@ -162,6 +232,7 @@ double aqp_sample_domain_groups(const char* sql, ParamListInfo params) {
         values[i] = known ? p->value : 0;
         nulls[i] = known && !p->isnull ? ' ' : 'n';
     }
+    elog(DEBUG1, "approx aggregate: the groups the other tables allow: %s", sql);
     int level = NewGUCNestLevel();
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
                             0, false);

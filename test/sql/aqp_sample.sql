@@ -130,6 +130,13 @@ SELECT d.label, approx_gpu.approx_count(*) AS n FROM sp_skew f, sp_sdim d
  WHERE d.k = f.k AND d.label IN ('l0', 'l99') AND f.x >= 0 GROUP BY d.label;
 SELECT sp_answer();
 SELECT count(*) AS groups FROM m7;
+-- a condition of another table joined to the dimension (a hierarchy: label -> grp) narrows it too
+CREATE TABLE sp_sgrp (label text PRIMARY KEY, grp text);
+INSERT INTO sp_sgrp SELECT 'l' || k, CASE WHEN k = 0 THEN 'a' ELSE 'b' END FROM generate_series(0, 14) k;
+CREATE TEMP TABLE m7h AS
+SELECT d.label, approx_gpu.approx_count(*) AS n FROM sp_skew f, sp_sdim d, sp_sgrp g
+ WHERE d.k = f.k AND g.label = d.label AND g.grp = 'a' GROUP BY d.label;
+SELECT sp_answer();
 -- a generic plan: the statement's parameters reach the bound's count
 PREPARE m7p(text) AS
 SELECT d.label, approx_gpu.approx_count(*) AS n FROM sp_skew f JOIN sp_sdim d ON d.k = f.k WHERE d.label = $1 GROUP BY d.label;
