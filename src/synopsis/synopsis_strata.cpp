@@ -106,7 +106,8 @@ void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
             Relation rel = leaves->rels[leaf];
             if (slots[leaf] == nullptr) slots[leaf] = table_slot_create(rel, nullptr);
             ItemPointerData tid;
-            ItemPointerSet(&tid, static_cast<BlockNumber>((id >> 16) & 0xFFFFFFFF), static_cast<OffsetNumber>(id & 0xFFFF));
+            ItemPointerSet(&tid, static_cast<BlockNumber>((id >> 16) & 0xFFFFFFFF),
+                           static_cast<OffsetNumber>(id & 0xFFFF));
             if (!table_tuple_fetch_row_version(rel, &tid, GetActiveSnapshot(), slots[leaf]))
                 elog(ERROR, "%s: a census row is not visible to the snapshot that read it", fn);
             TupleTableSlot* slot = slots[leaf];
@@ -119,7 +120,8 @@ void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
             stratum_key(slot, leaf_oid, cols, n_stratify, stratify, &s->key);
             char* k = s->key.data;
             StratumEntry* from = static_cast<StratumEntry*>(hash_search(s->table, &k, HASH_FIND, nullptr));
-            if (from == nullptr || from->census) elog(ERROR, "%s: a census row of a stratum the first pass did not see", fn);
+            if (from == nullptr || from->census)
+                elog(ERROR, "%s: a census row of a stratum the first pass did not see", fn);
             if (--from->rows == 0) hash_search(s->table, &k, HASH_REMOVE, nullptr);
             resetStringInfo(&s->key);
             if (OidIsValid(leaf_oid)) appendStringInfo(&s->key, "P%010u|", leaf_oid);
@@ -158,8 +160,8 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
                                    fn)));
         t = approx::sample::census_size(sample_size, h.n_measures);
         for (int m = 0; m < h.n_measures; ++m)
-            h.heap[m] = static_cast<approx::sample::CensusEntry*>(
-                palloc(sizeof(approx::sample::CensusEntry) * Max(t, 1)));
+            h.heap[m] =
+                static_cast<approx::sample::CensusEntry*>(palloc(sizeof(approx::sample::CensusEntry) * Max(t, 1)));
     }
     HASHCTL ctl;
     memset(&ctl, 0, sizeof ctl);
@@ -216,7 +218,8 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
         });
         check_engine_result(st, fn);
     }
-    for (int64 i = n_groups - 1, o = n_sampled - 1; i >= 0; --i) alloc[i] = groups[i]->census ? groups[i]->rows : alloc[o--];
+    for (int64 i = n_groups - 1, o = n_sampled - 1; i >= 0; --i)
+        alloc[i] = groups[i]->census ? groups[i]->rows : alloc[o--];
     int64 capacity = 0;
     uint64 seed = random_seed_for_call();
     for (int64 i = 0; i < n_groups; ++i) {
