@@ -292,6 +292,20 @@ $$;
 -- ---- parts: partitioned tables and inheritance parents (issue 27 item 6) ----
 COMMENT ON COLUMN synopses.relfilenode IS 'The table''s relfilenode when built (another one: truncated or rewritten since); for a partitioned table or inheritance parent a fingerprint of its members'' (OID, relfilenode) pairs (another one: a partition or child attached, detached, dropped, truncated or rewritten since)';
 
+-- ---- census (take-all) stratum (issue 27, heavy tails) ------------------------
+-- census => true keeps, per measure column, the rows of largest |value|
+-- whole (weight 1, no variance; src/core/sample_census.hpp); stored so that
+-- refresh_synopsis keeps it.
+ALTER TABLE synopses ADD COLUMN census boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN synopses.census IS 'A table synopsis built with a census (take-all) stratum of each measure''s largest values (refresh_synopsis keeps it)';
+DROP FUNCTION create_synopsis(text, regclass, name[], int, text, text, name[]);
+CREATE FUNCTION create_synopsis(name text, relation regclass, columns name[], sample_size int DEFAULT 10000,
+                                bandwidth text DEFAULT 'cdf', smoothing text DEFAULT 'auto',
+                                stratify name[] DEFAULT NULL, census boolean DEFAULT false) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'approx_gpu_create_table_synopsis' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION create_synopsis(text, regclass, name[], int, text, text, name[], boolean) IS
+    'Builds and stores a named synopsis of the table''s columns (every row, NULLs included; bool, text, varchar, char and enum columns as dictionaries; stratify: a congressional sample by those columns; census: the rows of each numeric non-stratify column''s largest |values| kept whole, a tenth of sample_size) as the caller; returns kde_synopsis_info';
+
 -- ---- schemas (item 4) -------------------------------------------------------------
 -- The control file names no schema any more: a fresh install puts the
 -- user-facing objects into the schema CREATE EXTENSION is given (public by

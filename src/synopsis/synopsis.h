@@ -188,9 +188,10 @@ Relation open_synopsis_table(Oid relid, const char* fn);
 // Builds a synopsis of columns attnums[0..d) of relid as the current user
 // (SELECT privilege on them and no row-level security for it, else ERROR
 // 42501), stratified by the synopsis columns stratify[0..n_stratify) (0-based
-// indexes) when n_stratify > 0.
+// indexes) when n_stratify > 0; census: with a take-all stratum of each
+// measure's largest |values| (synopsis_census.cpp).
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
-                                 int32 sample_size, int method, int smoothing, const char* fn);
+                                 int32 sample_size, int method, int smoothing, bool census, const char* fn);
 
 // ---- sample relations (synopsis_sample.cpp) --------------------------------------------------------
 struct SampleRelation {

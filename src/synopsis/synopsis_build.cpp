@@ -45,7 +45,7 @@ Relation open_synopsis_table(Oid relid, const char* fn) {
 }
 
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
-                                 int32 sample_size, int method, int smoothing, const char* fn) {
+                                 int32 sample_size, int method, int smoothing, bool census, const char* fn) {
     // try_: refresh_synopsis reads the table's OID from the catalog row
     // before it waits for the lock, and the table may be dropped meanwhile.
     Relation rel = open_synopsis_table(relid, fn);
@@ -127,8 +127,10 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     Strata strata;
     memset(&strata, 0, sizeof strata);
     strata.capacity = sample_size;
-    if (n_stratify > 0 || leaves.parent)
-        count_strata(&strata, &leaves, desc, cols, d, max_att, n_stratify, stratify, sample_size, fn);
+    // A census needs the first pass (its rows are known only after it).
+    if (n_stratify > 0 || leaves.parent || census)
+        count_strata(&strata, &leaves, desc, cols, d, max_att, n_stratify, stratify, sample_size, census, relname,
+                     fn);
     const int64 capacity = strata.capacity;
 
     // The sample: numbers now, dictionary values as strings until the end.
@@ -210,7 +212,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
             CHECK_FOR_INTERRUPTS();
             slot_getsomeattrs(scan.slot, max_att);
             ++n_rows;
-            StratumEntry* e = row_stratum(&strata, scan.slot, scan_leaf(scan), cols, n_stratify, stratify, fn);
+            StratumEntry* e = row_stratum(&strata, scan, cols, n_stratify, stratify, fn);
             int64 slot = syn::reservoir_slot(e->res);
             if (slot < 0) {
                 // Not sampled, but every number must be finite.

@@ -31,7 +31,14 @@ struct StratumEntry {
     int64 rows;
     int64 begin;
     int64 alloc;
+    bool census;  // a census (take-all) stratum: alloc = rows
     syn::Reservoir res;
+};
+
+// A census row of the second pass: its id (census_row_id) and stratum.
+struct CensusRow {
+    int64 id;  // hash key: must be first
+    StratumEntry* stratum;
 };
 
 // A stratified build's strata: the hash table of StratumEntry by key, the
@@ -42,6 +49,7 @@ struct Strata {
     int64 n_groups;
     int64 capacity;
     StringInfoData key;  // the key of the row being placed
+    HTAB* census;        // CensusRow by id; nullptr: no census
 };
 
 // The relations whose rows a synopsis of `rel` holds: rel itself, or for a
@@ -61,12 +69,17 @@ void close_leaves(Leaves* l, Relation rel);
 // The first pass: rows per stratum key (the leaf, then the stratify
 // columns), then a congressional allocation of sample_size over the strata
 // (each keeps min(its rows, 100) at least), with a reservoir per stratum.
+// census: the rows of each measure's (Number column, not a stratify column)
+// census_size largest |values| become a take-all stratum per leaf, kept
+// whole; the other strata share what is left of sample_size.
 void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d, AttrNumber max_att,
-                  int n_stratify, const int* stratify, int32 sample_size, const char* fn);
-// The stratum of a row of the second pass (same snapshot: the first pass
-// saw it); leaf: the row's leaf (InvalidOid: not a parent).
-StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, Oid leaf, const ColumnPlan* cols, int n_stratify,
-                          const int* stratify, const char* fn);
+                  int n_stratify, const int* stratify, int32 sample_size, bool census, const char* relname,
+                  const char* fn);
+struct Scan;
+// The stratum of the scan's row in the second pass (same snapshot: the
+// first pass saw it).
+StratumEntry* row_stratum(Strata* s, const Scan& scan, const ColumnPlan* cols, int n_stratify, const int* stratify,
+                          const char* fn);
 // The strata as the synopsis stores them.
 syn::Stratum* strata_of(const Strata* s);
 

@@ -249,13 +249,14 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     Oid caller = GetUserId();
     Oid types[3] = {TEXTOID, OIDOID, OIDOID};
     Datum args[3] = {PointerGetDatum(name), ObjectIdGetDatum(caller), ObjectIdGetDatum(only_owner)};
-    Datum values[15];
-    bool nulls[15];
+    Datum values[16];
+    bool nulls[16];
     const bool storage = storage_columns_available();
+    const bool census = storage && get_attnum(synopses_relid(), "census") != InvalidAttrNumber;
     const char* sql = psprintf(
         "SELECT owner::pg_catalog.oid, query, %s, %s, ctid::pg_catalog.text, %s, %s, "
         "CASE WHEN owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 THEN 0 "
-        "WHEN pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') THEN 1 ELSE 2 END AS tier, %s "
+        "WHEN pg_catalog.pg_has_role($2, owner::pg_catalog.oid, 'USAGE') THEN 1 ELSE 2 END AS tier, %s, %s "
         "FROM @extschema@.synopses s WHERE name OPERATOR(pg_catalog.=) $1 AND %s "
         "AND ($3 OPERATOR(pg_catalog.=) 0 OR owner::pg_catalog.oid OPERATOR(pg_catalog.=) $3) "
         "ORDER BY tier LIMIT 2%s",
@@ -273,6 +274,7 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
                   "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
                   "AND v.name OPERATOR(pg_catalog.=) s.name)"
                 : "NULL::pg_catalog.int4, NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.oid, false",
+        census ? "census" : "false",
         // Reading the value (estimates, refresh) stays with the owner's
         // privileges: the table's owner lists, inspects and drops another
         // role's synopsis of its table, but never answers from it.
@@ -281,7 +283,7 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     int tiers[3] = {0, -1, -1};  // count, then the rows' tiers
     // (every piece of sql is fixed text of this file)
     int64 n =
-        as_table_owner(approx_gpu_sql(sql), 3, types, args, nullptr, values, nulls, 15, !lock, collect_tier, tiers);
+        as_table_owner(approx_gpu_sql(sql), 3, types, args, nullptr, values, nulls, 16, !lock, collect_tier, tiers);
     if (n == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("%s: synopsis \"%s\" does not exist", fn, text_to_cstring(name)),
@@ -329,6 +331,7 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     // dumped): its sample_relid is the source's OID, which may name another
     // synopsis' sample here; never trusted, never dropped.
     row.sample_relid = nulls[13] || !DatumGetBool(values[14]) ? InvalidOid : DatumGetObjectId(values[13]);
+    row.census = !nulls[15] && DatumGetBool(values[15]);
     row.ctid = TextDatumGetCString(values[4]);
     return row;
 }

@@ -29,6 +29,7 @@ struct NamedRow {
     int method;
     int smoothing;
     Oid sample_relid;
+    bool census;  // built with a census (take-all) stratum (false before it existed)
 };
 
 // The build parameters of a row: its metadata's, else its value's; ERROR

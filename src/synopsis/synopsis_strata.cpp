@@ -6,6 +6,8 @@
 // and the scan that reads them all in the parent's layout.
 #include "synopsis/synopsis_build.h"
 
+#include "core/sample_census.hpp"
+
 extern "C" {
 #include "access/table.h"
 #include "catalog/pg_class.h"
@@ -55,11 +57,112 @@ int cmp_entry(const void* a, const void* b) {
     return strcmp((*static_cast<StratumEntry* const*>(a))->key, (*static_cast<StratumEntry* const*>(b))->key);
 }
 
+// The census' top rows per measure while counting.
+struct CensusHeaps {
+    int n_measures;
+    int col[kMaxDim];  // synopsis column of each measure
+    approx::sample::CensusEntry* heap[kMaxDim];
+    int64_t n[kMaxDim];
+};
+
+// A row's census id: its leaf's index, then its TID (block << 16 | offset).
+int64 census_row_id(const Scan& scan) {
+    const ItemPointer tid = &scan.leaf_slot->tts_tid;
+    return (static_cast<int64>(scan.leaf) << 48) | (static_cast<int64>(ItemPointerGetBlockNumber(tid)) << 16) |
+           ItemPointerGetOffsetNumber(tid);
+}
+
+StratumEntry* enter_stratum(HTAB* table, char* key) {
+    bool found;
+    StratumEntry* e = static_cast<StratumEntry*>(hash_search(table, &key, HASH_ENTER, &found));
+    if (!found) {
+        e->rows = 0;
+        e->census = false;
+    }
+    return e;
+}
+
+// The census rows out of their strata into a take-all stratum of their
+// leaf ("[P<leaf>|]C|": no ordinary key starts with C). Each row is fetched
+// by TID to find its ordinary stratum (the first pass kept only the ids);
+// a stratum left empty goes.
+void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, AttrNumber max_att,
+                  int n_stratify, const int* stratify, const CensusHeaps& h, const char* fn) {
+    HASHCTL ctl;
+    memset(&ctl, 0, sizeof ctl);
+    ctl.keysize = sizeof(int64);
+    ctl.entrysize = sizeof(CensusRow);
+    ctl.hcxt = CurrentMemoryContext;
+    s->census = hash_create("approx_gpu census", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+    TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc0(sizeof(TupleTableSlot*) * leaves->n));
+    TupleTableSlot* parent_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+    for (int j = 0; j < h.n_measures; ++j)
+        for (int64 i = 0; i < h.n[j]; ++i) {
+            const int64 id = h.heap[j][i].row;
+            bool found;
+            CensusRow* c = static_cast<CensusRow*>(hash_search(s->census, &id, HASH_ENTER, &found));
+            if (found) continue;  // the top of another measure too
+            const int leaf = static_cast<int>(id >> 48);
+            Relation rel = leaves->rels[leaf];
+            if (slots[leaf] == nullptr) slots[leaf] = table_slot_create(rel, nullptr);
+            ItemPointerData tid;
+            ItemPointerSet(&tid, static_cast<BlockNumber>((id >> 16) & 0xFFFFFFFF),
+                           static_cast<OffsetNumber>(id & 0xFFFF));
+            if (!table_tuple_fetch_row_version(rel, &tid, GetActiveSnapshot(), slots[leaf]))
+                elog(ERROR, "%s: a census row is not visible to the snapshot that read it", fn);
+            TupleTableSlot* slot = slots[leaf];
+            if (leaves->maps[leaf] != nullptr) {
+                execute_attr_map_slot(leaves->maps[leaf]->attrMap, slot, parent_slot);
+                slot = parent_slot;
+            }
+            slot_getsomeattrs(slot, max_att);
+            const Oid leaf_oid = leaves->parent ? RelationGetRelid(rel) : InvalidOid;
+            stratum_key(slot, leaf_oid, cols, n_stratify, stratify, &s->key);
+            char* k = s->key.data;
+            StratumEntry* from = static_cast<StratumEntry*>(hash_search(s->table, &k, HASH_FIND, nullptr));
+            if (from == nullptr || from->census)
+                elog(ERROR, "%s: a census row of a stratum the first pass did not see", fn);
+            if (--from->rows == 0) hash_search(s->table, &k, HASH_REMOVE, nullptr);
+            resetStringInfo(&s->key);
+            if (OidIsValid(leaf_oid)) appendStringInfo(&s->key, "P%010u|", leaf_oid);
+            appendStringInfoString(&s->key, "C|");
+            c->stratum = enter_stratum(s->table, s->key.data);
+            c->stratum->census = true;
+            ++c->stratum->rows;
+        }
+    for (int l = 0; l < leaves->n; ++l)
+        if (slots[l] != nullptr) ExecDropSingleTupleTableSlot(slots[l]);
+    ExecDropSingleTupleTableSlot(parent_slot);
+}
+
 }  // namespace
 
 void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d, AttrNumber max_att,
-                  int n_stratify, const int* stratify, int32 sample_size, const char* fn) {
+                  int n_stratify, const int* stratify, int32 sample_size, bool census, const char* relname,
+                  const char* fn) {
     initStringInfo(&s->key);
+    s->census = nullptr;
+    // The census' measures: Number columns that are not stratify columns,
+    // one heap of census_size rows each (palloc'd: the scan may longjmp).
+    CensusHeaps h;
+    memset(&h, 0, sizeof h);
+    int64 t = 0;
+    if (census) {
+        for (int j = 0; j < d; ++j) {
+            bool strat = false;
+            for (int k = 0; k < n_stratify; ++k) strat |= stratify[k] == j;
+            if (!strat && cols[j].encoding == ValueEncoding::Number) h.col[h.n_measures++] = j;
+        }
+        if (h.n_measures == 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: census needs a numeric column (int2, int4, int8, float4, float8, numeric) "
+                                   "that is not a stratify column",
+                                   fn)));
+        t = approx::sample::census_size(sample_size, h.n_measures);
+        for (int m = 0; m < h.n_measures; ++m)
+            h.heap[m] =
+                static_cast<approx::sample::CensusEntry*>(palloc(sizeof(approx::sample::CensusEntry) * Max(t, 1)));
+    }
     HASHCTL ctl;
     memset(&ctl, 0, sizeof ctl);
     ctl.keysize = sizeof(char*);
@@ -75,13 +178,21 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
         CHECK_FOR_INTERRUPTS();
         slot_getsomeattrs(scan.slot, max_att);
         stratum_key(scan.slot, scan_leaf(scan), cols, n_stratify, stratify, &s->key);
-        char* k = s->key.data;
-        bool found;
-        StratumEntry* e = static_cast<StratumEntry*>(hash_search(s->table, &k, HASH_ENTER, &found));
-        if (!found) e->rows = 0;
-        ++e->rows;
+        ++enter_stratum(s->table, s->key.data)->rows;
+        if (t == 0) continue;
+        // Ties by a key of the TID and the leaf: the same rows whatever the order.
+        const int64 id = census_row_id(scan);
+        const uint64 key = approx::sample::census_key(static_cast<uint64>(id),
+                                                      RelationGetRelid(leaves->rels[scan.leaf]));
+        for (int m = 0; m < h.n_measures; ++m) {
+            const ColumnPlan& c = cols[h.col[m]];
+            if (scan.slot->tts_isnull[c.attnum - 1]) continue;
+            double v = column_number(scan.slot->tts_values[c.attnum - 1], c.type, fn, c.name, relname);
+            approx::sample::census_offer(h.heap[m], h.n[m], t, v, key, id);
+        }
     }
     end_scan(scan);
+    if (t > 0) place_census(s, leaves, desc, cols, max_att, n_stratify, stratify, h, fn);
     s->n_groups = hash_get_num_entries(s->table);
     if (s->n_groups == 0) return;
     const int64 n_groups = s->n_groups;
@@ -91,13 +202,24 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
     int64 g = 0;
     for (StratumEntry* e; (e = static_cast<StratumEntry*>(hash_seq_search(&it))) != nullptr;) groups[g++] = e;
     qsort(groups, n_groups, sizeof(StratumEntry*), cmp_entry);
+    // Census strata keep every row; the others share the rest of the budget.
     int64* rows = static_cast<int64*>(palloc(sizeof(int64) * n_groups));
     int64* alloc = static_cast<int64*>(palloc(sizeof(int64) * n_groups));
-    for (int64 i = 0; i < n_groups; ++i) rows[i] = groups[i]->rows;
-    approx::Status st = approx::guarded([&] {
-        return syn::congressional_allocation(rows, n_groups, sample_size, kStratumFloor, alloc);
-    });
-    check_engine_result(st, fn);
+    int64 n_sampled = 0, census_rows = 0;
+    for (int64 i = 0; i < n_groups; ++i)
+        if (groups[i]->census)
+            census_rows += groups[i]->rows;
+        else
+            rows[n_sampled++] = groups[i]->rows;
+    if (n_sampled > 0) {
+        const int64 budget = Max(static_cast<int64>(sample_size) - census_rows, 1);
+        approx::Status st = approx::guarded([&] {
+            return syn::congressional_allocation(rows, n_sampled, budget, kStratumFloor, alloc);
+        });
+        check_engine_result(st, fn);
+    }
+    for (int64 i = n_groups - 1, o = n_sampled - 1; i >= 0; --i)
+        alloc[i] = groups[i]->census ? groups[i]->rows : alloc[o--];
     int64 capacity = 0;
     uint64 seed = random_seed_for_call();
     for (int64 i = 0; i < n_groups; ++i) {
@@ -111,9 +233,14 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
     s->capacity = capacity;
 }
 
-StratumEntry* row_stratum(Strata* s, TupleTableSlot* slot, Oid leaf, const ColumnPlan* cols, int n_stratify,
-                          const int* stratify, const char* fn) {
-    stratum_key(slot, leaf, cols, n_stratify, stratify, &s->key);
+StratumEntry* row_stratum(Strata* s, const Scan& scan, const ColumnPlan* cols, int n_stratify, const int* stratify,
+                          const char* fn) {
+    if (s->census != nullptr) {
+        const int64 id = census_row_id(scan);
+        CensusRow* c = static_cast<CensusRow*>(hash_search(s->census, &id, HASH_FIND, nullptr));
+        if (c != nullptr) return c->stratum;
+    }
+    stratum_key(scan.slot, scan_leaf(scan), cols, n_stratify, stratify, &s->key);
     char* k = s->key.data;
     StratumEntry* e = static_cast<StratumEntry*>(hash_search(s->table, &k, HASH_FIND, nullptr));
     if (e == nullptr)  // same snapshot, same rows: cannot happen

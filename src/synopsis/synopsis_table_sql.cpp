@@ -89,17 +89,18 @@ void freshness_args(const TableBuild* b, int d, Oid* types, Datum* args, char* n
 }
 
 // The 0.7.0 catalog columns of a build: sample_size, bandwidth, smoothing,
-// sample_relid, sample_attnums -- 5 parameters from types[0].
-constexpr int kStorageArgs = 5;
-void storage_args(const TableBuild* b, int32 sample_size, int method, int smoothing, Oid* types, Datum* args,
-                  char* nulls) {
-    const Oid t[kStorageArgs] = {INT4OID, TEXTOID, TEXTOID, OIDOID, INT2ARRAYOID};
+// sample_relid, sample_attnums, census -- 6 parameters from types[0].
+constexpr int kStorageArgs = 6;
+void storage_args(const TableBuild* b, int32 sample_size, int method, int smoothing, bool census, Oid* types,
+                  Datum* args, char* nulls) {
+    const Oid t[kStorageArgs] = {INT4OID, TEXTOID, TEXTOID, OIDOID, INT2ARRAYOID, BOOLOID};
     memcpy(types, t, sizeof t);
     args[0] = Int32GetDatum(sample_size);
     args[1] = CStringGetTextDatum(kBandwidthNames[method]);
     args[2] = CStringGetTextDatum(kSmoothingNames[smoothing]);
     args[3] = ObjectIdGetDatum(b->sample_relid);
     args[4] = OidIsValid(b->sample_relid) ? PointerGetDatum(int2_array_of(b->sample_attnum, b->sample_natts)) : (Datum)0;
+    args[5] = BoolGetDatum(census);
     memset(nulls, ' ', kStorageArgs);
     if (!OidIsValid(b->sample_relid)) nulls[3] = nulls[4] = 'n';
 }
@@ -155,7 +156,8 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
     int nest = NewGUCNestLevel();
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
                             false);
-    TableBuild* b = build_table_synopsis(row.relation, row.d, attnums, ns, stratify, k, method, smoothing, fn);
+    TableBuild* b = build_table_synopsis(row.relation, row.d, attnums, ns, stratify, k, method, smoothing, row.census,
+                                         fn);
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
     constexpr int kArgs = 12 + kFreshnessArgs + kStorageArgs;
@@ -178,7 +180,7 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
     nulls[kArgs] = '\0';
     if (ns == 0) nulls[11] = 'n';
     freshness_args(b, row.d, types + 12, args + 12, nulls + 12);
-    storage_args(b, k, method, smoothing, types + 12 + kFreshnessArgs, args + 12 + kFreshnessArgs,
+    storage_args(b, k, method, smoothing, row.census, types + 12 + kFreshnessArgs, args + 12 + kFreshnessArgs,
                  nulls + 12 + kFreshnessArgs);
     // The metadata, then the value (a restored row has none yet).
     int64 updated = as_table_owner(
@@ -187,7 +189,7 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
                        "pending_inserts = $6, relfilenode = $7, attnums = $11, stratify = $12, attnames = $13, "
                        "inserts_built = $14, system_identifier = $15, database_oid = $16, stats_reset = $17, "
                        "cluster_stats_reset = $18, label_hashes = $19, built_stale = $20, sample_size = $21, bandwidth = $22, "
-                       "smoothing = $23, sample_relid = $24, sample_attnums = $25 "
+                       "smoothing = $23, sample_relid = $24, sample_attnums = $25, census = $26 "
                        "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $8 AND name OPERATOR(pg_catalog.=) $9 "
                        "AND ctid OPERATOR(pg_catalog.=) $10::pg_catalog.tid RETURNING owner, name) "
                        "INSERT INTO @internal@.synopsis_values (owner, name, synopsis) SELECT owner, name, $1 FROM m "
@@ -209,10 +211,15 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
 
 APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     const char* fn = "create_synopsis";
-    static const char* const kArgs[] = {"name", "relation", "columns", "sample_size", "bandwidth", "smoothing"};
-    for (int a = 0; a < 6; ++a)
-        if (PG_ARGISNULL(a))
+    static const char* const kArgs[] = {"name", "relation", "columns", "sample_size", "bandwidth", "smoothing",
+                                        "census"};
+    for (int a = 0; a < 7; ++a) {
+        const int argno = a < 6 ? a : 7;  // stratify (6) may be NULL
+        if (argno >= PG_NARGS()) break;   // the 0.6.0 signature has no census
+        if (PG_ARGISNULL(argno))
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: %s must not be NULL", fn, kArgs[a])));
+    }
+    const bool census = PG_NARGS() > 7 && PG_GETARG_BOOL(7);
     text* name = PG_GETARG_TEXT_PP(0);
     check_name(name, fn);
     Oid relid = PG_GETARG_OID(1);
@@ -269,7 +276,7 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     }
     Oid owner = GetUserId();
     refuse_taken_name(name, owner, fn);
-    TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, fn);
+    TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, census, fn);
     AttrNumber satt[kMaxDim];
     for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
     constexpr int kRowArgs = 12 + kFreshnessArgs + kStorageArgs;
@@ -293,17 +300,17 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     arg_nulls[kRowArgs] = '\0';
     if (ns == 0) arg_nulls[7] = 'n';
     freshness_args(b, d, types + 12, args + 12, arg_nulls + 12);
-    storage_args(b, k, method, smoothing, types + 12 + kFreshnessArgs, args + 12 + kFreshnessArgs,
+    storage_args(b, k, method, smoothing, census, types + 12 + kFreshnessArgs, args + 12 + kFreshnessArgs,
                  arg_nulls + 12 + kFreshnessArgs);
     // The metadata, then the value (synopsis_values, 0.7.0).
     if (as_table_owner(
             approx_gpu_sql("WITH m AS (INSERT INTO @extschema@.synopses (name, owner, created, relation, attnums, atttypes, "
                            "collations, stratify, rows_built, changes_built, pending_inserts, relfilenode, attnames, inserts_built, "
                            "system_identifier, database_oid, stats_reset, cluster_stats_reset, label_hashes, built_stale, "
-                           "sample_size, bandwidth, smoothing, sample_relid, sample_attnums) "
+                           "sample_size, bandwidth, smoothing, sample_relid, sample_attnums, census) "
                            "VALUES ($1, $2::pg_catalog.regrole, pg_catalog.clock_timestamp(), $4::pg_catalog.regclass, $5, "
                            "$6::pg_catalog.regtype[], $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-                           "$21, $22, $23, $24, $25) ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
+                           "$21, $22, $23, $24, $25, $26) ON CONFLICT (owner, name) DO NOTHING RETURNING owner, name) "
                            "INSERT INTO @internal@.synopsis_values (owner, name, synopsis) SELECT owner, name, $3 FROM m"),
             kRowArgs, types, args, arg_nulls, nullptr, nullptr, 0) == 0)
         name_taken(name, fn);

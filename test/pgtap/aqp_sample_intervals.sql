@@ -8,10 +8,11 @@
 --   (c) many rows and GROUP BY: width > 0 for every group, covering the exact answer
 --   (d) a sample of the whole table: zero width, equal to the exact answer
 --   (e) max_relative_error: an answer the sample cannot bound runs the exact plan
+--   (f) a heavy tail with a census stratum: its huge values in the sample for certain, SUM near exact
 \ir preamble.psql
 SET jit = off;
 SET approx_gpu.random_seed = 27;
-SELECT plan(17);
+SELECT plan(21);
 
 DROP SCHEMA IF EXISTS hon CASCADE;
 CREATE SCHEMA hon;
@@ -101,6 +102,26 @@ CREATE TABLE hon.e2 AS SELECT approx_sum(x) AS s FROM hon.w WHERE note = 'none' 
 SELECT is(hon.answer(), 'sample', '(e) ... but a whole sample''s NULL is exact: answered from the sample');
 RESET approx_gpu.max_relative_error;
 
+-- (f) 20 rows of 10^7 among 40,000 of 1..100 (99% of the sum): a 1% sample
+-- without a census holds few of them; with one (40 rows kept whole) all
+CREATE TABLE hon.h AS
+SELECT i AS id, CASE WHEN i > 40000 THEN 1e7 ELSE 1 + i % 100 END::float8 AS x FROM generate_series(1, 40020) i;
+ANALYZE hon.h;
+SELECT approx_gpu.create_synopsis('hon_plain', 'hon.h'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never')
+       IS NOT NULL AS created \gset
+SELECT format('%s', sample_relid::regclass) AS psample FROM approx_gpu.synopses WHERE name = 'hon_plain' \gset
+SELECT ok((SELECT count(*) FROM :psample WHERE x = 1e7) < 20, '(f) without a census: not every row of 10^7 is in the sample');
+SELECT approx_gpu.drop_synopsis('hon_plain') IS NOT NULL AS dropped \gset
+SELECT approx_gpu.create_synopsis('hon_census', 'hon.h'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never', census => true)
+       IS NOT NULL AS created \gset
+SELECT format('%s', sample_relid::regclass) AS hsample FROM approx_gpu.synopses WHERE name = 'hon_census' \gset
+SELECT is((SELECT count(*) FROM :hsample WHERE x = 1e7), 20::bigint, '(f) census: every row of 10^7 is in the sample');
+CREATE TABLE hon.f AS SELECT approx_sum_ci(x) AS s FROM hon.h WHERE id > 0 OR x < 0;
+SELECT is(hon.answer(), 'sample', '(f) answered from the sample');
+SELECT ok(e.s BETWEEN (f.s).lower AND (f.s).upper AND abs((f.s).estimate - e.s) < 0.05 * e.s,
+          '(f) census: the SUM interval covers the exact sum, within 5%') FROM hon.f f, (SELECT sum(x) AS s FROM hon.h) e;
+
+SELECT approx_gpu.drop_synopsis('hon_census') IS NOT NULL AS dropped \gset
 SELECT approx_gpu.drop_synopsis('hon_syn') IS NOT NULL AS dropped \gset
 SELECT approx_gpu.drop_synopsis('hon_whole') IS NOT NULL AS dropped \gset
 DROP SCHEMA hon CASCADE;

@@ -140,7 +140,7 @@ INSERT INTO hostile_base VALUES
   ('kde_density(kde_synopsis,float8[])', $${"(SELECT s FROM hostile_syn)","'{50,25}'::float8[]"}$$),
   ('kde_synopsis_info(kde_synopsis)', $${"(SELECT s FROM hostile_syn)"}$$),
   ('create_synopsis(text,text,int,text,text)', $${"format('hostile_new_%s', nextval('hostile_seq'))","'SELECT a, b FROM hostile_t'","50","'cdf'","'auto'"}$$),
-  ('create_synopsis(text,regclass,name[],int,text,text,name[])', $${"format('hostile_new_%s', nextval('hostile_seq'))","'hostile_perm'::regclass","'{a,b}'::name[]","50","'cdf'","'auto'","'{k}'::name[]"}$$),
+  ('create_synopsis(text,regclass,name[],int,text,text,name[],boolean)', $${"format('hostile_new_%s', nextval('hostile_seq'))","'hostile_perm'::regclass","'{a,b}'::name[]","50","'cdf'","'auto'","'{k}'::name[]","true"}$$),
   ('synopsis_status(text)', $${"'hostile_named'"}$$),
   ('synopses_drop_relations()', '{}'),
   ('synopses_follow_renames()', '{}'),

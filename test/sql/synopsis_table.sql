@@ -208,6 +208,53 @@ RESET ROLE;
 SELECT (approx_gpu.create_synopsis('st_rls_owner', 'st_rls', ARRAY['a']::name[], 50)->>'N')::int AS owner_n;
 SELECT approx_gpu.drop_synopsis('st_rls_owner');
 
+-- census (take-all) stratum: the rows of the measures' largest |values|
+-- kept whole (a tenth of the sample: 100 of 1000, x the only measure: k
+-- stratifies, note is a dictionary), the rest sampled from the other rows
+CREATE TABLE st_heavy AS
+  SELECT i AS id, CASE WHEN i % 1000 = 0 THEN 1e7 ELSE i % 100 END::float8 AS x, i % 3 AS k, 'n' || (i % 5) AS note
+  FROM generate_series(1, 20000) i;
+CREATE FUNCTION pg_temp.strata(syn text) RETURNS TABLE (n int8, m int8) LANGUAGE sql AS $$
+  SELECT (e->>0)::int8, (e->>2)::int8 - (e->>1)::int8
+    FROM approx_gpu_internal.synopsis_values v, jsonb_array_elements(v.synopsis::text::jsonb->'strata') e
+   WHERE v.name = syn $$;
+CREATE FUNCTION pg_temp.heavy_in_sample(syn text) RETURNS int8 LANGUAGE plpgsql AS $$
+DECLARE r int8;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM %s WHERE x = 1e7',
+                 (SELECT sample_relid::regclass FROM approx_gpu.synopses WHERE name = syn)) INTO r;
+  RETURN r;
+END $$;
+SELECT (i->>'N')::int AS n, (i->>'strata')::int AS strata, (i->>'m')::int AS m
+FROM (SELECT approx_gpu.create_synopsis('sth', 'st_heavy', ARRAY['x', 'k', 'note']::name[], 1000, 'cdf', 'never',
+                                        ARRAY['k']::name[], census => true) AS i) c;
+SELECT census FROM approx_gpu.synopses WHERE name = 'sth';
+-- one stratum kept whole, of census_size rows; the strata add up to the table
+SELECT count(*) FILTER (WHERE n = m) AS whole_strata, max(n) FILTER (WHERE n = m) AS census_rows,
+       sum(n) AS strata_rows, sum(m) <= 1000 AS within_budget FROM pg_temp.strata('sth');
+SELECT pg_temp.heavy_in_sample('sth') AS heavy_rows_kept;
+-- refresh keeps it
+SELECT (approx_gpu.refresh_synopsis('sth')->>'strata')::int AS refreshed_strata;
+SELECT census FROM approx_gpu.synopses WHERE name = 'sth';
+SELECT count(*) FILTER (WHERE n = m) AS whole_strata, sum(n) AS strata_rows FROM pg_temp.strata('sth');
+SELECT pg_temp.heavy_in_sample('sth') AS heavy_rows_kept;
+-- without stratify: the census is a stratum beside the one of the other rows
+SELECT (approx_gpu.create_synopsis('sth2', 'st_heavy', ARRAY['x']::name[], 1000, census => true)->>'strata')::int AS strata;
+SELECT n, m FROM pg_temp.strata('sth2') ORDER BY n;
+-- a partitioned table: a census stratum per partition, from one table-wide census
+CREATE TABLE st_hpart (id int, x float8) PARTITION BY RANGE (id);
+CREATE TABLE st_hpart_1 PARTITION OF st_hpart FOR VALUES FROM (1) TO (10001);
+CREATE TABLE st_hpart_2 PARTITION OF st_hpart FOR VALUES FROM (10001) TO (20001);
+INSERT INTO st_hpart SELECT id, x FROM st_heavy;
+SELECT (approx_gpu.create_synopsis('sthp', 'st_hpart', ARRAY['x']::name[], 1000, census => true)->>'strata')::int AS strata;
+SELECT count(*) FILTER (WHERE n = m) AS whole_strata, sum(n) FILTER (WHERE n = m) AS census_rows,
+       sum(n) AS strata_rows FROM pg_temp.strata('sthp');
+SELECT pg_temp.heavy_in_sample('sthp') AS heavy_rows_kept;
+-- no measure to keep (k stratifies, note is a dictionary); census NULL
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_heavy', ARRAY['k', 'note']::name[], 100, 'cdf', 'never', ARRAY['k']::name[], true)$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_heavy', ARRAY['x']::name[], 100, census => NULL)$$);
+SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('sth', 'sth2', 'sthp') ORDER BY name;
+
 SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('stg', 'stk', 'stn', 'stc2') ORDER BY name;
 SELECT count(*) AS left_over FROM approx_gpu.synopses;
 DROP OWNED BY regress_syntab_reader;
