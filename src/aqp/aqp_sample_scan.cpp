@@ -15,8 +15,6 @@
 // hangs on lefttree, initialised and ended by this node.
 #include "aqp/aqp_sample.h"
 
-#include "core/sample_estimate.hpp"
-
 #include "synopsis/synopsis_table.h"
 
 #include <algorithm>
