@@ -294,17 +294,20 @@ COMMENT ON COLUMN synopses.relfilenode IS 'The table''s relfilenode when built (
 
 -- ---- census (take-all) stratum (issue 27, heavy tails) ------------------------
 -- census => true keeps, per measure column, the rows of largest |value|
--- whole (weight 1, no variance; src/core/sample_census.hpp); stored so that
--- refresh_synopsis keeps it.
-ALTER TABLE synopses ADD COLUMN census boolean NOT NULL DEFAULT false;
-COMMENT ON COLUMN synopses.census IS 'A table synopsis built with a census (take-all) stratum of each measure''s largest values (refresh_synopsis keeps it)';
+-- whole (weight 1, no variance; src/core/sample_census.hpp); NULL (the
+-- default) keeps them for the measures whose tail it pays for
+-- (census_pays), decided at each build; stored so that refresh_synopsis
+-- keeps it. Synopses of older versions were built without one (false).
+ALTER TABLE synopses ADD COLUMN census boolean DEFAULT false;
+ALTER TABLE synopses ALTER COLUMN census DROP DEFAULT;
+COMMENT ON COLUMN synopses.census IS 'The census => argument of a table synopsis: true, a census (take-all) stratum of each measure''s largest values; NULL, of the measures whose top values hold more of their spread than the census costs (decided at each build); false, none (refresh_synopsis keeps it)';
 DROP FUNCTION create_synopsis(text, regclass, name[], int, text, text, name[]);
 CREATE FUNCTION create_synopsis(name text, relation regclass, columns name[], sample_size int DEFAULT 10000,
                                 bandwidth text DEFAULT 'cdf', smoothing text DEFAULT 'auto',
-                                stratify name[] DEFAULT NULL, census boolean DEFAULT false) RETURNS jsonb
+                                stratify name[] DEFAULT NULL, census boolean DEFAULT NULL) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'approx_gpu_create_table_synopsis' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION create_synopsis(text, regclass, name[], int, text, text, name[], boolean) IS
-    'Builds and stores a named synopsis of the table''s columns (every row, NULLs included; bool, text, varchar, char and enum columns as dictionaries; stratify: a congressional sample by those columns; census: the rows of each numeric non-stratify column''s largest |values| kept whole, a tenth of sample_size) as the caller; returns kde_synopsis_info';
+    'Builds and stores a named synopsis of the table''s columns (every row, NULLs included; bool, text, varchar, char and enum columns as dictionaries; stratify: a congressional sample by those columns; census: the rows of each numeric non-stratify column''s largest |values| kept whole, a tenth of sample_size; NULL: for the columns whose tail it pays for) as the caller; returns kde_synopsis_info';
 
 -- ---- schemas (item 4) -------------------------------------------------------------
 -- The control file names no schema any more: a fresh install puts the

@@ -189,11 +189,22 @@ static void find_groups(AqpScanState* st) {
     const AqpBoxSpec& box = st->spec->boxes;
     int ng = box.n_groups;
     if (ng == 0) {
+        st->groups_are_strata = false;
         st->n_cand = 1;
         st->keys = nullptr;
         return;
     }
-    if (box.groups_are_strata) {
+    st->groups_are_strata = box.groups_are_strata;
+    // A stratum whose sample rows differ in a group key (the census stratum
+    // of a synopsis stratified on them) is not one group.
+    for (int g = 0; g < s.n_strata && st->groups_are_strata; ++g)
+        for (int64 i = s.strata[g].begin + 1; i < s.strata[g].end && st->groups_are_strata; ++i)
+            for (int j = 0; j < ng; ++j) {
+                const double a = s.sample[s.strata[g].begin * s.d + box.group_cols[j]],
+                             b = s.sample[i * s.d + box.group_cols[j]];
+                if (!(a == b || (std::isnan(a) && std::isnan(b)))) st->groups_are_strata = false;
+            }
+    if (st->groups_are_strata) {
         st->keys = static_cast<double*>(palloc(sizeof(double) * ng * (s.n_strata > 0 ? s.n_strata : 1)));
         st->n_cand = 0;
         for (int g = 0; g < s.n_strata; ++g) {
@@ -257,7 +268,7 @@ void build_boxes(AqpScanState* st) {
 
     // Columns fixed per group (not in the strata case: a stratum holds its key).
     bool* fixed = static_cast<bool*>(palloc0(sizeof(bool) * d));
-    if (!box.groups_are_strata)
+    if (!st->groups_are_strata)
         for (int g = 0; g < box.n_groups; ++g) fixed[box.group_cols[g]] = true;
     int64 per_group = 1;
     for (int j = 0; j < d; ++j)
@@ -284,12 +295,12 @@ void build_boxes(AqpScanState* st) {
     st->hi = static_cast<double*>(palloc_extended(sizeof(double) * q * d, MCXT_ALLOC_HUGE));
     st->nulls = static_cast<uint8*>(palloc_extended(q * d, MCXT_ALLOC_HUGE));
     st->stratum = nullptr;
-    if (box.groups_are_strata) st->stratum = static_cast<int32*>(palloc_extended(sizeof(int32) * q, MCXT_ALLOC_HUGE));
+    if (st->groups_are_strata) st->stratum = static_cast<int32*>(palloc_extended(sizeof(int32) * q, MCXT_ALLOC_HUGE));
 
     const syn::Synopsis& s = ts->model;
     int stratum_index = -1;
     for (int64 g = 0; g < st->n_cand; ++g) {
-        if (box.groups_are_strata) {  // the g-th non-empty stratum
+        if (st->groups_are_strata) {  // the g-th non-empty stratum
             do ++stratum_index;
             while (s.strata[stratum_index].begin >= s.strata[stratum_index].end);
         }
@@ -317,7 +328,7 @@ void build_boxes(AqpScanState* st) {
                     hi[j] = INFINITY;
                 }
             }
-            for (int gi = 0; gi < box.n_groups && !box.groups_are_strata; ++gi) {
+            for (int gi = 0; gi < box.n_groups && !st->groups_are_strata; ++gi) {
                 int j = box.group_cols[gi];
                 if (empty[j]) continue;
                 double v = st->keys[g * box.n_groups + gi];
@@ -342,7 +353,7 @@ void build_boxes(AqpScanState* st) {
             // A stratum holds one value of its keys: when the conditions
             // exclude it, the box is empty for certain (exact 0, not a
             // sampled stratum that merely shows no row).
-            for (int gi = 0; gi < box.n_groups && box.groups_are_strata; ++gi) {
+            for (int gi = 0; gi < box.n_groups && st->groups_are_strata; ++gi) {
                 int j = box.group_cols[gi];
                 double v = st->keys[g * box.n_groups + gi];
                 bool inside = std::isnan(v) ? nul[j] != static_cast<uint8>(NullPolicy::NotNull)

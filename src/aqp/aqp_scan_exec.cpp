@@ -217,13 +217,13 @@ static void assemble_rows(AqpScanState* st, const BoxEstimates& est) {
     // columns) are those it holds: a group it missed would be missing from
     // the answer, which no bound covers.
     const syn::Synopsis& model = st->ts->model;
-    if (mre > 0 && box.n_groups > 0 && !box.groups_are_strata && model.m < model.n_rows) {
+    if (mre > 0 && box.n_groups > 0 && !st->groups_are_strata && model.m < model.n_rows) {
         fall_back(st, "GROUP BY over a sample that may miss groups (stratify the synopsis on the GROUP BY columns)");
         return;
     }
     // Without the guard, the missing-groups rule of the sample path: the
     // groups seen on one and on two sample rows estimate those never seen.
-    if (aqp_max_missing_groups < 1 && box.n_groups > 0 && !box.groups_are_strata && model.m < model.n_rows) {
+    if (aqp_max_missing_groups < 1 && box.n_groups > 0 && !st->groups_are_strata && model.m < model.n_rows) {
         AqpSampleGroups seen{0, 0, 0};
         for (int64 g = 0; g < st->n_cand; ++g) {
             double support = group_count(st, est, g).support;

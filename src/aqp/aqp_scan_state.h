@@ -41,6 +41,10 @@ struct AqpScanState {
     const TableSynopsis* ts;  // pinned
     const char* fallback;     // non-null: the rows answer, and why
     int64 n_cand;             // candidate groups
+    // The spec's groups_are_strata, kept only where every stratum holds one
+    // value of the group keys (a census stratum holds the rows of several:
+    // its groups are then found as an unstratified synopsis' are).
+    bool groups_are_strata;
     double* keys;             // n_cand x n_group group key values (NaN = NULL)
     int64 per_group;          // boxes per group
     int64 q;

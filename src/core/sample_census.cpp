@@ -25,7 +25,7 @@ bool ranks_above(const CensusEntry& a, const CensusEntry& b) { return ranks_belo
 
 void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64_t key, int64_t row) {
     if (t <= 0 || std::isnan(value)) return;
-    const CensusEntry e{std::fabs(value), key, row};
+    const CensusEntry e{std::fabs(value), key, row, value};
     if (n < t) {
         heap[n++] = e;
         std::push_heap(heap, heap + n, ranks_above);
@@ -40,7 +40,7 @@ void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64
 CensusTop::CensusTop(int64_t t) : t_(std::max<int64_t>(0, t)) {}
 
 void CensusTop::offer(double value, uint64_t key, int64_t row) {
-    if (n_ < t_ && n_ == static_cast<int64_t>(heap_.size())) heap_.push_back(CensusEntry{0, 0, 0});
+    if (n_ < t_ && n_ == static_cast<int64_t>(heap_.size())) heap_.push_back(CensusEntry{0, 0, 0, 0});
     census_offer(heap_.data(), n_, t_, value, key, row);
 }
 
@@ -53,6 +53,35 @@ std::vector<int64_t> CensusTop::rows() const {
 
 double CensusTop::threshold() const {
     return n_ == 0 ? std::numeric_limits<double>::infinity() : heap_[0].magnitude;
+}
+
+void CensusSpread::add(double y) {
+    if (std::isnan(y)) return;
+    n += 1;
+    const double delta = y - mean;
+    mean += delta / n;
+    m2 += delta * (y - mean);
+}
+
+bool census_pays(const CensusSpread& all, const CensusEntry* top, int64_t n_top, double share) {
+    if (n_top <= 0 || top == nullptr || !(all.n > 1)) return false;
+    if (!std::isfinite(all.m2) || !std::isfinite(all.mean)) return true;
+    if (!(all.m2 > 0)) return false;
+    // The rest's moments about the overall mean: sum (y - mean) and
+    // sum (y - mean)^2 of the top subtracted from the whole's (0 and M2).
+    double k = 0, d1 = 0, d2 = 0;
+    for (int64_t i = 0; i < n_top; ++i) {
+        if (std::isnan(top[i].value)) continue;
+        const double d = top[i].value - all.mean;
+        k += 1;
+        d1 += d;
+        d2 += d * d;
+    }
+    const double n_rest = all.n - k;
+    if (n_rest <= 1) return true;  // the census would hold (nearly) every row
+    const double m2_rest = std::max(0.0, (all.m2 - d2) - d1 * d1 / n_rest);
+    const double s2_all = all.m2 / (all.n - 1), s2_rest = m2_rest / (n_rest - 1);
+    return s2_rest < (1 - share) * s2_all;
 }
 
 uint64_t census_key(uint64_t identity, uint64_t salt) {

@@ -29,11 +29,13 @@ constexpr double kCensusShare = 0.1;
 // no measure or no budget).
 int64_t census_size(int64_t budget, int n_measures, double share = kCensusShare);
 
-// One kept row: |value|, its tie-breaking key and the caller's row id.
+// One kept row: |value|, its tie-breaking key, the caller's row id and the
+// value itself (census_pays needs its sign).
 struct CensusEntry {
     double magnitude;
     uint64_t key;
     int64_t row;
+    double value;
 };
 
 // The t rows of largest |value| seen so far, over caller-owned memory (a
@@ -60,6 +62,25 @@ private:
     int64_t n_ = 0;
     std::vector<CensusEntry> heap_;  // grows to t_ as rows arrive
 };
+
+// A measure's count, mean and M2 = sum (y - mean)^2 over every row
+// (Welford's update; NaN, the caller's NULL, is skipped).
+struct CensusSpread {
+    double n = 0, mean = 0, m2 = 0;
+    void add(double y);
+};
+
+// Whether a census of `top` (the n_top rows of largest |value|, out of the
+// rows `all` describes) pays for itself: kept whole, the top rows no
+// longer add to the variance of an estimate of the measure, but the census
+// takes `share` of the budget, so the sampled rows' variance grows by
+// 1 / (1 - share). It pays where the other rows' variance S^2_rest is under
+// (1 - share) S^2_all: the top rows hold more than `share` of the
+// measure's spread (a normal or uniform measure's top 0.1% hold ~0.3-1%, an
+// exponential one's ~5%; lognormal sigma = 2 or Pareto tails most of it).
+// A break-even of the measure's own variance, not a fitted threshold. False
+// when n_top is 0 or there is no spread; true when the spread is not finite.
+bool census_pays(const CensusSpread& all, const CensusEntry* top, int64_t n_top, double share = kCensusShare);
 
 // A 64-bit mix of a row's identity (SplitMix64's finaliser, Steele, Lea &
 // Flood 2014): the tie-breaking key of CensusTop from, e.g., a TID's

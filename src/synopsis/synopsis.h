@@ -189,9 +189,11 @@ Relation open_synopsis_table(Oid relid, const char* fn);
 // (SELECT privilege on them and no row-level security for it, else ERROR
 // 42501), stratified by the synopsis columns stratify[0..n_stratify) (0-based
 // indexes) when n_stratify > 0; census: with a take-all stratum of each
-// measure's largest |values| (synopsis_census.cpp).
+// measure's largest |values| (synopsis_strata.cpp), for every measure (On),
+// none (Off) or those whose tail it pays for (Auto, census_pays).
+enum class CensusMode : uint8 { Off = 0, On = 1, Auto = 2 };
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
-                                 int32 sample_size, int method, int smoothing, bool census, const char* fn);
+                                 int32 sample_size, int method, int smoothing, CensusMode census, const char* fn);
 
 // ---- sample relations (synopsis_sample.cpp) --------------------------------------------------------
 struct SampleRelation {

@@ -45,7 +45,7 @@ Relation open_synopsis_table(Oid relid, const char* fn) {
 }
 
 TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
-                                 int32 sample_size, int method, int smoothing, bool census, const char* fn) {
+                                 int32 sample_size, int method, int smoothing, CensusMode census, const char* fn) {
     // try_: refresh_synopsis reads the table's OID from the catalog row
     // before it waits for the lock, and the table may be dropped meanwhile.
     Relation rel = open_synopsis_table(relid, fn);
@@ -127,10 +127,25 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     Strata strata;
     memset(&strata, 0, sizeof strata);
     strata.capacity = sample_size;
-    // A census needs the first pass (its rows are known only after it).
-    if (n_stratify > 0 || leaves.parent || census)
+    // The default keeps no census in a stratified synopsis: its strata are
+    // the groups the box path answers GROUP BY the stratify columns from,
+    // one key value each, and a census stratum holds rows of many
+    // (census => true still builds one; such groups are then found as an
+    // unstratified synopsis' are).
+    if (census == CensusMode::Auto && n_stratify > 0) census = CensusMode::Off;
+    // A census needs the first pass (its rows are known only after it; Auto
+    // decides there from every row). An unstratified build of one table
+    // that ends with no census goes back to the relation reader, so that
+    // its sample is the one it would be without the first pass.
+    if (n_stratify > 0 || leaves.parent || census != CensusMode::Off) {
         count_strata(&strata, &leaves, desc, cols, d, max_att, n_stratify, stratify, sample_size, census, relname,
                      fn);
+        if (census == CensusMode::Auto && strata.census == nullptr && n_stratify == 0 && !leaves.parent) {
+            hash_destroy(strata.table);
+            memset(&strata, 0, sizeof strata);
+            strata.capacity = sample_size;
+        }
+    }
     const int64 capacity = strata.capacity;
 
     // The sample: numbers now, dictionary values as strings until the end.

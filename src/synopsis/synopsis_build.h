@@ -71,9 +71,12 @@ void close_leaves(Leaves* l, Relation rel);
 // (each keeps min(its rows, 100) at least), with a reservoir per stratum.
 // census: the rows of each measure's (Number column, not a stratify column)
 // census_size largest |values| become a take-all stratum per leaf, kept
-// whole; the other strata share what is left of sample_size.
+// whole; the other strata share what is left of sample_size. Auto: only
+// the measures census_pays accepts over every row the pass read (none when
+// the table has no more rows than sample_size: the sample holds them all);
+// s->census stays nullptr when no measure has a census.
 void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d, AttrNumber max_att,
-                  int n_stratify, const int* stratify, int32 sample_size, bool census, const char* relname,
+                  int n_stratify, const int* stratify, int32 sample_size, CensusMode census, const char* relname,
                   const char* fn);
 struct Scan;
 // The stratum of the scan's row in the second pass (same snapshot: the

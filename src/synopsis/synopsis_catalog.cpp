@@ -331,7 +331,7 @@ NamedRow resolve_named(text* name, const char* fn, bool lock, bool want_synopsis
     // dumped): its sample_relid is the source's OID, which may name another
     // synopsis' sample here; never trusted, never dropped.
     row.sample_relid = nulls[13] || !DatumGetBool(values[14]) ? InvalidOid : DatumGetObjectId(values[13]);
-    row.census = !nulls[15] && DatumGetBool(values[15]);
+    row.census = nulls[15] ? CensusMode::Auto : DatumGetBool(values[15]) ? CensusMode::On : CensusMode::Off;
     row.ctid = TextDatumGetCString(values[4]);
     return row;
 }

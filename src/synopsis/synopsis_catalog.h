@@ -29,7 +29,7 @@ struct NamedRow {
     int method;
     int smoothing;
     Oid sample_relid;
-    bool census;  // built with a census (take-all) stratum (false before it existed)
+    CensusMode census;  // the census => argument it was built with (NULL: Auto; Off before it existed)
 };
 
 // The build parameters of a row: its metadata's, else its value's; ERROR

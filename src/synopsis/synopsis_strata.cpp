@@ -63,6 +63,7 @@ struct CensusHeaps {
     int col[kMaxDim];  // synopsis column of each measure
     approx::sample::CensusEntry* heap[kMaxDim];
     int64_t n[kMaxDim];
+    approx::sample::CensusSpread spread[kMaxDim];  // Auto: every row's, for census_pays
 };
 
 // A row's census id: its leaf's index, then its TID (block << 16 | offset).
@@ -138,22 +139,21 @@ void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
 }  // namespace
 
 void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d, AttrNumber max_att,
-                  int n_stratify, const int* stratify, int32 sample_size, bool census, const char* relname,
+                  int n_stratify, const int* stratify, int32 sample_size, CensusMode census, const char* relname,
                   const char* fn) {
     initStringInfo(&s->key);
     s->census = nullptr;
     // The census' measures: Number columns that are not stratify columns,
     // one heap of census_size rows each (palloc'd: the scan may longjmp).
-    CensusHeaps h;
-    memset(&h, 0, sizeof h);
+    CensusHeaps h{};
     int64 t = 0;
-    if (census) {
+    if (census != CensusMode::Off) {
         for (int j = 0; j < d; ++j) {
             bool strat = false;
             for (int k = 0; k < n_stratify; ++k) strat |= stratify[k] == j;
             if (!strat && cols[j].encoding == ValueEncoding::Number) h.col[h.n_measures++] = j;
         }
-        if (h.n_measures == 0)
+        if (h.n_measures == 0 && census == CensusMode::On)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("%s: census needs a numeric column (int2, int4, int8, float4, float8, numeric) "
                                    "that is not a stratify column",
@@ -189,9 +189,24 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
             if (scan.slot->tts_isnull[c.attnum - 1]) continue;
             double v = column_number(scan.slot->tts_values[c.attnum - 1], c.type, fn, c.name, relname);
             approx::sample::census_offer(h.heap[m], h.n[m], t, v, key, id);
+            h.spread[m].add(v);
         }
     }
     end_scan(scan);
+    if (t > 0 && census == CensusMode::Auto) {
+        // Only the measures whose top rows hold more of their spread than
+        // the census costs; none where the sample keeps every row anyway.
+        int64 total = 0;
+        HASH_SEQ_STATUS it;
+        hash_seq_init(&it, s->table);
+        for (StratumEntry* e; (e = static_cast<StratumEntry*>(hash_seq_search(&it))) != nullptr;) total += e->rows;
+        bool any = false;
+        for (int m = 0; m < h.n_measures; ++m) {
+            if (total <= sample_size || !approx::sample::census_pays(h.spread[m], h.heap[m], h.n[m])) h.n[m] = 0;
+            any |= h.n[m] > 0;
+        }
+        if (!any) t = 0;
+    }
     if (t > 0) place_census(s, leaves, desc, cols, max_att, n_stratify, stratify, h, fn);
     s->n_groups = hash_get_num_entries(s->table);
     if (s->n_groups == 0) return;

@@ -91,7 +91,7 @@ void freshness_args(const TableBuild* b, int d, Oid* types, Datum* args, char* n
 // The 0.7.0 catalog columns of a build: sample_size, bandwidth, smoothing,
 // sample_relid, sample_attnums, census -- 6 parameters from types[0].
 constexpr int kStorageArgs = 6;
-void storage_args(const TableBuild* b, int32 sample_size, int method, int smoothing, bool census, Oid* types,
+void storage_args(const TableBuild* b, int32 sample_size, int method, int smoothing, CensusMode census, Oid* types,
                   Datum* args, char* nulls) {
     const Oid t[kStorageArgs] = {INT4OID, TEXTOID, TEXTOID, OIDOID, INT2ARRAYOID, BOOLOID};
     memcpy(types, t, sizeof t);
@@ -100,9 +100,10 @@ void storage_args(const TableBuild* b, int32 sample_size, int method, int smooth
     args[2] = CStringGetTextDatum(kSmoothingNames[smoothing]);
     args[3] = ObjectIdGetDatum(b->sample_relid);
     args[4] = OidIsValid(b->sample_relid) ? PointerGetDatum(int2_array_of(b->sample_attnum, b->sample_natts)) : (Datum)0;
-    args[5] = BoolGetDatum(census);
+    args[5] = BoolGetDatum(census == CensusMode::On);
     memset(nulls, ' ', kStorageArgs);
     if (!OidIsValid(b->sample_relid)) nulls[3] = nulls[4] = 'n';
+    if (census == CensusMode::Auto) nulls[5] = 'n';  // NULL: decided at each build
 }
 
 void require_freshness_columns(const char* fn) {
@@ -211,15 +212,16 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
 
 APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     const char* fn = "create_synopsis";
-    static const char* const kArgs[] = {"name", "relation", "columns", "sample_size", "bandwidth", "smoothing",
-                                        "census"};
-    for (int a = 0; a < 7; ++a) {
-        const int argno = a < 6 ? a : 7;  // stratify (6) may be NULL
-        if (argno >= PG_NARGS()) break;   // the 0.6.0 signature has no census
-        if (PG_ARGISNULL(argno))
+    static const char* const kArgs[] = {"name", "relation", "columns", "sample_size", "bandwidth", "smoothing"};
+    for (int a = 0; a < 6; ++a)  // stratify (6) and census (7) may be NULL
+        if (PG_ARGISNULL(a))
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: %s must not be NULL", fn, kArgs[a])));
-    }
-    const bool census = PG_NARGS() > 7 && PG_GETARG_BOOL(7);
+    // census: NULL (the default) decides per measure (census_pays); the
+    // 0.6.0 signature has no census and builds none, as 0.6.0 did.
+    const CensusMode census = PG_NARGS() <= 7 ? CensusMode::Off
+                              : PG_ARGISNULL(7) ? CensusMode::Auto
+                              : PG_GETARG_BOOL(7) ? CensusMode::On
+                                                  : CensusMode::Off;
     text* name = PG_GETARG_TEXT_PP(0);
     check_name(name, fn);
     Oid relid = PG_GETARG_OID(1);

@@ -8,7 +8,8 @@
 //   build/sample_coverage_bench [reps_1e5=300] [reps_1e6=40] [shapes=all]
 //                               [designs=all] [census_share=0.1]
 // (shapes: the digits of those to run, 0 normal .. 5 huge outliers; designs:
-// digits 0 unstratified .. 4 census + strata = groups; reps 0 skips a size;
+// digits 0 unstratified .. 4 census + strata = groups, 5 the builder's
+// default: census where census_pays, else unstratified; reps 0 skips a size;
 // COVERAGE_RAW=1 adds each configuration's counts, to pool split runs).
 // docs/benchmarks.md used 200 and 20.
 // Query shapes: one group (a WHERE passing 20% of the rows), 10 and 100 groups
@@ -18,7 +19,9 @@
 // the stratify-on-GROUP-BY case); census: the rows of the kCensusShare (10%)
 // of the budget largest |value| (core/sample_census.hpp) kept whole as a
 // stratum of their own, the rest a uniform sample of the other rows (alone,
-// and with strata = groups). Seeds: population and sample seed = rep.
+// and with strata = groups); the default: the census where census_pays
+// accepts the population's measure (the rule create_synopsis applies with
+// census => NULL), else unstratified. Seeds: population and sample seed = rep.
 // A group the sample missed (no row) is counted apart ("missed"): SQL returns
 // no row for it in a GROUP BY; coverage is over the groups returned (plus, in
 // one-group queries, the empty answer, which SQL does return). Unbounded
@@ -61,9 +64,9 @@ double draw(Shape shape, std::mt19937_64& rng, double scale) {
 
 double census_share = kCensusShare;  // argv[5]: the sensitivity check only
 
-enum Design { Unstratified, ValueStrata, GroupStrata, Census, CensusGroups, kDesigns };
+enum Design { Unstratified, ValueStrata, GroupStrata, Census, CensusGroups, Default, kDesigns };
 const char* kDesignName[kDesigns] = {"unstratified", "8 value strata", "strata = groups", "census",
-                                     "census + strata = groups"};
+                                     "census + strata = groups", "default (census where it pays)"};
 
 struct Tally {
     long covered = 0, total = 0, unbounded = 0;
@@ -99,13 +102,13 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
     double h = 0;
     for (int g = 0; g < n_groups; ++g) cdf[g] = (h += 1.0 / (g + 1));
     for (double& c : cdf) c /= h;
-    const bool census = design == Census || design == CensusGroups;
+    const bool census = design == Census || design == CensusGroups || design == Default;
     // census: stratum 0 = the rest, the last = the census; census + groups: the groups, then the census
     const int n_strata = design == Unstratified ? 1
                          : design == ValueStrata ? 8
                          : design == GroupStrata ? n_groups
-                         : design == Census      ? 2
-                                                 : n_groups + 1;
+                         : design == Census || design == Default ? 2
+                                                                 : n_groups + 1;
     std::vector<std::vector<int64_t>> rows_of(n_strata);
     std::vector<int> stratum_of(N);
     std::vector<double> value(N);
@@ -142,9 +145,18 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
     // kCensusShare of the unstratified budget round(0.01 N), one measure.
     const double budget = std::round(0.01 * static_cast<double>(N));
     if (census) {
-        CensusTop top(census_size(static_cast<int64_t>(budget), 1, census_share));
-        for (int64_t i = 0; i < N; ++i) top.offer(value[i], census_key(static_cast<uint64_t>(i), seed), i);
-        for (int64_t row : top.rows()) stratum_of[row] = n_strata - 1;
+        // The default: an empty census stratum (no row, none sampled: the
+        // estimator skips it) where the rule declines, i.e. unstratified.
+        const int64_t t = census_size(static_cast<int64_t>(budget), 1, census_share);
+        std::vector<CensusEntry> heap(static_cast<size_t>(std::max<int64_t>(t, 1)));
+        int64_t used = 0;
+        CensusSpread spread;
+        for (int64_t i = 0; i < N; ++i) {
+            census_offer(heap.data(), used, t, value[i], census_key(static_cast<uint64_t>(i), seed), i);
+            spread.add(value[i]);
+        }
+        if (design != Default || census_pays(spread, heap.data(), used, census_share))
+            for (int64_t k = 0; k < used; ++k) stratum_of[heap[k].row] = n_strata - 1;
     }
     for (int64_t i = 0; i < N; ++i) rows_of[stratum_of[i]].push_back(i);
     std::vector<Stratum> strata(n_strata);
@@ -157,7 +169,7 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
             ms = std::round(0.01 * Ns);
         else if (census && s == n_strata - 1)
             ms = Ns;  // kept whole
-        else if (design == Census)
+        else if (design == Census || design == Default)
             ms = budget - static_cast<double>(rows_of[n_strata - 1].size());
         else if (design == CensusGroups)  // the groups' rule on (1 - share) of the rate
             ms = std::min(Ns, std::max(30.0, std::round((1 - census_share) * 0.01 * Ns)));
@@ -286,9 +298,11 @@ int main(int argc, char** argv) {
     std::printf("\n| --- |");
     for (int d = 0; d < kDesigns; ++d) std::printf(" --- |");
     std::printf("\n");
-    Tally pooled[2][3];  // without census (designs 0-2), with (3-4)
+    Tally pooled[3][3];  // without census (designs 0-2), with (3-4), the default (5)
     for (int shape = 0; shape < kShapes; ++shape) {
-        if (by_design[shape][0][1].total == 0 && by_design[shape][3][1].total == 0) continue;
+        long shape_total = 0;
+        for (int d = 0; d < kDesigns; ++d) shape_total += by_design[shape][d][1].total;
+        if (shape_total == 0) continue;
         std::printf("| %s |", kShapeName[shape]);
         for (int d = 0; d < kDesigns; ++d) {
             const Tally &su = by_design[shape][d][1], &av = by_design[shape][d][2];
@@ -297,15 +311,17 @@ int main(int argc, char** argv) {
             else
                 std::printf(" %.3f / %.3f |", su.rate(), av.rate());
             for (int a = 0; a < 3; ++a) {
-                pooled[d >= Census][a].covered += by_design[shape][d][a].covered;
-                pooled[d >= Census][a].total += by_design[shape][d][a].total;
+                const int pool = d == Default ? 2 : d >= Census ? 1 : 0;
+                pooled[pool][a].covered += by_design[shape][d][a].covered;
+                pooled[pool][a].total += by_design[shape][d][a].total;
             }
         }
         std::printf("\n");
     }
-    for (int c = 0; c < 2; ++c)
+    for (int c = 0; c < 3; ++c)
         if (pooled[c][1].total)
-            std::printf("\n%s designs: COUNT %.3f, SUM %.3f, AVG %.3f (%ld intervals each)", c ? "census" : "no-census",
+            std::printf("\n%s designs: COUNT %.3f, SUM %.3f, AVG %.3f (%ld intervals each)",
+                        c == 2 ? "default" : c ? "census" : "no-census",
                         pooled[c][0].rate(), pooled[c][1].rate(), pooled[c][2].rate(), pooled[c][1].total);
     std::printf("\n");
     std::printf("\nall (query, group) pairs returned: COUNT %.3f, SUM %.3f, AVG %.3f (%ld, %ld, %ld intervals)\n",

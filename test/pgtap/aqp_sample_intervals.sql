@@ -12,7 +12,7 @@
 \ir preamble.psql
 SET jit = off;
 SET approx_gpu.random_seed = 27;
-SELECT plan(21);
+SELECT plan(23);
 
 DROP SCHEMA IF EXISTS hon CASCADE;
 CREATE SCHEMA hon;
@@ -107,7 +107,7 @@ RESET approx_gpu.max_relative_error;
 CREATE TABLE hon.h AS
 SELECT i AS id, CASE WHEN i > 40000 THEN 1e7 ELSE 1 + i % 100 END::float8 AS x FROM generate_series(1, 40020) i;
 ANALYZE hon.h;
-SELECT approx_gpu.create_synopsis('hon_plain', 'hon.h'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never')
+SELECT approx_gpu.create_synopsis('hon_plain', 'hon.h'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never', census => false)
        IS NOT NULL AS created \gset
 SELECT format('%s', sample_relid::regclass) AS psample FROM approx_gpu.synopses WHERE name = 'hon_plain' \gset
 SELECT ok((SELECT count(*) FROM :psample WHERE x = 1e7) < 20, '(f) without a census: not every row of 10^7 is in the sample');
@@ -122,6 +122,15 @@ SELECT ok(e.s BETWEEN (f.s).lower AND (f.s).upper AND abs((f.s).estimate - e.s) 
           '(f) census: the SUM interval covers the exact sum, within 5%') FROM hon.f f, (SELECT sum(x) AS s FROM hon.h) e;
 
 SELECT approx_gpu.drop_synopsis('hon_census') IS NOT NULL AS dropped \gset
+-- ... and by default (census NULL) the build finds the tail itself
+SELECT approx_gpu.create_synopsis('hon_auto', 'hon.h'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never')
+       IS NOT NULL AS created \gset
+SELECT format('%s', sample_relid::regclass) AS asample FROM approx_gpu.synopses WHERE name = 'hon_auto' \gset
+SELECT is((SELECT count(*) FROM :asample WHERE x = 1e7), 20::bigint, '(f) census by default: every row of 10^7 is in the sample');
+CREATE TABLE hon.f2 AS SELECT approx_sum_ci(x) AS s FROM hon.h WHERE id > 0 OR x < 0;
+SELECT ok(e.s BETWEEN (f.s).lower AND (f.s).upper, '(f) census by default: the SUM interval covers the exact sum')
+  FROM hon.f2 f, (SELECT sum(x) AS s FROM hon.h) e;
+SELECT approx_gpu.drop_synopsis('hon_auto') IS NOT NULL AS dropped \gset
 SELECT approx_gpu.drop_synopsis('hon_syn') IS NOT NULL AS dropped \gset
 SELECT approx_gpu.drop_synopsis('hon_whole') IS NOT NULL AS dropped \gset
 DROP SCHEMA hon CASCADE;

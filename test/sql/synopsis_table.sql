@@ -238,6 +238,15 @@ SELECT (approx_gpu.refresh_synopsis('sth')->>'strata')::int AS refreshed_strata;
 SELECT census FROM approx_gpu.synopses WHERE name = 'sth';
 SELECT count(*) FILTER (WHERE n = m) AS whole_strata, sum(n) AS strata_rows FROM pg_temp.strata('sth');
 SELECT pg_temp.heavy_in_sample('sth') AS heavy_rows_kept;
+-- the box path over sth (stratified by k, census => true): one row per k,
+-- none twice (the census stratum holds rows of every k), each covering the truth
+CREATE TABLE st_census_g AS SELECT k, approx_gpu.approx_count_ci(*) AS c, approx_gpu.approx_sum_ci(x) AS s
+  FROM st_heavy WHERE x >= 0 GROUP BY k;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from, approx_gpu.last_run()->>'reason' AS reason;
+SELECT k, (a.c).lower <= e.n AND e.n <= (a.c).upper AS count_covered,
+       (a.s).lower <= e.total AND e.total <= (a.s).upper AS sum_covered
+  FROM st_census_g a JOIN (SELECT k, count(*) AS n, sum(x) AS total FROM st_heavy GROUP BY k) e USING (k) ORDER BY k;
+SELECT count(*) AS groups, count(DISTINCT k) AS distinct_groups FROM st_census_g;
 -- without stratify: the census is a stratum beside the one of the other rows
 SELECT (approx_gpu.create_synopsis('sth2', 'st_heavy', ARRAY['x']::name[], 1000, census => true)->>'strata')::int AS strata;
 SELECT n, m FROM pg_temp.strata('sth2') ORDER BY n;
@@ -250,10 +259,38 @@ SELECT (approx_gpu.create_synopsis('sthp', 'st_hpart', ARRAY['x']::name[], 1000,
 SELECT count(*) FILTER (WHERE n = m) AS whole_strata, sum(n) FILTER (WHERE n = m) AS census_rows,
        sum(n) AS strata_rows FROM pg_temp.strata('sthp');
 SELECT pg_temp.heavy_in_sample('sthp') AS heavy_rows_kept;
--- no measure to keep (k stratifies, note is a dictionary); census NULL
+-- no measure to keep (k stratifies, note is a dictionary)
 SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_heavy', ARRAY['k', 'note']::name[], 100, 'cdf', 'never', ARRAY['k']::name[], true)$$);
-SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_heavy', ARRAY['x']::name[], 100, census => NULL)$$);
-SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('sth', 'sth2', 'sthp') ORDER BY name;
+-- census NULL (the default): a census of the measures whose top 0.1% hold
+-- more of their spread than the census' tenth of the sample costs
+-- (census_pays). x's 20 values of 10^7 are all of it: kept, as with true.
+SELECT (approx_gpu.create_synopsis('sta', 'st_heavy', ARRAY['x']::name[], 1000)->>'strata')::int AS strata;
+SELECT census IS NULL AS census_auto FROM approx_gpu.synopses WHERE name = 'sta';
+SELECT n, m FROM pg_temp.strata('sta') ORDER BY n;
+SELECT pg_temp.heavy_in_sample('sta') AS heavy_rows_kept;
+-- ... and refresh decides again, on the table as it is now: without the
+-- tail, no census (one stratum-less sample, as the relation reader draws it)
+UPDATE st_heavy SET x = 7 WHERE x = 1e7;
+SELECT (approx_gpu.refresh_synopsis('sta')->>'strata')::int AS refreshed_strata;
+SELECT census IS NULL AS census_auto FROM approx_gpu.synopses WHERE name = 'sta';
+UPDATE st_heavy SET x = 1e7 WHERE id % 1000 = 0;
+-- id (1..20000, uniform) and k (0..2) have no tail: no census, whatever the budget
+SELECT (approx_gpu.create_synopsis('stu', 'st_heavy', ARRAY['id', 'k']::name[], 1000)->>'strata')::int AS strata;
+SELECT count(*) AS strata_rows FROM pg_temp.strata('stu');
+-- stratified: the default keeps none (each stratum is one value of k, the
+-- group the box path answers GROUP BY k from; census => true mixes them);
+-- stratified by k with no measure: none, no error
+SELECT (approx_gpu.create_synopsis('sts', 'st_heavy', ARRAY['x', 'id', 'k']::name[], 1000, stratify => ARRAY['k']::name[])->>'strata')::int AS strata;
+SELECT count(*) FILTER (WHERE n = m) AS whole_strata FROM pg_temp.strata('sts');
+SELECT (approx_gpu.create_synopsis('stk2', 'st_heavy', ARRAY['k', 'note']::name[], 100, stratify => ARRAY['k']::name[])->>'strata')::int AS strata;
+-- a table the sample holds whole needs no census: 100 rows, sample_size 1000
+CREATE TABLE st_small AS SELECT * FROM st_heavy WHERE id <= 100 OR id = 1000;
+SELECT (approx_gpu.create_synopsis('stw', 'st_small', ARRAY['x']::name[], 1000)->>'strata')::int AS strata;
+-- census => false: none, stored as false
+SELECT (approx_gpu.create_synopsis('stf', 'st_heavy', ARRAY['x']::name[], 1000, census => false)->>'strata')::int AS strata;
+SELECT census FROM approx_gpu.synopses WHERE name = 'stf';
+SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses
+ WHERE name IN ('sth', 'sth2', 'sthp', 'sta', 'stu', 'sts', 'stk2', 'stw', 'stf') ORDER BY name;
 
 SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('stg', 'stk', 'stn', 'stc2') ORDER BY name;
 SELECT count(*) AS left_over FROM approx_gpu.synopses;

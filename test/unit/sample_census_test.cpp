@@ -234,3 +234,42 @@ TEST(SampleCensus, BoxPathWeighsTheCensusStratumOne) {
     EXPECT_NEAR(e[0].se, e[1].se, 1e-9 * e[1].se);
     EXPECT_GT(e[1].se, 0.0);
 }
+
+// census_pays: the top 0.1% of a measure's rows against the break-even of a
+// tenth of the budget. Light tails (normal, uniform, exponential: the top
+// hold ~0.3-5% of the spread) decline; heavy tails and rare huge values take
+// it; a constant or a census of no row never does.
+TEST(SampleCensus, PaysForHeavyTailsOnly) {
+    const int64_t n = 200000, t = n / 1000;
+    auto pays = [&](auto draw) {
+        std::mt19937_64 rng(5);
+        CensusTop top(t);
+        CensusSpread all;
+        std::vector<CensusEntry> heap(t);
+        int64_t used = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const double y = draw(rng, i);
+            all.add(y);
+            census_offer(heap.data(), used, t, y, census_key(static_cast<uint64_t>(i), 0), i);
+        }
+        return census_pays(all, heap.data(), used);
+    };
+    std::normal_distribution<double> nd(100, 20);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::exponential_distribution<double> ex(1);
+    std::lognormal_distribution<double> ln(0, 2);
+    EXPECT_FALSE(pays([&](std::mt19937_64& r, int64_t) { return nd(r); }));
+    EXPECT_FALSE(pays([&](std::mt19937_64& r, int64_t) { return u(r); }));
+    EXPECT_FALSE(pays([&](std::mt19937_64& r, int64_t) { return ex(r); }));
+    EXPECT_FALSE(pays([&](std::mt19937_64&, int64_t) { return 42.0; }));
+    EXPECT_FALSE(pays([&](std::mt19937_64& r, int64_t) { return 1e9 + nd(r); }));  // offset: no tail
+    EXPECT_TRUE(pays([&](std::mt19937_64& r, int64_t) { return ln(r); }));
+    EXPECT_TRUE(pays([&](std::mt19937_64& r, int64_t) { return std::pow(1 - u(r), -1 / 1.1); }));  // Pareto 1.1
+    EXPECT_TRUE(pays([&](std::mt19937_64& r, int64_t i) { return i % 20000 == 7 ? 1e8 : nd(r); }));
+    EXPECT_TRUE(pays([&](std::mt19937_64& r, int64_t) { return -ln(r); }));  // a tail of either sign
+    CensusSpread s;
+    for (double y : {1.0, 2.0, 3.0}) s.add(y);
+    EXPECT_FALSE(census_pays(s, nullptr, 0));
+    s.add(NAN);  // NULL: skipped
+    EXPECT_EQ(s.n, 3);
+}
