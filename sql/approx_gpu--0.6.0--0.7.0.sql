@@ -307,7 +307,7 @@ CREATE FUNCTION create_synopsis(name text, relation regclass, columns name[], sa
                                 stratify name[] DEFAULT NULL, census boolean DEFAULT NULL) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'approx_gpu_create_table_synopsis' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION create_synopsis(text, regclass, name[], int, text, text, name[], boolean) IS
-    'Builds and stores a named synopsis of the table''s columns (every row, NULLs included; bool, text, varchar, char and enum columns as dictionaries; stratify: a congressional sample by those columns; census: the rows of each numeric non-stratify column''s largest |values| kept whole, a tenth of sample_size; NULL: for the columns whose tail it pays for) as the caller; returns kde_synopsis_info';
+    'Builds and stores a named synopsis of the table''s columns (every row, NULLs included; bool, text, varchar, char and enum columns as dictionaries; stratify: a congressional sample by those columns; census: the rows of each numeric non-stratify synopsis column''s largest |values| kept whole, a tenth of sample_size; NULL: of the table''s numeric columns whose tail it pays for, unless stratified) as the caller; returns kde_synopsis_info';
 
 -- ---- schemas (item 4) -------------------------------------------------------------
 -- The control file names no schema any more: a fresh install puts the

@@ -37,6 +37,10 @@ void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64
     std::push_heap(heap, heap + n, ranks_above);
 }
 
+void census_sort(CensusEntry* heap, int64_t n) {
+    if (n > 1) std::sort(heap, heap + n, ranks_above);
+}
+
 CensusTop::CensusTop(int64_t t) : t_(std::max<int64_t>(0, t)) {}
 
 void CensusTop::offer(double value, uint64_t key, int64_t row) {

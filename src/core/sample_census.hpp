@@ -46,6 +46,10 @@ struct CensusEntry {
 // function of the (value, key) pairs alone. Keys must be distinct per row.
 void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64_t key, int64_t row);
 
+// Orders n kept entries (census_offer's heap) from the highest rank down,
+// so that the first t of them are the top t.
+void census_sort(CensusEntry* heap, int64_t n);
+
 // The same with its own memory.
 class CensusTop {
 public:

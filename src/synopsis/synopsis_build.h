@@ -69,12 +69,13 @@ void close_leaves(Leaves* l, Relation rel);
 // The first pass: rows per stratum key (the leaf, then the stratify
 // columns), then a congressional allocation of sample_size over the strata
 // (each keeps min(its rows, 100) at least), with a reservoir per stratum.
-// census: the rows of each measure's (Number column, not a stratify column)
-// census_size largest |values| become a take-all stratum per leaf, kept
-// whole; the other strata share what is left of sample_size. Auto: only
-// the measures census_pays accepts over every row the pass read (none when
-// the table has no more rows than sample_size: the sample holds them all);
-// s->census stays nullptr when no measure has a census.
+// census: the rows of each measure's census_size largest |values| become a
+// take-all stratum per leaf, kept whole; the other strata share what is
+// left of sample_size. On: the measures are the synopsis' Number columns
+// that are not stratify columns. Auto: every numeric column of the table,
+// only those census_pays accepts over every row the pass read, sharing the
+// census' tenth (none when the table has no more rows than sample_size:
+// the sample holds them all); s->census stays nullptr when none takes it.
 void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d, AttrNumber max_att,
                   int n_stratify, const int* stratify, int32 sample_size, CensusMode census, const char* relname,
                   const char* fn);

@@ -112,6 +112,32 @@ double column_number(Datum value, Oid type, const char* fn, const char* column, 
     return x;
 }
 
+bool is_measure_type(Oid type) {
+    return type == INT2OID || type == INT4OID || type == INT8OID || type == FLOAT4OID || type == FLOAT8OID ||
+           type == NUMERICOID;
+}
+
+bool measure_number(Datum value, Oid type, double* out) {
+    double x;
+    switch (type) {
+        case INT2OID: x = DatumGetInt16(value); break;
+        case INT4OID: x = DatumGetInt32(value); break;
+        case INT8OID: x = static_cast<double>(DatumGetInt64(value)); break;
+        case FLOAT4OID: x = DatumGetFloat4(value); break;
+        case FLOAT8OID: x = DatumGetFloat8(value); break;
+        case NUMERICOID: {
+            Numeric n = DatumGetNumeric(value);
+            if (numeric_is_nan(n) || numeric_is_inf(n)) return false;
+            x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
+            break;
+        }
+        default: return false;
+    }
+    if (!std::isfinite(x)) return false;
+    *out = x;
+    return true;
+}
+
 char* dictionary_string(Datum value, Oid out_fn) { return OidOutputFunctionCall(out_fn, value); }
 
 char** dictionary_encode(char* const* strings, int64 m, double* sample, int d, int col, int32* size) {

@@ -52,6 +52,13 @@ const char* dictionary_equality_problem(Oid type, int32 typmod, Oid collation);
 // or an infinity is ERROR 22023 naming fn, the column and the table.
 double column_number(Datum value, Oid type, const char* fn, const char* column, const char* table);
 
+// A numeric column's value (int2, int4, int8, float4, float8, numeric) as
+// float8 for the default census' choice of rows, which reads columns the
+// synopsis does not hold: false (no ERROR) for NaN, an infinity or a numeric
+// beyond float8's range, and for any other type.
+bool measure_number(Datum value, Oid type, double* out);
+bool is_measure_type(Oid type);
+
 // The string a dictionary column keeps for a value: its type's output
 // (out_fn from getTypeOutputInfo).
 char* dictionary_string(Datum value, Oid out_fn);

@@ -8,6 +8,8 @@
 
 #include "core/sample_census.hpp"
 
+#include <algorithm>
+
 extern "C" {
 #include "access/table.h"
 #include "catalog/pg_class.h"
@@ -57,14 +59,59 @@ int cmp_entry(const void* a, const void* b) {
     return strcmp((*static_cast<StratumEntry* const*>(a))->key, (*static_cast<StratumEntry* const*>(b))->key);
 }
 
-// The census' top rows per measure while counting.
+// The census' top rows per measure while counting (palloc'd arrays of
+// n_measures: the scan may longjmp).
 struct CensusHeaps {
     int n_measures;
-    int col[kMaxDim];  // synopsis column of each measure
-    approx::sample::CensusEntry* heap[kMaxDim];
-    int64_t n[kMaxDim];
-    approx::sample::CensusSpread spread[kMaxDim];  // Auto: every row's, for census_pays
+    AttrNumber* attnum;  // the measure's column in the table's (the parent's) layout
+    Oid* type;
+    const char** name;
+    approx::sample::CensusEntry** heap;
+    int64_t* n;
+    approx::sample::CensusSpread* spread;  // every row's, for census_pays (Auto)
 };
+
+// Census measures: On, the synopsis' Number columns; Auto, every numeric
+// column of the table (the sample path aggregates any column of the sample
+// relation, not only those the synopsis names); both without stratify
+// columns and dropped ones.
+void census_measures(CensusHeaps* h, CensusMode census, TupleDesc desc, const ColumnPlan* cols, int d,
+                     int n_stratify, const int* stratify) {
+    const int cap = census == CensusMode::On ? d : desc->natts;
+    h->attnum = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * Max(cap, 1)));
+    h->type = static_cast<Oid*>(palloc(sizeof(Oid) * Max(cap, 1)));
+    h->name = static_cast<const char**>(palloc(sizeof(char*) * Max(cap, 1)));
+    h->n_measures = 0;
+    auto stratifies = [&](AttrNumber att) {
+        for (int k = 0; k < n_stratify; ++k)
+            if (cols[stratify[k]].attnum == att) return true;
+        return false;
+    };
+    if (census == CensusMode::On) {
+        for (int j = 0; j < d; ++j)
+            if (cols[j].encoding == ValueEncoding::Number && !stratifies(cols[j].attnum)) {
+                h->attnum[h->n_measures] = cols[j].attnum;
+                h->type[h->n_measures] = cols[j].type;
+                h->name[h->n_measures++] = cols[j].name;
+            }
+    } else {
+        for (int a = 1; a <= desc->natts; ++a) {
+            Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+            if (att->attisdropped || !is_measure_type(att->atttypid) || stratifies(a)) continue;
+            h->attnum[h->n_measures] = a;
+            h->type[h->n_measures] = att->atttypid;
+            h->name[h->n_measures++] = NameStr(att->attname);
+        }
+    }
+    h->heap = static_cast<approx::sample::CensusEntry**>(palloc0(sizeof(void*) * Max(h->n_measures, 1)));
+    h->n = static_cast<int64_t*>(palloc0(sizeof(int64_t) * Max(h->n_measures, 1)));
+    h->spread = static_cast<approx::sample::CensusSpread*>(
+        palloc0(sizeof(approx::sample::CensusSpread) * Max(h->n_measures, 1)));
+}
+
+// The heap memory the default's candidates may take (it keeps a tenth of
+// the budget per measure until it knows how many measures take a census).
+constexpr Size kAutoHeapBytes = Size(64) << 20;
 
 // A row's census id: its leaf's index, then its TID (block << 16 | offset).
 int64 census_row_id(const Scan& scan) {
@@ -143,25 +190,31 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
                   const char* fn) {
     initStringInfo(&s->key);
     s->census = nullptr;
-    // The census' measures: Number columns that are not stratify columns,
-    // one heap of census_size rows each (palloc'd: the scan may longjmp).
+    // The census' measures, one heap each. On: census_size rows of each.
+    // Auto: room for more (a measure's share grows when others decline),
+    // decided at the smallest share, census_size over every candidate.
     CensusHeaps h{};
-    int64 t = 0;
+    int64 t = 0, room = 0;
+    AttrNumber read_att = max_att;
     if (census != CensusMode::Off) {
-        for (int j = 0; j < d; ++j) {
-            bool strat = false;
-            for (int k = 0; k < n_stratify; ++k) strat |= stratify[k] == j;
-            if (!strat && cols[j].encoding == ValueEncoding::Number) h.col[h.n_measures++] = j;
-        }
+        census_measures(&h, census, desc, cols, d, n_stratify, stratify);
         if (h.n_measures == 0 && census == CensusMode::On)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("%s: census needs a numeric column (int2, int4, int8, float4, float8, numeric) "
                                    "that is not a stratify column",
                                    fn)));
         t = approx::sample::census_size(sample_size, h.n_measures);
-        for (int m = 0; m < h.n_measures; ++m)
-            h.heap[m] =
-                static_cast<approx::sample::CensusEntry*>(palloc(sizeof(approx::sample::CensusEntry) * Max(t, 1)));
+        room = t;
+        if (census == CensusMode::Auto && t > 0) {
+            const int64 most = approx::sample::census_size(sample_size, 1);
+            const int64 fits = static_cast<int64>(kAutoHeapBytes / sizeof(approx::sample::CensusEntry) / h.n_measures);
+            room = Max(t, Min(most, fits));
+        }
+        for (int m = 0; m < h.n_measures; ++m) {
+            h.heap[m] = static_cast<approx::sample::CensusEntry*>(
+                palloc_extended(sizeof(approx::sample::CensusEntry) * Max(room, 1), MCXT_ALLOC_HUGE));
+            read_att = Max(read_att, h.attnum[m]);
+        }
     }
     HASHCTL ctl;
     memset(&ctl, 0, sizeof ctl);
@@ -176,7 +229,7 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
     Scan scan = begin_scan(leaves, desc);
     while (scan_next(scan)) {
         CHECK_FOR_INTERRUPTS();
-        slot_getsomeattrs(scan.slot, max_att);
+        slot_getsomeattrs(scan.slot, read_att);
         stratum_key(scan.slot, scan_leaf(scan), cols, n_stratify, stratify, &s->key);
         ++enter_stratum(s->table, s->key.data)->rows;
         if (t == 0) continue;
@@ -185,10 +238,14 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
         const uint64 key = approx::sample::census_key(static_cast<uint64>(id),
                                                       RelationGetRelid(leaves->rels[scan.leaf]));
         for (int m = 0; m < h.n_measures; ++m) {
-            const ColumnPlan& c = cols[h.col[m]];
-            if (scan.slot->tts_isnull[c.attnum - 1]) continue;
-            double v = column_number(scan.slot->tts_values[c.attnum - 1], c.type, fn, c.name, relname);
-            approx::sample::census_offer(h.heap[m], h.n[m], t, v, key, id);
+            const AttrNumber att = h.attnum[m];
+            if (scan.slot->tts_isnull[att - 1]) continue;
+            double v;
+            if (census == CensusMode::On)  // a synopsis column: NaN and infinities are an ERROR
+                v = column_number(scan.slot->tts_values[att - 1], h.type[m], fn, h.name[m], relname);
+            else if (!measure_number(scan.slot->tts_values[att - 1], h.type[m], &v))
+                continue;  // not a synopsis column: a value no census can hold is left out
+            approx::sample::census_offer(h.heap[m], h.n[m], room, v, key, id);
             h.spread[m].add(v);
         }
     }
@@ -200,12 +257,22 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
         HASH_SEQ_STATUS it;
         hash_seq_init(&it, s->table);
         for (StratumEntry* e; (e = static_cast<StratumEntry*>(hash_seq_search(&it))) != nullptr;) total += e->rows;
-        bool any = false;
+        // Decided at the smallest share t (each measure's top t rows), then
+        // the census' tenth of the budget is shared by those that take it
+        // (their top rows hold still more of the spread at a larger share).
+        int taking = 0;
         for (int m = 0; m < h.n_measures; ++m) {
-            if (total <= sample_size || !approx::sample::census_pays(h.spread[m], h.heap[m], h.n[m])) h.n[m] = 0;
-            any |= h.n[m] > 0;
+            approx::sample::census_sort(h.heap[m], h.n[m]);
+            const bool pays = total > sample_size &&
+                              approx::sample::census_pays(h.spread[m], h.heap[m], std::min<int64>(h.n[m], t));
+            if (!pays) h.n[m] = 0;
+            taking += pays;
         }
-        if (!any) t = 0;
+        if (taking == 0)
+            t = 0;
+        else
+            for (int m = 0; m < h.n_measures; ++m)
+                h.n[m] = std::min<int64>(h.n[m], std::min<int64>(room, approx::sample::census_size(sample_size, taking)));
     }
     if (t > 0) place_census(s, leaves, desc, cols, max_att, n_stratify, stratify, h, fn);
     s->n_groups = hash_get_num_entries(s->table);

@@ -146,12 +146,14 @@ BEGIN
   FOREACH seed IN ARRAY seeds LOOP
     PERFORM set_config('approx_gpu.random_seed', seed::text, false);
     syn := prefix || set_name || '_plain';
-    PERFORM approx_gpu.create_synopsis(syn, tab::regclass, cols::name[], 10000, 'cdf', 'never');
+    -- census => false, both: the reference is the one-stratum estimator N/m
+    -- (a census, the default where a column's tail pays for it, is a stratum)
+    PERFORM approx_gpu.create_synopsis(syn, tab::regclass, cols::name[], 10000, 'cdf', 'never', census => false);
     PERFORM pg_temp.aqp_eval(set_name, tab, syn, agg_col, agg_idx, seed, 'plain');
     PERFORM approx_gpu.drop_synopsis(syn);
     syn := prefix || set_name;
     IF EXISTS (SELECT 1 FROM approx_gpu.synopses WHERE name = syn) THEN PERFORM approx_gpu.drop_synopsis(syn); END IF;
-    PERFORM approx_gpu.create_synopsis(syn, tab::regclass, cols::name[], 10000);
+    PERFORM approx_gpu.create_synopsis(syn, tab::regclass, cols::name[], 10000, census => false);
     PERFORM pg_temp.aqp_eval(set_name, tab, syn, agg_col, agg_idx, seed, 'kde');
   END LOOP;
 END $$;

@@ -261,9 +261,10 @@ SELECT count(*) FILTER (WHERE n = m) AS whole_strata, sum(n) FILTER (WHERE n = m
 SELECT pg_temp.heavy_in_sample('sthp') AS heavy_rows_kept;
 -- no measure to keep (k stratifies, note is a dictionary)
 SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_heavy', ARRAY['k', 'note']::name[], 100, 'cdf', 'never', ARRAY['k']::name[], true)$$);
--- census NULL (the default): a census of the measures whose top 0.1% hold
--- more of their spread than the census' tenth of the sample costs
--- (census_pays). x's 20 values of 10^7 are all of it: kept, as with true.
+-- census NULL (the default): a census of the table's numeric columns whose
+-- top rows hold more of their spread than the census' tenth of the sample
+-- costs (census_pays). x's 20 values of 10^7 are all of it: kept, as with
+-- true; id (1..20000) and k (0..2) have no tail: none.
 SELECT (approx_gpu.create_synopsis('sta', 'st_heavy', ARRAY['x']::name[], 1000)->>'strata')::int AS strata;
 SELECT census IS NULL AS census_auto FROM approx_gpu.synopses WHERE name = 'sta';
 SELECT n, m FROM pg_temp.strata('sta') ORDER BY n;
@@ -274,9 +275,16 @@ UPDATE st_heavy SET x = 7 WHERE x = 1e7;
 SELECT (approx_gpu.refresh_synopsis('sta')->>'strata')::int AS refreshed_strata;
 SELECT census IS NULL AS census_auto FROM approx_gpu.synopses WHERE name = 'sta';
 UPDATE st_heavy SET x = 1e7 WHERE id % 1000 = 0;
--- id (1..20000, uniform) and k (0..2) have no tail: no census, whatever the budget
+-- the default reads every numeric column of the table, not only the
+-- synopsis': the sample path aggregates any (x here)
 SELECT (approx_gpu.create_synopsis('stu', 'st_heavy', ARRAY['id', 'k']::name[], 1000)->>'strata')::int AS strata;
-SELECT count(*) AS strata_rows FROM pg_temp.strata('stu');
+SELECT n, m FROM pg_temp.strata('stu') ORDER BY n;
+SELECT pg_temp.heavy_in_sample('stu') AS heavy_rows_kept;
+-- a table whose numeric columns have no tail: none (NaN and infinities of a
+-- column the synopsis does not hold are no ERROR, and no census candidate)
+CREATE TABLE st_light AS SELECT id, k, CASE WHEN id = 5 THEN 'NaN'::float8 WHEN id = 6 THEN 'Infinity'::float8 ELSE id % 10 END AS y
+  FROM st_heavy;
+SELECT (approx_gpu.create_synopsis('stl', 'st_light', ARRAY['id', 'k']::name[], 1000)->>'strata')::int AS strata;
 -- stratified: the default keeps none (each stratum is one value of k, the
 -- group the box path answers GROUP BY k from; census => true mixes them);
 -- stratified by k with no measure: none, no error
@@ -290,7 +298,7 @@ SELECT (approx_gpu.create_synopsis('stw', 'st_small', ARRAY['x']::name[], 1000)-
 SELECT (approx_gpu.create_synopsis('stf', 'st_heavy', ARRAY['x']::name[], 1000, census => false)->>'strata')::int AS strata;
 SELECT census FROM approx_gpu.synopses WHERE name = 'stf';
 SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses
- WHERE name IN ('sth', 'sth2', 'sthp', 'sta', 'stu', 'sts', 'stk2', 'stw', 'stf') ORDER BY name;
+ WHERE name IN ('sth', 'sth2', 'sthp', 'sta', 'stu', 'stl', 'sts', 'stk2', 'stw', 'stf') ORDER BY name;
 
 SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('stg', 'stk', 'stn', 'stc2') ORDER BY name;
 SELECT count(*) AS left_over FROM approx_gpu.synopses;

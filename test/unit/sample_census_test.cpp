@@ -273,3 +273,26 @@ TEST(SampleCensus, PaysForHeavyTailsOnly) {
     s.add(NAN);  // NULL: skipped
     EXPECT_EQ(s.n, 3);
 }
+
+// census_sort: the kept entries from the highest rank down (ties by key),
+// so that a smaller census is a prefix of a larger one.
+TEST(SampleCensus, SortPutsTheTopFirst) {
+    std::mt19937_64 rng(9);
+    std::lognormal_distribution<double> ln(0, 1);
+    const int64_t n = 5000, t = 300;
+    std::vector<double> v(n);
+    std::vector<uint64_t> key(n);
+    std::vector<CensusEntry> heap(t);
+    int64_t used = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        v[i] = i % 7 == 0 ? 3.0 : ln(rng);  // ties
+        key[i] = census_key(static_cast<uint64_t>(i), 1);
+        census_offer(heap.data(), used, t, v[i], key[i], i);
+    }
+    census_sort(heap.data(), used);
+    for (int64_t k : {int64_t(1), int64_t(50), t}) {
+        std::vector<int64_t> prefix;
+        for (int64_t i = 0; i < k; ++i) prefix.push_back(heap[i].row);
+        EXPECT_EQ(sorted(prefix), sorted_top(v, key, k)) << k;
+    }
+}
