@@ -117,27 +117,6 @@ bool is_measure_type(Oid type) {
            type == NUMERICOID;
 }
 
-bool measure_number(Datum value, Oid type, double* out) {
-    double x;
-    switch (type) {
-        case INT2OID: x = DatumGetInt16(value); break;
-        case INT4OID: x = DatumGetInt32(value); break;
-        case INT8OID: x = static_cast<double>(DatumGetInt64(value)); break;
-        case FLOAT4OID: x = DatumGetFloat4(value); break;
-        case FLOAT8OID: x = DatumGetFloat8(value); break;
-        case NUMERICOID: {
-            Numeric n = DatumGetNumeric(value);
-            if (numeric_is_nan(n) || numeric_is_inf(n)) return false;
-            x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
-            break;
-        }
-        default: return false;
-    }
-    if (!std::isfinite(x)) return false;
-    *out = x;
-    return true;
-}
-
 char* dictionary_string(Datum value, Oid out_fn) { return OidOutputFunctionCall(out_fn, value); }
 
 char** dictionary_encode(char* const* strings, int64 m, double* sample, int d, int col, int32* size) {
@@ -196,6 +175,19 @@ const char* number_value(Datum value, Oid type, double* out) {
     *out = v;
     return nullptr;
 }
+
+}  // namespace
+
+// A numeric column's value for the default census (synopsis_codec.h):
+// number_value's conversion, anything not finite left out.
+bool synopsis_glue::measure_number(Datum value, Oid type, double* out) {
+    double x;
+    if (number_value(value, type, &x) != nullptr || !std::isfinite(x)) return false;
+    *out = x;
+    return true;
+}
+
+namespace {
 
 // A date or timestamp comparison value in days (a Date column) or
 // microseconds (a Timestamp column): a date is its midnight, a timestamp a
