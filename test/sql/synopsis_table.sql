@@ -259,6 +259,11 @@ SELECT (approx_gpu.create_synopsis('sthp', 'st_hpart', ARRAY['x']::name[], 1000,
 SELECT count(*) FILTER (WHERE n = m) AS whole_strata, sum(n) FILTER (WHERE n = m) AS census_rows,
        sum(n) AS strata_rows FROM pg_temp.strata('sthp');
 SELECT pg_temp.heavy_in_sample('sthp') AS heavy_rows_kept;
+-- ... and the default decides it over the parent's rows: the same census strata
+SELECT (approx_gpu.create_synopsis('sthpa', 'st_hpart', ARRAY['x']::name[], 1000)->>'strata')::int AS strata;
+SELECT count(*) FILTER (WHERE n = m) AS whole_strata, sum(n) FILTER (WHERE n = m) AS census_rows,
+       sum(n) AS strata_rows FROM pg_temp.strata('sthpa');
+SELECT pg_temp.heavy_in_sample('sthpa') AS heavy_rows_kept;
 -- no measure to keep (k stratifies, note is a dictionary)
 SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_heavy', ARRAY['k', 'note']::name[], 100, 'cdf', 'never', ARRAY['k']::name[], true)$$);
 -- census NULL (the default): a census of the table's numeric columns whose
@@ -298,7 +303,7 @@ SELECT (approx_gpu.create_synopsis('stw', 'st_small', ARRAY['x']::name[], 1000)-
 SELECT (approx_gpu.create_synopsis('stf', 'st_heavy', ARRAY['x']::name[], 1000, census => false)->>'strata')::int AS strata;
 SELECT census FROM approx_gpu.synopses WHERE name = 'stf';
 SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses
- WHERE name IN ('sth', 'sth2', 'sthp', 'sta', 'stu', 'stl', 'sts', 'stk2', 'stw', 'stf') ORDER BY name;
+ WHERE name IN ('sth', 'sth2', 'sthp', 'sthpa', 'sta', 'stu', 'stl', 'sts', 'stk2', 'stw', 'stf') ORDER BY name;
 
 SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('stg', 'stk', 'stn', 'stc2') ORDER BY name;
 SELECT count(*) AS left_over FROM approx_gpu.synopses;
