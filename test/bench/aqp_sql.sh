@@ -27,8 +27,8 @@
 # tables and synopses.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-psql -c 'CREATE SCHEMA IF NOT EXISTS approx_gpu; CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu' >/dev/null
+. test/bench/sql_lib.sh
+bench_extension
 GPU=$(psql -At -c "SELECT coalesce((approx_gpu.device_info()->>'gpu_available')::boolean, false)")
 if [ "$GPU" = t ]; then ROWS=${ROWS:-10000000}; DEVICES=${DEVICES:-cpu gpu}; else ROWS=${ROWS:-1000000}; DEVICES=${DEVICES:-cpu}; fi
 REPS=${REPS:-3}

@@ -24,10 +24,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SF=${SF:-1}; SEED=${SEED:-0.42}; SKEW=${SKEW:-1.0}; SAMPLE=${SAMPLE:-0.01}; REPS=${REPS:-3}
 WORKLOADS=${WORKLOADS:-ssb ssb_skew tpch}; REUSE=${REUSE:-0}
-psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+. test/bench/sql_lib.sh
 secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-psql -c 'CREATE SCHEMA IF NOT EXISTS approx_gpu; CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu' -c 'SET client_min_messages = warning' \
-     -f test/workloads/workloads.sql -f test/bench/aqp_workloads.sql >/dev/null
+bench_extension -c 'SET client_min_messages = warning' -f test/workloads/workloads.sql -f test/bench/aqp_workloads.sql
 echo "# approx_gpu workloads: SF $SF, sample $SAMPLE of the fact table, seed $SEED, skew $SKEW"
 echo
 echo "device: $(psql -At -c "SELECT coalesce(approx_gpu.device_info()->'devices'->0->>'name', 'no GPU')"), $(nproc) CPU cores," \

@@ -13,12 +13,12 @@
 # error. Not a timed test. KEEP=1 keeps the tables.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+. test/bench/sql_lib.sh
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 ROWS=${ROWS:-200000}
 SEEDS=${SEEDS:-20}
 SAMPLE=$((ROWS / 100))
-psql -c 'CREATE SCHEMA IF NOT EXISTS approx_gpu; CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu' >/dev/null
+bench_extension
 echo "-- census_sql: $ROWS rows in 10 groups, 1% samples stratified on the group, seeds 1..$SEEDS"
 psql <<SQL >/dev/null
 DROP TABLE IF EXISTS bench_census_pareto, bench_census_lognormal, bench_census_results;

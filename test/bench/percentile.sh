@@ -13,12 +13,12 @@
 # KEEP=1 keeps the table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+. test/bench/sql_lib.sh
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 ROWS=${ROWS:-1000000}
 NGROUPS=${NGROUPS:-100}
 REPS=${REPS:-3}
-psql -c 'CREATE SCHEMA IF NOT EXISTS approx_gpu; CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu' >/dev/null
+bench_extension
 TDIGEST=$(psql -At -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'tdigest'")
 [ "$TDIGEST" = 1 ] && psql -c 'CREATE EXTENSION IF NOT EXISTS tdigest' >/dev/null
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }

@@ -26,9 +26,9 @@ SIZE=${SIZE:-10000000}
 SEEDS=${SEEDS:-1 2 3 4 5 6 7 8}
 PARTS=${PARTS:-e2e,accuracy}
 SETS=${SETS:-diamonds,movielens,mixture,lognormal_int,pareto_int,zero_inflated,point_mass_mix,weekly_dates}
-psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+. test/bench/sql_lib.sh
 [ -n "${READ_WORKERS:-}" ] && export PGOPTIONS="${PGOPTIONS:-} -c approx_gpu.read_workers=$READ_WORKERS"
-psql -c 'CREATE SCHEMA IF NOT EXISTS approx_gpu; CREATE EXTENSION IF NOT EXISTS approx_gpu SCHEMA approx_gpu' >/dev/null
+bench_extension
 psql -c "SET client_min_messages = warning; SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name LIKE 'bench_%'" >/dev/null
 
 echo "device: $(psql -At -c "SELECT coalesce(approx_gpu.device_info()->'devices'->0->>'name', 'no GPU')")"
