@@ -226,12 +226,14 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
     ctl.hcxt = CurrentMemoryContext;
     s->table = hash_create("approx_gpu strata", 1024, &ctl,
                            HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_KEYCOPY | HASH_CONTEXT);
+    int64 total = 0;  // rows read
     Scan scan = begin_scan(leaves, desc);
     while (scan_next(scan)) {
         CHECK_FOR_INTERRUPTS();
         slot_getsomeattrs(scan.slot, read_att);
         stratum_key(scan.slot, scan_leaf(scan), cols, n_stratify, stratify, &s->key);
         ++enter_stratum(s->table, s->key.data)->rows;
+        ++total;
         if (t == 0) continue;
         // Ties by a key of the TID and the leaf: the same rows whatever the order.
         const int64 id = census_row_id(scan);
@@ -253,10 +255,6 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
     if (t > 0 && census == CensusMode::Auto) {
         // Only the measures whose top rows hold more of their spread than
         // the census costs; none where the sample keeps every row anyway.
-        int64 total = 0;
-        HASH_SEQ_STATUS it;
-        hash_seq_init(&it, s->table);
-        for (StratumEntry* e; (e = static_cast<StratumEntry*>(hash_seq_search(&it))) != nullptr;) total += e->rows;
         // Decided at the smallest share t (each measure's top t rows), then
         // the census' tenth of the budget is shared by those that take it
         // (their top rows hold still more of the spread at a larger share).
