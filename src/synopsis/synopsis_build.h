@@ -1,7 +1,10 @@
 // The pieces of a table synopsis build shared by the build itself
-// (synopsis_build.cpp) and its stratified first pass (synopsis_strata.cpp).
+// (synopsis_build.cpp), its stratified first pass (synopsis_strata.cpp), the
+// census of that pass (synopsis_census.cpp) and the leaves it reads
+// (synopsis_leaves.cpp).
 #pragma once
 
+#include "core/sample_census.hpp"
 #include "synopsis/synopsis.h"
 
 extern "C" {
@@ -54,7 +57,7 @@ struct Strata {
 
 // The relations whose rows a synopsis of `rel` holds: rel itself, or for a
 // partitioned table or an inheritance parent every member with storage
-// (synopsis_strata.cpp). Each leaf is a stratum of its own (times the
+// (synopsis_leaves.cpp). Each leaf is a stratum of its own (times the
 // stratify columns), so that its rows carry their own weight.
 struct Leaves {
     bool parent;                // rel has partitions or inheritance children
@@ -80,6 +83,11 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
                   int n_stratify, const int* stratify, int32 sample_size, CensusMode census, const char* relname,
                   const char* fn);
 struct Scan;
+// The stratum key of a row (the leaf, then each stratify column's output
+// string) and its entry in the strata table (rows 0 when new).
+void stratum_key(TupleTableSlot* slot, Oid leaf, const ColumnPlan* cols, int n_stratify, const int* stratify,
+                 StringInfo key);
+StratumEntry* enter_stratum(HTAB* table, char* key);
 // The stratum of the scan's row in the second pass (same snapshot: the
 // first pass saw it).
 StratumEntry* row_stratum(Strata* s, const Scan& scan, const ColumnPlan* cols, int n_stratify, const int* stratify,
@@ -104,5 +112,39 @@ void end_scan(Scan& s);
 inline Oid scan_leaf(const Scan& s) {
     return s.leaves->parent ? RelationGetRelid(s.leaves->rels[s.leaf]) : InvalidOid;
 }
+
+// The census while the first pass counts (synopsis_census.cpp): the
+// candidate measures, each one's top rows and the spread of all its values
+// (palloc'd arrays: the scan may longjmp); t the census rows per measure (0:
+// no census), room what each heap keeps until the default decides.
+struct CensusPass {
+    CensusMode mode;
+    int n_measures;
+    AttrNumber* attnum;  // the measure's column in the table's (the parent's) layout
+    Oid* type;
+    const char** name;
+    approx::sample::CensusEntry** heap;
+    int64_t* n;
+    approx::sample::CensusSpread* spread;  // every row's, for census_pays (Auto)
+    int64 t;
+    int64 room;
+    AttrNumber read_att;  // the last column the pass must deform (max_att and the measures)
+};
+// The measures (On: the synopsis' Number columns; Auto: every numeric
+// column of the table; neither stratify columns nor dropped ones) and
+// their heaps; On without a measure is an ERROR.
+void census_begin(CensusPass* c, CensusMode census, TupleDesc desc, const ColumnPlan* cols, int d, int n_stratify,
+                  const int* stratify, int32 sample_size, AttrNumber max_att, const char* fn);
+// Offers the scan's row to every measure's heap (c->t > 0).
+void census_offer_row(CensusPass* c, const Scan& scan, const char* relname, const char* fn);
+// Auto: keeps the measures census_pays accepts, sharing the census' tenth
+// among them; none (c->t = 0) when none does or the pass read no more rows
+// than sample_size.
+void census_decide(CensusPass* c, int64 rows_read, int32 sample_size);
+// A row's census id: its leaf's index, then its TID.
+int64 census_row_id(const Scan& scan);
+// The census rows out of their strata into a take-all stratum per leaf.
+void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, AttrNumber max_att,
+                  int n_stratify, const int* stratify, const CensusPass& h, const char* fn);
 
 }  // namespace synopsis_glue

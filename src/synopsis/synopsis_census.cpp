@@ -1,0 +1,193 @@
+// The census (take-all) stratum of a table synopsis build's first pass
+// (synopsis_build.h): each candidate measure's top rows and spread while the
+// pass counts, the default's decision (core/sample_census.hpp: census_pays),
+// and the census rows moved out of their strata into a census stratum of
+// their leaf.
+#include "synopsis/synopsis_build.h"
+
+#include <algorithm>
+
+extern "C" {
+#include "access/table.h"
+#include "utils/rel.h"
+}
+
+namespace synopsis_glue {
+
+namespace {
+
+// Census measures: On, the synopsis' Number columns; Auto, every numeric
+// column of the table (the sample path aggregates any column of the sample
+// relation, not only those the synopsis names); both without stratify
+// columns and dropped ones.
+void census_measures(CensusPass* h, CensusMode census, TupleDesc desc, const ColumnPlan* cols, int d,
+                     int n_stratify, const int* stratify) {
+    const int cap = census == CensusMode::On ? d : desc->natts;
+    h->attnum = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * Max(cap, 1)));
+    h->type = static_cast<Oid*>(palloc(sizeof(Oid) * Max(cap, 1)));
+    h->name = static_cast<const char**>(palloc(sizeof(char*) * Max(cap, 1)));
+    h->n_measures = 0;
+    auto stratifies = [&](AttrNumber att) {
+        for (int k = 0; k < n_stratify; ++k)
+            if (cols[stratify[k]].attnum == att) return true;
+        return false;
+    };
+    if (census == CensusMode::On) {
+        for (int j = 0; j < d; ++j)
+            if (cols[j].encoding == ValueEncoding::Number && !stratifies(cols[j].attnum)) {
+                h->attnum[h->n_measures] = cols[j].attnum;
+                h->type[h->n_measures] = cols[j].type;
+                h->name[h->n_measures++] = cols[j].name;
+            }
+    } else {
+        for (int a = 1; a <= desc->natts; ++a) {
+            Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+            if (att->attisdropped || !is_measure_type(att->atttypid) || stratifies(a)) continue;
+            h->attnum[h->n_measures] = a;
+            h->type[h->n_measures] = att->atttypid;
+            h->name[h->n_measures++] = NameStr(att->attname);
+        }
+    }
+    h->heap = static_cast<approx::sample::CensusEntry**>(palloc0(sizeof(void*) * Max(h->n_measures, 1)));
+    h->n = static_cast<int64_t*>(palloc0(sizeof(int64_t) * Max(h->n_measures, 1)));
+    h->spread = static_cast<approx::sample::CensusSpread*>(
+        palloc0(sizeof(approx::sample::CensusSpread) * Max(h->n_measures, 1)));
+}
+
+// The heap memory the default's candidates may take (it keeps a tenth of
+// the budget per measure until it knows how many measures take a census).
+constexpr Size kAutoHeapBytes = Size(64) << 20;
+
+}  // namespace
+
+// A row's census id: its leaf's index, then its TID (block << 16 | offset).
+int64 census_row_id(const Scan& scan) {
+    const ItemPointer tid = &scan.leaf_slot->tts_tid;
+    return (static_cast<int64>(scan.leaf) << 48) | (static_cast<int64>(ItemPointerGetBlockNumber(tid)) << 16) |
+           ItemPointerGetOffsetNumber(tid);
+}
+
+void census_begin(CensusPass* c, CensusMode census, TupleDesc desc, const ColumnPlan* cols, int d, int n_stratify,
+                  const int* stratify, int32 sample_size, AttrNumber max_att, const char* fn) {
+    memset(c, 0, sizeof *c);
+    c->mode = census;
+    c->read_att = max_att;
+    if (census == CensusMode::Off) return;
+    census_measures(c, census, desc, cols, d, n_stratify, stratify);
+    if (c->n_measures == 0 && census == CensusMode::On)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: census needs a numeric column (int2, int4, int8, float4, float8, numeric) "
+                               "that is not a stratify column",
+                               fn)));
+    // On: census_size rows of each measure. Auto: room for more (a
+    // measure's share grows when others decline), decided at the smallest
+    // share, census_size over every candidate.
+    c->t = approx::sample::census_size(sample_size, c->n_measures);
+    c->room = c->t;
+    if (census == CensusMode::Auto && c->t > 0) {
+        const int64 most = approx::sample::census_size(sample_size, 1);
+        const int64 fits = static_cast<int64>(kAutoHeapBytes / sizeof(approx::sample::CensusEntry) / c->n_measures);
+        c->room = Max(c->t, Min(most, fits));
+    }
+    for (int m = 0; m < c->n_measures; ++m) {
+        c->heap[m] = static_cast<approx::sample::CensusEntry*>(
+            palloc_extended(sizeof(approx::sample::CensusEntry) * Max(c->room, 1), MCXT_ALLOC_HUGE));
+        c->read_att = Max(c->read_att, c->attnum[m]);
+    }
+}
+
+void census_offer_row(CensusPass* c, const Scan& scan, const char* relname, const char* fn) {
+    // Ties by a key of the TID and the leaf: the same rows whatever the order.
+    const int64 id = census_row_id(scan);
+    const uint64 key =
+        approx::sample::census_key(static_cast<uint64>(id), RelationGetRelid(scan.leaves->rels[scan.leaf]));
+    for (int m = 0; m < c->n_measures; ++m) {
+        const AttrNumber att = c->attnum[m];
+        if (scan.slot->tts_isnull[att - 1]) continue;
+        double v;
+        if (c->mode == CensusMode::On)  // a synopsis column: NaN and infinities are an ERROR
+            v = column_number(scan.slot->tts_values[att - 1], c->type[m], fn, c->name[m], relname);
+        else if (!measure_number(scan.slot->tts_values[att - 1], c->type[m], &v))
+            continue;  // not a synopsis column: a value no census can hold is left out
+        approx::sample::census_offer(c->heap[m], c->n[m], c->room, v, key, id);
+        c->spread[m].add(v);
+    }
+}
+
+void census_decide(CensusPass* c, int64 rows_read, int32 sample_size) {
+    if (c->t == 0 || c->mode != CensusMode::Auto) return;
+    // Only the measures whose top rows hold more of their spread than the
+    // census costs; none where the sample keeps every row anyway. Decided
+    // at the smallest share t (each measure's top t rows), then the
+    // census' tenth of the budget is shared by those that take it (their
+    // top rows hold still more of the spread at a larger share).
+    int taking = 0;
+    for (int m = 0; m < c->n_measures; ++m) {
+        approx::sample::census_sort(c->heap[m], c->n[m]);
+        const bool pays = rows_read > sample_size &&
+                          approx::sample::census_pays(c->spread[m], c->heap[m], std::min<int64>(c->n[m], c->t));
+        if (!pays) c->n[m] = 0;
+        taking += pays;
+    }
+    if (taking == 0) {
+        c->t = 0;
+        return;
+    }
+    for (int m = 0; m < c->n_measures; ++m)
+        c->n[m] = std::min<int64>(c->n[m], std::min<int64>(c->room, approx::sample::census_size(sample_size, taking)));
+}
+
+// The census rows out of their strata into a take-all stratum of their
+// leaf ("[P<leaf>|]C|": no ordinary key starts with C). Each row is fetched
+// by TID to find its ordinary stratum (the first pass kept only the ids);
+// a stratum left empty goes.
+void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, AttrNumber max_att,
+                  int n_stratify, const int* stratify, const CensusPass& h, const char* fn) {
+    HASHCTL ctl;
+    memset(&ctl, 0, sizeof ctl);
+    ctl.keysize = sizeof(int64);
+    ctl.entrysize = sizeof(CensusRow);
+    ctl.hcxt = CurrentMemoryContext;
+    s->census = hash_create("approx_gpu census", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+    TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc0(sizeof(TupleTableSlot*) * leaves->n));
+    TupleTableSlot* parent_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+    for (int j = 0; j < h.n_measures; ++j)
+        for (int64 i = 0; i < h.n[j]; ++i) {
+            const int64 id = h.heap[j][i].row;
+            bool found;
+            CensusRow* c = static_cast<CensusRow*>(hash_search(s->census, &id, HASH_ENTER, &found));
+            if (found) continue;  // the top of another measure too
+            const int leaf = static_cast<int>(id >> 48);
+            Relation rel = leaves->rels[leaf];
+            if (slots[leaf] == nullptr) slots[leaf] = table_slot_create(rel, nullptr);
+            ItemPointerData tid;
+            ItemPointerSet(&tid, static_cast<BlockNumber>((id >> 16) & 0xFFFFFFFF),
+                           static_cast<OffsetNumber>(id & 0xFFFF));
+            if (!table_tuple_fetch_row_version(rel, &tid, GetActiveSnapshot(), slots[leaf]))
+                elog(ERROR, "%s: a census row is not visible to the snapshot that read it", fn);
+            TupleTableSlot* slot = slots[leaf];
+            if (leaves->maps[leaf] != nullptr) {
+                execute_attr_map_slot(leaves->maps[leaf]->attrMap, slot, parent_slot);
+                slot = parent_slot;
+            }
+            slot_getsomeattrs(slot, max_att);
+            const Oid leaf_oid = leaves->parent ? RelationGetRelid(rel) : InvalidOid;
+            stratum_key(slot, leaf_oid, cols, n_stratify, stratify, &s->key);
+            char* k = s->key.data;
+            StratumEntry* from = static_cast<StratumEntry*>(hash_search(s->table, &k, HASH_FIND, nullptr));
+            if (from == nullptr || from->census)
+                elog(ERROR, "%s: a census row of a stratum the first pass did not see", fn);
+            if (--from->rows == 0) hash_search(s->table, &k, HASH_REMOVE, nullptr);
+            resetStringInfo(&s->key);
+            if (OidIsValid(leaf_oid)) appendStringInfo(&s->key, "P%010u|", leaf_oid);
+            appendStringInfoString(&s->key, "C|");
+            c->stratum = enter_stratum(s->table, s->key.data);
+            c->stratum->census = true;
+            ++c->stratum->rows;
+        }
+    for (int l = 0; l < leaves->n; ++l)
+        if (slots[l] != nullptr) ExecDropSingleTupleTableSlot(slots[l]);
+    ExecDropSingleTupleTableSlot(parent_slot);
+}
+
+}  // namespace synopsis_glue
