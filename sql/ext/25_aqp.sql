@@ -130,7 +130,7 @@ COMMENT ON AGGREGATE approx_percentile_disc_ci(float8 ORDER BY float8) IS
 -- plan supplies at run time. Called anywhere else: ERROR 55000.
 CREATE FUNCTION approx_gpu_internal.aqp_sample_count_trans(internal, int, oid) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_aqp_sample_count_trans' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION approx_gpu_internal.aqp_sample_sum_trans(internal, float8, int, oid) RETURNS internal
+CREATE FUNCTION approx_gpu_internal.aqp_sample_sum_trans(internal, float8, int, oid, int) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_aqp_sample_sum_trans' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION approx_gpu_internal.aqp_sample_combine(internal, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_aqp_sample_combine' LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -139,8 +139,8 @@ CREATE FUNCTION approx_gpu_internal.aqp_sample_serial(internal) RETURNS bytea
 CREATE FUNCTION approx_gpu_internal.aqp_sample_deserial(bytea, internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_aqp_sample_deserial' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION approx_gpu_internal.aqp_sample_count_trans(internal, int, oid) IS 'Transition function of sample_count: the group''s rows per stratum';
-COMMENT ON FUNCTION approx_gpu_internal.aqp_sample_sum_trans(internal, float8, int, oid) IS
-    'Transition function of sample_sum and sample_avg: per stratum the moments of the group''s non-NULL values';
+COMMENT ON FUNCTION approx_gpu_internal.aqp_sample_sum_trans(internal, float8, int, oid, int) IS
+    'Transition function of sample_sum and sample_avg: per stratum the moments of the group''s non-NULL values (measure: the sample relation''s column that x reads, 0 for an expression; read by the final function)';
 COMMENT ON FUNCTION approx_gpu_internal.aqp_sample_combine(internal, internal) IS 'Merges two partial sample_count / sample_sum / sample_avg states';
 COMMENT ON FUNCTION approx_gpu_internal.aqp_sample_serial(internal) IS 'Serialises a sample_count / sample_sum / sample_avg state';
 COMMENT ON FUNCTION approx_gpu_internal.aqp_sample_deserial(bytea, internal) IS 'Deserialises a sample_count / sample_sum / sample_avg state';
@@ -172,28 +172,28 @@ CREATE AGGREGATE approx_gpu_internal.sample_count_ci(stratum int, sample oid) (
     SFUNC = approx_gpu_internal.aqp_sample_count_trans, STYPE = internal, FINALFUNC = approx_gpu_internal.aqp_sample_count_ci_final,
     COMBINEFUNC = approx_gpu_internal.aqp_sample_combine, SERIALFUNC = approx_gpu_internal.aqp_sample_serial, DESERIALFUNC = approx_gpu_internal.aqp_sample_deserial,
     PARALLEL = SAFE);
-CREATE AGGREGATE approx_gpu_internal.sample_sum(x float8, stratum int, sample oid) (
+CREATE AGGREGATE approx_gpu_internal.sample_sum(x float8, stratum int, sample oid, measure int) (
     SFUNC = approx_gpu_internal.aqp_sample_sum_trans, STYPE = internal, FINALFUNC = approx_gpu_internal.aqp_sample_sum_final,
     COMBINEFUNC = approx_gpu_internal.aqp_sample_combine, SERIALFUNC = approx_gpu_internal.aqp_sample_serial, DESERIALFUNC = approx_gpu_internal.aqp_sample_deserial,
     PARALLEL = SAFE);
-CREATE AGGREGATE approx_gpu_internal.sample_sum_ci(x float8, stratum int, sample oid) (
+CREATE AGGREGATE approx_gpu_internal.sample_sum_ci(x float8, stratum int, sample oid, measure int) (
     SFUNC = approx_gpu_internal.aqp_sample_sum_trans, STYPE = internal, FINALFUNC = approx_gpu_internal.aqp_sample_sum_ci_final,
     COMBINEFUNC = approx_gpu_internal.aqp_sample_combine, SERIALFUNC = approx_gpu_internal.aqp_sample_serial, DESERIALFUNC = approx_gpu_internal.aqp_sample_deserial,
     PARALLEL = SAFE);
-CREATE AGGREGATE approx_gpu_internal.sample_avg(x float8, stratum int, sample oid) (
+CREATE AGGREGATE approx_gpu_internal.sample_avg(x float8, stratum int, sample oid, measure int) (
     SFUNC = approx_gpu_internal.aqp_sample_sum_trans, STYPE = internal, FINALFUNC = approx_gpu_internal.aqp_sample_avg_final,
     COMBINEFUNC = approx_gpu_internal.aqp_sample_combine, SERIALFUNC = approx_gpu_internal.aqp_sample_serial, DESERIALFUNC = approx_gpu_internal.aqp_sample_deserial,
     PARALLEL = SAFE);
-CREATE AGGREGATE approx_gpu_internal.sample_avg_ci(x float8, stratum int, sample oid) (
+CREATE AGGREGATE approx_gpu_internal.sample_avg_ci(x float8, stratum int, sample oid, measure int) (
     SFUNC = approx_gpu_internal.aqp_sample_sum_trans, STYPE = internal, FINALFUNC = approx_gpu_internal.aqp_sample_avg_ci_final,
     COMBINEFUNC = approx_gpu_internal.aqp_sample_combine, SERIALFUNC = approx_gpu_internal.aqp_sample_serial, DESERIALFUNC = approx_gpu_internal.aqp_sample_deserial,
     PARALLEL = SAFE);
 COMMENT ON AGGREGATE approx_gpu_internal.sample_count(int, oid) IS 'Internal (sample plans): Horvitz-Thompson COUNT of a stratified sample';
 COMMENT ON AGGREGATE approx_gpu_internal.sample_count_ci(int, oid) IS 'Internal (sample plans): sample_count with its interval at approx_gpu.confidence';
-COMMENT ON AGGREGATE approx_gpu_internal.sample_sum(float8, int, oid) IS 'Internal (sample plans): Horvitz-Thompson SUM of a stratified sample';
-COMMENT ON AGGREGATE approx_gpu_internal.sample_sum_ci(float8, int, oid) IS 'Internal (sample plans): sample_sum with its interval at approx_gpu.confidence';
-COMMENT ON AGGREGATE approx_gpu_internal.sample_avg(float8, int, oid) IS 'Internal (sample plans): ratio estimate of AVG from a stratified sample';
-COMMENT ON AGGREGATE approx_gpu_internal.sample_avg_ci(float8, int, oid) IS 'Internal (sample plans): sample_avg with its interval at approx_gpu.confidence';
+COMMENT ON AGGREGATE approx_gpu_internal.sample_sum(float8, int, oid, int) IS 'Internal (sample plans): Horvitz-Thompson SUM of a stratified sample';
+COMMENT ON AGGREGATE approx_gpu_internal.sample_sum_ci(float8, int, oid, int) IS 'Internal (sample plans): sample_sum with its interval at approx_gpu.confidence';
+COMMENT ON AGGREGATE approx_gpu_internal.sample_avg(float8, int, oid, int) IS 'Internal (sample plans): ratio estimate of AVG from a stratified sample';
+COMMENT ON AGGREGATE approx_gpu_internal.sample_avg_ci(float8, int, oid, int) IS 'Internal (sample plans): sample_avg with its interval at approx_gpu.confidence';
 
 CREATE FUNCTION approx_gpu_internal.aqp_sample_values_trans(internal, float8, int, oid, float8) RETURNS internal
     AS 'MODULE_PATHNAME', 'approx_gpu_aqp_sample_values_trans' LANGUAGE C IMMUTABLE PARALLEL SAFE;

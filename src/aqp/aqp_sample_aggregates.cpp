@@ -118,7 +118,8 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_count_trans) {
     PG_RETURN_POINTER(st);
 }
 
-// sample_sum / sample_avg(x, stratum, sample): NULL x is skipped, as sum() does.
+// sample_sum / sample_avg(x, stratum, sample, measure): NULL x is skipped,
+// as sum() does; measure is the final function's (final_measure).
 APPROX_FUNCTION(approx_gpu_aqp_sample_sum_trans) {
     const char* fn = "sample_sum";
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
@@ -214,6 +215,23 @@ static Oid final_sample(FunctionCallInfo fcinfo, Oid from_state, int argno) {
     return c->consttype == OIDOID && !c->constisnull ? DatumGetObjectId(c->constvalue) : InvalidOid;
 }
 
+// sample_sum / sample_avg's measure: the sample relation's column x reads
+// (0: an expression), a Const the sample plan wrote as argument argno.
+static AttrNumber final_measure(FunctionCallInfo fcinfo, int argno, const char* fn) {
+    Aggref* aggref = AggGetAggref(fcinfo);
+    if (aggref == nullptr || list_length(aggref->args) <= argno) return 0;
+    Node* e = reinterpret_cast<Node*>(static_cast<TargetEntry*>(list_nth(aggref->args, argno))->expr);
+    if (e == nullptr || !IsA(e, Const) || reinterpret_cast<Const*>(e)->consttype != INT4OID ||
+        reinterpret_cast<Const*>(e)->constisnull)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: argument measure must be a constant column number", fn)));
+    const int32 m = DatumGetInt32(reinterpret_cast<Const*>(e)->constvalue);
+    if (m < 0 || m > MaxAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: argument measure %d is not a column number", fn, m)));
+    return static_cast<AttrNumber>(m);
+}
+
 static const AqpSampleDesign* final_design(FunctionCallInfo fcinfo, Oid from_state, int argno, const char* fn) {
     const AqpSampleDesign* d = aqp_sample_design_find(final_sample(fcinfo, from_state, argno));
     if (d == nullptr)
@@ -284,6 +302,9 @@ static Datum moment_final(FunctionCallInfo fcinfo, smp::Aggregate agg, bool ci, 
     if (st != nullptr && st->n_parts > 0) check_stratum_in_design(st->parts[st->n_parts - 1].stratum, d, fn);
     smp::Stratum* design = engine_design(d);
     smp::Options opt = engine_options(d);
+    // SUM / AVG of a column: its spread over the stratum's sample rows
+    // bounds a group's spread from below (core/sample_estimate.hpp).
+    if (agg != smp::Aggregate::Count) opt.spread = aqp_sample_design_spread(d->sample_relid, final_measure(fcinfo, 3, fn), fn);
     smp::Estimate e;
     approx::Status status = smp::estimate(agg, design, d->n_strata, st ? st->parts : nullptr, st ? st->n_parts : 0, opt, e);
     if (!status.ok()) raise_engine_error(status, fn);

@@ -96,8 +96,44 @@ static Var* pass_stratum_up(List* path, int table_natts) {
 struct WeightContext {
     Var* stratum;
     Oid sample_relid;
+    List* path;  // the levels from the aggregated one down to the table
+    const TableSynopsis* ts;
     const char* failed;
 };
+
+static Node* strip_casts(Node* e) {
+    for (;;) {
+        if (e != nullptr && IsA(e, RelabelType)) {
+            e = reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(e)->arg);
+        } else if (e != nullptr && IsA(e, FuncExpr) &&
+                   reinterpret_cast<FuncExpr*>(e)->funcformat == COERCE_IMPLICIT_CAST &&
+                   list_length(reinterpret_cast<FuncExpr*>(e)->args) == 1) {
+            e = static_cast<Node*>(linitial(reinterpret_cast<FuncExpr*>(e)->args));
+        } else {
+            return e;
+        }
+    }
+}
+
+// The sample column an aggregate's argument reads where it is a column of
+// the table (through the intermediate subqueries' target lists, implicit
+// casts aside); 0 for an expression: only a column's spread is known.
+static int measure_column(Expr* x, const WeightContext* c) {
+    Node* e = strip_casts(reinterpret_cast<Node*>(x));
+    const int n = list_length(c->path);
+    for (int i = 0; i < n; ++i) {
+        const AqpSampleStep* s = static_cast<AqpSampleStep*>(list_nth(c->path, i));
+        if (e == nullptr || !IsA(e, Var)) return 0;
+        const Var* v = reinterpret_cast<Var*>(e);
+        if (v->varlevelsup != 0 || v->varno != static_cast<int>(s->rti)) return 0;
+        if (i == n - 1) return aqp_sample_column(c->ts, v->varattno);
+        const Query* below = static_cast<AqpSampleStep*>(list_nth(c->path, i + 1))->query;
+        const TargetEntry* te = get_tle_by_resno(below->targetList, v->varattno);
+        if (te == nullptr) return 0;
+        e = strip_casts(reinterpret_cast<Node*>(te->expr));
+    }
+    return 0;
+}
 
 static TargetEntry* arg(Expr* e, int resno) { return makeTargetEntry(e, static_cast<AttrNumber>(resno), nullptr, false); }
 
@@ -137,8 +173,12 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
             break;
         case AQP_SUM:
         case AQP_AVG:
-            n->args = list_make3(arg(x, 1), arg(stratum, 2), arg(sample, 3));
-            n->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, OIDOID);
+            n->args = list_make4(arg(x, 1), arg(stratum, 2), arg(sample, 3),
+                                 arg(reinterpret_cast<Expr*>(makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+                                                                       Int32GetDatum(measure_column(x, c)), false,
+                                                                       true)),
+                                     4));
+            n->aggargtypes = list_make4_oid(FLOAT8OID, INT4OID, OIDOID, INT4OID);
             break;
         case AQP_PERCENTILE_CONT:
         case AQP_PERCENTILE_DISC: {
@@ -200,7 +240,7 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     RangeTblEntry* replacement = sample_subquery(orig, best.table, best.sample, best.ts);
     last->query->rtable = lappend(last->query->rtable, copy_node(orig));  // kept for privileges and locks
     list_nth_cell(last->query->rtable, last->rti - 1)->ptr_value = replacement;
-    WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, nullptr};
+    WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, best.path, best.ts, nullptr};
     q->targetList = reinterpret_cast<List*>(weight_mutator(reinterpret_cast<Node*>(q->targetList), &wc));
     q->havingQual = weight_mutator(q->havingQual, &wc);
     relation_close(best.table, NoLock);

@@ -77,6 +77,21 @@ Moments with_zeros(const Moments& group, double m) {
     return all;
 }
 
+// The group's values in a stratum with at least the stratum's relative
+// spread (estimate()): M2 raised to (k - 1) CV^2 ms, CV^2 = S^2 / mean|y|^2
+// of the stratum's sample, ms the group's mean square. Only where the
+// stratum's sample knows more values than the group's own.
+void widen_to_stratum(Moments& g, const StratumSpread& s) {
+    if (!(s.n > g.n) || g.n < 2 || !(s.mean_abs > 0) || !(s.variance > 0) || !std::isfinite(s.variance)) return;
+    const double cv2 = s.variance / (s.mean_abs * s.mean_abs);
+    const double mean_square = g.m2 / g.n + g.mean * g.mean;
+    const double floor_m2 = (g.n - 1) * cv2 * mean_square;
+    if (std::isfinite(floor_m2) && floor_m2 > g.m2) g.m2 = floor_m2;
+}
+
+Status estimate_one(Aggregate agg, const Stratum* design, int32_t n_strata, const GroupPart* parts, int32_t n_parts,
+                    const Options& opt, Estimate& out);
+
 // Hall's (1992) inverse: the T with g(T) = u, g(T) = T + a T^2 + a^2 T^3 / 3 + a / 2
 // = ((1 + a T)^3 - 1) / (3 a) + a / 2.
 double hall_inverse(double u, double a) {
@@ -150,6 +165,31 @@ double student_t_quantile(double p, double df) {
 
 Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const GroupPart* parts, int32_t n_parts,
                 const Options& opt, Estimate& out) {
+    if (opt.spread != nullptr && agg != Aggregate::Count) {
+        // The stratum's spread only widens: the interval is the hull of the
+        // group's own and the one with its variance raised to the stratum's
+        // (raising M2 alone also lowers the kurtosis and skewness the
+        // degrees of freedom and the skewness correction read).
+        Options own = opt;
+        own.spread = nullptr;
+        Estimate base;
+        Status st = estimate_one(agg, design, n_strata, parts, n_parts, own, base);
+        if (!st.ok()) return (out = base, st);
+        st = estimate_one(agg, design, n_strata, parts, n_parts, opt, out);
+        if (!st.ok()) return st;
+        out.lower = std::min(out.lower, base.lower);
+        out.upper = std::max(out.upper, base.upper);
+        out.se = std::max(out.se, base.se);
+        out.estimable = out.estimable && base.estimable;
+        return Status::Ok();
+    }
+    return estimate_one(agg, design, n_strata, parts, n_parts, opt, out);
+}
+
+namespace {
+
+Status estimate_one(Aggregate agg, const Stratum* design, int32_t n_strata, const GroupPart* parts, int32_t n_parts,
+                    const Options& opt, Estimate& out) {
     out = Estimate();
     if (!(opt.confidence > 0 && opt.confidence < 1))
         return Status::Error(StatusCode::InvalidArgument, "confidence must be between 0 and 1");
@@ -227,6 +267,7 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
         varying_nonzero += parts[i].m.nonzero;
         const double f = m / N, w = N / m, W = N * N * (1 - f) / m;
         Moments g = parts[i].m;
+        if (agg != Aggregate::Count && opt.spread != nullptr) widen_to_stratum(g, opt.spread[parts[i].stratum]);
         if (agg == Aggregate::Count) {
             g.mean = 1;
             g.m2 = g.m3 = g.m4 = 0;
@@ -326,6 +367,8 @@ Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const Gr
     if (agg == Aggregate::Count) out.lower = std::max(0.0, out.lower);
     return Status::Ok();
 }
+
+}  // namespace
 
 Status percentile(Percentile kind, double fraction, const Stratum* design, int32_t n_strata, WeightedValue* rows,
                   int64_t n, const Options& opt, Estimate& out) {

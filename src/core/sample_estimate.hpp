@@ -44,8 +44,21 @@ struct GroupPart {
 enum class Aggregate : uint8_t { Count = 0, Sum = 1, Avg = 2 };
 enum class Percentile : uint8_t { Cont = 0, Disc = 1 };
 
+// The spread of a measure over every sample row of one stratum, whatever
+// its group (the sample relation's rows of the stratum; n = 0: unknown): a
+// group's few rows cannot show the tail of a heavy-tailed measure, the
+// stratum's many rows can (see estimate()).
+struct StratumSpread {
+    double n = 0;         // values (not NULL)
+    double variance = 0;  // S^2 (n - 1 denominator)
+    double mean_abs = 0;  // mean of |y|
+};
+
 struct Options {
     double confidence = 0.95;  // (0, 1)
+    // SUM / AVG: per stratum of the design (n_strata entries) the measure's
+    // spread over the stratum's sample rows; nullptr: none known.
+    const StratumSpread* spread = nullptr;
     // Every group's rows lie in the strata where the sample saw it (GROUP BY
     // the stratify columns, or a partition key): strata it was not seen in
     // hold none of its rows. Otherwise each stratum not sampled whole may
@@ -95,6 +108,16 @@ struct Estimate {
 //   null, (-inf, inf); null with exact only where every stratum the group may
 //   touch was sampled whole (a part with m.n = 0, rows of NULL values, marks
 //   its stratum as one the group touches).
+//   The stratum's spread (opt.spread, SUM and AVG): a group's k_s values of
+//   a heavy-tailed measure usually miss its tail, so their s^2 is usually far
+//   below the variance they were drawn with, and no interval from them alone
+//   can be honest (Bahadur & Savage). Where the stratum's sample holds more
+//   values than the group, the group's variance is taken as at least the
+//   stratum's relative variance at the group's scale, CV_s^2 * ms_g with
+//   CV_s^2 = S_s^2 / mean|y|_s^2 and ms_g the group's mean square: groups
+//   assumed to share the measure's shape up to scale (a group whose values
+//   are less spread than the stratum's gets a wider interval than it needs:
+//   the price of borrowing the tail).
 // InvalidArgument for a part outside the design or a bad confidence.
 Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const GroupPart* parts, int32_t n_parts,
                 const Options& opt, Estimate& out);

@@ -10,7 +10,9 @@
 // (shapes: the digits of those to run, 0 normal .. 5 huge outliers; designs:
 // digits 0 unstratified .. 4 census + strata = groups, 5 the builder's
 // default: census where census_pays, else unstratified; reps 0 skips a size;
-// COVERAGE_RAW=1 adds each configuration's counts, to pool split runs).
+// COVERAGE_RAW=1 adds each configuration's counts, to pool split runs;
+// WIDTH=1 adds AVG's median relative half-width to the table by k;
+// NO_SPREAD=1 leaves out the stratum's spread, as for an expression).
 // docs/benchmarks.md used 200 and 20.
 // Query shapes: one group (a WHERE passing 20% of the rows), 10 and 100 groups
 // (Zipf(1) sizes: the smallest of 100 holds ~0.2% of the rows). Designs:
@@ -26,7 +28,9 @@
 // no row for it in a GROUP BY; coverage is over the groups returned (plus, in
 // one-group queries, the empty answer, which SQL does return). Unbounded
 // intervals (+-inf: the sample cannot bound the answer) cover, and are
-// counted apart ("unbounded").
+// counted apart ("unbounded"). Each stratum's spread over all its sample
+// rows goes to the estimator (Options::spread), as the sample path passes it
+// for an aggregate of a column.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -70,8 +74,10 @@ const char* kDesignName[kDesigns] = {"unstratified", "8 value strata", "strata =
 
 struct Tally {
     long covered = 0, total = 0, unbounded = 0;
+    std::vector<float> width;  // relative half-widths of the bounded intervals (WIDTH=1 prints AVG's median per k)
     void add(const Estimate& e, double truth) {
         ++total;
+        if (e.estimable && truth != 0) width.push_back(static_cast<float>((e.upper - e.lower) / 2 / std::fabs(truth)));
         if (!e.estimable) ++unbounded;
         if (e.lower <= truth && truth <= e.upper) ++covered;
     }
@@ -161,6 +167,8 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
     for (int64_t i = 0; i < N; ++i) rows_of[stratum_of[i]].push_back(i);
     std::vector<Stratum> strata(n_strata);
     std::vector<std::vector<GroupPart>> parts(n_groups, std::vector<GroupPart>(n_strata));
+    std::vector<Moments> stratum_values(n_strata);
+    std::vector<double> stratum_abs(n_strata, 0);
     for (int s = 0; s < n_strata; ++s) {
         std::vector<int64_t>& idx = rows_of[s];
         const double Ns = static_cast<double>(idx.size());
@@ -182,9 +190,20 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
             std::swap(idx[i], idx[pick(rng)]);
             const int64_t row = idx[i];
             if (group[row] >= 0) add(parts[group[row]][s].m, value[row]);
+            add(stratum_values[s], value[row]);
+            stratum_abs[s] += std::fabs(value[row]);
         }
     }
     Options opt;
+    std::vector<StratumSpread> spread(n_strata);
+    for (int s = 0; s < n_strata; ++s) {
+        const Moments& v = stratum_values[s];
+        spread[s].n = v.n;
+        spread[s].variance = v.n > 1 ? v.m2 / (v.n - 1) : 0;
+        spread[s].mean_abs = v.n > 0 ? stratum_abs[s] / v.n : 0;
+    }
+    // as the sample path does for a column: the stratum's spread over its sample rows
+    if (!std::getenv("NO_SPREAD")) opt.spread = spread.data();
     // the census stratum is sampled whole: a group it holds no row of has none there
     opt.groups_within_strata = design == GroupStrata || design == CensusGroups;
     for (int g = 0; g < n_groups; ++g) {
@@ -249,6 +268,7 @@ int main(int argc, char** argv) {
                             t.covered += res.by_rows[a][b].covered;
                             t.total += res.by_rows[a][b].total;
                             t.unbounded += res.by_rows[a][b].unbounded;
+                            t.width.insert(t.width.end(), res.by_rows[a][b].width.begin(), res.by_rows[a][b].width.end());
                         }
                     for (int a = 0; a < 3; ++a) {
                         Tally& d = by_design[shape][design][a];
@@ -285,7 +305,11 @@ int main(int argc, char** argv) {
         if (per_shape[shape].by_rows[1][7].total + per_shape[shape].by_rows[1][6].total == 0) continue;
         std::printf("| %s |", kShapeName[shape]);
         for (int b = 0; b < kBuckets; ++b) {
-            const Tally &s = per_shape[shape].by_rows[1][b], &v = per_shape[shape].by_rows[2][b];
+            Tally &s = per_shape[shape].by_rows[1][b], &v = per_shape[shape].by_rows[2][b];
+            if (std::getenv("WIDTH") && !v.width.empty()) {
+                std::sort(v.width.begin(), v.width.end());
+                std::printf(" w%.2f", v.width[v.width.size() / 2]);
+            }
             if (s.total == 0)
                 std::printf(" - |");
             else

@@ -580,3 +580,86 @@ TEST(SampleUnseenGroups, Chao1FromSingletonsAndDoubletons) {
         }
     }
 }
+
+// The stratum's spread (Options::spread): a group of a few alike values in a
+// stratum whose sample is far more spread gets a wider SUM / AVG interval
+// that holds the one from its own values; COUNT, the estimates, a spread that
+// knows no more values than the group, and a group already more spread than
+// the floor are unchanged.
+TEST(SampleEstimate, StratumSpreadOnlyWidens) {
+    const Stratum design[1] = {{10000, 100}};
+    GroupPart part;
+    part.stratum = 0;
+    part.m = moments_of({1.0, 1.2, 0.9, 1.1, 1.0});
+    StratumSpread heavy;  // CV^2 = 400 / 5^2 = 16 over 100 values
+    heavy.n = 100;
+    heavy.variance = 400;
+    heavy.mean_abs = 5;
+    Options own, borrowed;
+    borrowed.spread = &heavy;
+    for (Aggregate agg : {Aggregate::Count, Aggregate::Sum, Aggregate::Avg}) {
+        Estimate a, b;
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, own, a).ok());
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, borrowed, b).ok());
+        EXPECT_DOUBLE_EQ(a.estimate, b.estimate);
+        EXPECT_LE(b.lower, a.lower);
+        EXPECT_GE(b.upper, a.upper);
+        if (agg == Aggregate::Count) {
+            EXPECT_DOUBLE_EQ(a.lower, b.lower);
+            EXPECT_DOUBLE_EQ(a.upper, b.upper);
+        } else {
+            // AVG: the group's own s^2 is ~0.013, the floor 16 * ~1.06 (~36x
+            // the se); SUM's spread is mostly whether a row is the group's,
+            // which the floor leaves alone
+            EXPECT_GT(b.upper - b.lower, (agg == Aggregate::Avg ? 10 : 2) * (a.upper - a.lower))
+                << static_cast<int>(agg);
+        }
+    }
+    // no more values than the group's: nothing to borrow
+    StratumSpread few = heavy;
+    few.n = 5;
+    borrowed.spread = &few;
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        Estimate a, b;
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, own, a).ok());
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, borrowed, b).ok());
+        EXPECT_DOUBLE_EQ(a.lower, b.lower);
+        EXPECT_DOUBLE_EQ(a.upper, b.upper);
+    }
+    // a group more spread than the stratum's relative spread: its own interval
+    GroupPart wide;
+    wide.stratum = 0;
+    wide.m = moments_of({1.0, 50.0, 0.5, 120.0, 3.0});
+    StratumSpread light;
+    light.n = 100;
+    light.variance = 0.01;
+    light.mean_abs = 1;
+    borrowed.spread = &light;
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        Estimate a, b;
+        ASSERT_TRUE(estimate(agg, design, 1, &wide, 1, own, a).ok());
+        ASSERT_TRUE(estimate(agg, design, 1, &wide, 1, borrowed, b).ok());
+        EXPECT_DOUBLE_EQ(a.lower, b.lower);
+        EXPECT_DOUBLE_EQ(a.upper, b.upper);
+    }
+}
+
+// A whole stratum (census) has no variance to borrow: exact stays exact.
+TEST(SampleEstimate, StratumSpreadLeavesWholeStrataExact) {
+    const Stratum design[1] = {{5, 5}};
+    GroupPart part;
+    part.stratum = 0;
+    part.m = moments_of({1.0, 2.0, 1000.0});
+    StratumSpread heavy;
+    heavy.n = 5;
+    heavy.variance = 1e6;
+    heavy.mean_abs = 200;
+    Options o;
+    o.spread = &heavy;
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        Estimate e;
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, o, e).ok());
+        EXPECT_TRUE(e.exact);
+        EXPECT_DOUBLE_EQ(e.lower, e.upper);
+    }
+}
