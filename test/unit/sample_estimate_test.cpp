@@ -615,17 +615,22 @@ TEST(SampleEstimate, StratumSpreadOnlyWidens) {
                 << static_cast<int>(agg);
         }
     }
+    // SUM and AVG of `g` with and without `spread`: the same interval
+    auto unchanged = [&](const GroupPart& g, const StratumSpread& spread) {
+        Options with;
+        with.spread = &spread;
+        for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+            Estimate a, b;
+            ASSERT_TRUE(estimate(agg, design, 1, &g, 1, own, a).ok());
+            ASSERT_TRUE(estimate(agg, design, 1, &g, 1, with, b).ok());
+            EXPECT_DOUBLE_EQ(a.lower, b.lower);
+            EXPECT_DOUBLE_EQ(a.upper, b.upper);
+        }
+    };
     // no more values than the group's: nothing to borrow
     StratumSpread few = heavy;
     few.n = 5;
-    borrowed.spread = &few;
-    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
-        Estimate a, b;
-        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, own, a).ok());
-        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, borrowed, b).ok());
-        EXPECT_DOUBLE_EQ(a.lower, b.lower);
-        EXPECT_DOUBLE_EQ(a.upper, b.upper);
-    }
+    unchanged(part, few);
     // a group more spread than the stratum's relative spread: its own interval
     GroupPart wide;
     wide.stratum = 0;
@@ -634,14 +639,7 @@ TEST(SampleEstimate, StratumSpreadOnlyWidens) {
     light.n = 100;
     light.variance = 0.01;
     light.mean_abs = 1;
-    borrowed.spread = &light;
-    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
-        Estimate a, b;
-        ASSERT_TRUE(estimate(agg, design, 1, &wide, 1, own, a).ok());
-        ASSERT_TRUE(estimate(agg, design, 1, &wide, 1, borrowed, b).ok());
-        EXPECT_DOUBLE_EQ(a.lower, b.lower);
-        EXPECT_DOUBLE_EQ(a.upper, b.upper);
-    }
+    unchanged(wide, light);
 }
 
 // A whole stratum (census) has no variance to borrow: exact stays exact.
