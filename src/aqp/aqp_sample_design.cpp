@@ -19,6 +19,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -134,10 +135,10 @@ static approx::sample::StratumSpread* read_spread(const AqpSampleDesign& d, Attr
     TupleDesc desc = RelationGetDescr(rel);
     const AttrNumber stratum_att = static_cast<AttrNumber>(desc->natts);  // approx_stratum is last
     Form_pg_attribute att = measure >= 1 && measure < stratum_att ? TupleDescAttr(desc, measure - 1) : nullptr;
-    if (att == nullptr || att->attisdropped || !synopsis_glue::is_measure_type(att->atttypid))
+    const Oid type = att != nullptr ? getBaseType(att->atttypid) : InvalidOid;  // a domain's values are its base type's
+    if (att == nullptr || att->attisdropped || !synopsis_glue::is_measure_type(type))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: argument measure %d is not a numeric column of the sample", fn, measure)));
-    const Oid type = att->atttypid;
     const int n = d.n_strata > 0 ? d.n_strata : 1;
     approx::sample::Moments* m =
         static_cast<approx::sample::Moments*>(palloc(sizeof(approx::sample::Moments) * static_cast<Size>(n)));

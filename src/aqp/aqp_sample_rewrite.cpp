@@ -20,7 +20,10 @@ extern "C" {
 #include "optimizer/optimizer.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "utils/lsyscache.h"
 }
+
+#include "synopsis/synopsis_codec.h"
 
 // The subquery over the sample relation that stands for the table: its
 // target list is the table's attribute layout, then the stratum.
@@ -101,6 +104,8 @@ struct WeightContext {
     const char* failed;
 };
 
+// Implicit casts and every binary-compatible relabelling (same values;
+// strip_implicit_coercions would keep an explicit one).
 static Node* strip_casts(Node* e) {
     for (;;) {
         if (e != nullptr && IsA(e, RelabelType)) {
@@ -126,7 +131,9 @@ static int measure_column(Expr* x, const WeightContext* c) {
         if (e == nullptr || !IsA(e, Var)) return 0;
         const Var* v = reinterpret_cast<Var*>(e);
         if (v->varlevelsup != 0 || v->varno != static_cast<int>(s->rti)) return 0;
-        if (i == n - 1) return aqp_sample_column(c->ts, v->varattno);
+        // a numeric column (a domain reads as its base type), as the final function reads it
+        if (i == n - 1)
+            return synopsis_glue::is_measure_type(getBaseType(v->vartype)) ? aqp_sample_column(c->ts, v->varattno) : 0;
         const Query* below = static_cast<AqpSampleStep*>(list_nth(c->path, i + 1))->query;
         const TargetEntry* te = get_tle_by_resno(below->targetList, v->varattno);
         if (te == nullptr) return 0;
