@@ -203,13 +203,21 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
 
 // ---- final functions ---------------------------------------------------------------------
 
+// The Aggref's argument argno (the sample plan writes its Consts there);
+// nullptr without an Aggref or with fewer arguments.
+static TargetEntry* aggref_arg(FunctionCallInfo fcinfo, int argno) {
+    Aggref* aggref = AggGetAggref(fcinfo);
+    if (aggref == nullptr || list_length(aggref->args) <= argno) return nullptr;
+    return static_cast<TargetEntry*>(list_nth(aggref->args, argno));
+}
+
 // The sample's OID: from the state, else (no row at all) from the Aggref's
 // argument argno, a Const the sample plan wrote.
 static Oid final_sample(FunctionCallInfo fcinfo, Oid from_state, int argno) {
     if (OidIsValid(from_state)) return from_state;
-    Aggref* aggref = AggGetAggref(fcinfo);
-    if (aggref == nullptr || list_length(aggref->args) <= argno) return InvalidOid;
-    Node* e = reinterpret_cast<Node*>(static_cast<TargetEntry*>(list_nth(aggref->args, argno))->expr);
+    TargetEntry* te = aggref_arg(fcinfo, argno);
+    if (te == nullptr) return InvalidOid;
+    Node* e = reinterpret_cast<Node*>(te->expr);
     if (e == nullptr || !IsA(e, Const)) return InvalidOid;
     Const* c = reinterpret_cast<Const*>(e);
     return c->consttype == OIDOID && !c->constisnull ? DatumGetObjectId(c->constvalue) : InvalidOid;
@@ -218,9 +226,9 @@ static Oid final_sample(FunctionCallInfo fcinfo, Oid from_state, int argno) {
 // sample_sum / sample_avg's measure: the sample relation's column x reads
 // (0: an expression), a Const the sample plan wrote as argument argno.
 static AttrNumber final_measure(FunctionCallInfo fcinfo, int argno, const char* fn) {
-    Aggref* aggref = AggGetAggref(fcinfo);
-    if (aggref == nullptr || list_length(aggref->args) <= argno) return 0;
-    Node* e = reinterpret_cast<Node*>(static_cast<TargetEntry*>(list_nth(aggref->args, argno))->expr);
+    TargetEntry* te = aggref_arg(fcinfo, argno);
+    if (te == nullptr) return 0;
+    Node* e = reinterpret_cast<Node*>(te->expr);
     if (e == nullptr || !IsA(e, Const) || reinterpret_cast<Const*>(e)->consttype != INT4OID ||
         reinterpret_cast<Const*>(e)->constisnull)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
