@@ -1,12 +1,13 @@
 // The weighted (Horvitz-Thompson) aggregates of the sample path (aqp.h):
 // sample_count / sample_sum / sample_avg (internal state: per stratum the
 // moments of the group's rows; combine, serialise, deserialise: the nested
-// plan may be parallel) and sample_percentile_cont / _disc (the group's
-// values and strata; no partial aggregation), each with its _ci form. The
+// plan may be parallel), each with its _ci form, and the argument and
+// final-function helpers they share with sample_percentile_cont / _disc
+// (aqp_sample_percentiles.cpp; aqp_sample_aggregates.h). The
 // transition functions need no design (a parallel worker has none); the
 // final functions find it by the sample's OID and ask the engine
 // (core/sample_estimate.hpp) for the estimate and interval.
-#include "aqp/aqp.h"
+#include "aqp/aqp_sample_aggregates.h"
 
 #include <cmath>
 
@@ -17,11 +18,10 @@ extern "C" {
 #include "nodes/primnodes.h"
 }
 
-#include "core/sample_estimate.hpp"
 #include "runtime/aggregate_state.h"
 #include "runtime/byte_codec.h"
 
-namespace smp = approx::sample;
+using namespace sample_aggs;
 
 // ---- state of COUNT / SUM / AVG --------------------------------------------------------
 
@@ -40,11 +40,11 @@ static MomentState* new_moment_state(MemoryContext mcxt) {
 
 // Transition functions name the aggregate (calling_aggregate_name, a
 // catalog lookup) only when they raise an error, not per row.
-static const char* agg_name(FunctionCallInfo fcinfo, const char* fallback) {
+const char* sample_aggs::agg_name(FunctionCallInfo fcinfo, const char* fallback) {
     return calling_aggregate_name(fcinfo, fallback);
 }
 
-static void check_sample(Oid* have, Oid sample, FunctionCallInfo fcinfo, const char* fallback) {
+void sample_aggs::check_sample(Oid* have, Oid sample, FunctionCallInfo fcinfo, const char* fallback) {
     if (!OidIsValid(*have)) {
         *have = sample;
     } else if (OidIsValid(sample) && *have != sample) {
@@ -56,7 +56,7 @@ static void check_sample(Oid* have, Oid sample, FunctionCallInfo fcinfo, const c
 
 // The 0-based stratum of argument argno (1..n_strata, checked against the
 // design in the final function).
-static int32 stratum_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
+int32 sample_aggs::stratum_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
     if (PG_ARGISNULL(argno)) {
         const char* fn = agg_name(fcinfo, fallback);
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: argument stratum must not be NULL", fn)));
@@ -70,7 +70,7 @@ static int32 stratum_arg(FunctionCallInfo fcinfo, int argno, const char* fallbac
     return s - 1;
 }
 
-static Oid sample_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
+Oid sample_aggs::sample_arg(FunctionCallInfo fcinfo, int argno, const char* fallback) {
     if (PG_ARGISNULL(argno)) {
         const char* fn = agg_name(fcinfo, fallback);
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s: argument sample must not be NULL", fn)));
@@ -240,7 +240,7 @@ static AttrNumber final_measure(FunctionCallInfo fcinfo, int argno, const char* 
     return static_cast<AttrNumber>(m);
 }
 
-static const AqpSampleDesign* final_design(FunctionCallInfo fcinfo, Oid from_state, int argno, const char* fn) {
+const AqpSampleDesign* sample_aggs::final_design(FunctionCallInfo fcinfo, Oid from_state, int argno, const char* fn) {
     const AqpSampleDesign* d = aqp_sample_design_find(final_sample(fcinfo, from_state, argno));
     if (d == nullptr)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s: runs only inside a sample plan", fn),
@@ -248,7 +248,7 @@ static const AqpSampleDesign* final_design(FunctionCallInfo fcinfo, Oid from_sta
     return d;
 }
 
-static void check_stratum_in_design(int32 s, const AqpSampleDesign* d, const char* fn) {
+void sample_aggs::check_stratum_in_design(int32 s, const AqpSampleDesign* d, const char* fn) {
     if (s >= d->n_strata)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: argument stratum %d is not between 1 and %d", fn, s + 1, d->n_strata)));
@@ -257,7 +257,7 @@ static void check_stratum_in_design(int32 s, const AqpSampleDesign* d, const cha
 // The engine's answer as the aggregate's result; with
 // approx_gpu.max_relative_error set, trips the guard where the interval is
 // too wide or the sample cannot bound the answer (aqp_scan_exec.cpp's rule).
-static Datum answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, const char* fn) {
+Datum sample_aggs::answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, const char* fn) {
     aqp_sample_guard_count_group(e.rows);
     double mre = aqp_max_relative_error;
     if (mre > 0) {
@@ -281,14 +281,14 @@ static Datum answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, co
     return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 
-static void raise_engine_error(const approx::Status& st, const char* fn) {
+void sample_aggs::raise_engine_error(const approx::Status& st, const char* fn) {
     ereport(ERROR, (errcode(st.code == approx::StatusCode::OutOfRange ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
                                                                      : ERRCODE_INVALID_PARAMETER_VALUE),
                     errmsg("%s: %s", fn, st.message)));
 }
 
 // The design and the interval options as the engine takes them.
-static smp::Stratum* engine_design(const AqpSampleDesign* d) {
+smp::Stratum* sample_aggs::engine_design(const AqpSampleDesign* d) {
     smp::Stratum* design = static_cast<smp::Stratum*>(palloc(sizeof(smp::Stratum) * (d->n_strata > 0 ? d->n_strata : 1)));
     for (int s = 0; s < d->n_strata; ++s) {
         design[s].rows = d->rows[s];
@@ -296,7 +296,7 @@ static smp::Stratum* engine_design(const AqpSampleDesign* d) {
     }
     return design;
 }
-static smp::Options engine_options(const AqpSampleDesign* d) {
+smp::Options sample_aggs::engine_options(const AqpSampleDesign* d) {
     smp::Options opt;
     opt.confidence = aqp_confidence;
     opt.groups_within_strata = d->groups_within_strata;
@@ -325,82 +325,3 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_sum_final) { return moment_final(fcinfo, s
 APPROX_FUNCTION(approx_gpu_aqp_sample_sum_ci_final) { return moment_final(fcinfo, smp::Aggregate::Sum, true, 2); }
 APPROX_FUNCTION(approx_gpu_aqp_sample_avg_final) { return moment_final(fcinfo, smp::Aggregate::Avg, false, 2); }
 APPROX_FUNCTION(approx_gpu_aqp_sample_avg_ci_final) { return moment_final(fcinfo, smp::Aggregate::Avg, true, 2); }
-
-// ---- percentiles -----------------------------------------------------------------------
-
-struct ValueState {
-    Oid sample;
-    bool has_fraction;   // the first row's fraction is recorded
-    bool null_fraction;  // ... and it was NULL (the answer is NULL, as percentile_cont's)
-    double fraction;
-    int64 n, capacity;
-    smp::WeightedValue* rows;
-};
-
-// sample_percentile_cont / _disc(x, stratum, sample, fraction): the
-// fraction is an argument (the user's direct argument), equal on every row.
-APPROX_FUNCTION(approx_gpu_aqp_sample_values_trans) {
-    const char* fn = "sample_percentile";
-    MemoryContext mcxt = aggregate_context(fcinfo, fn);
-    ValueState* st = PG_ARGISNULL(0) ? static_cast<ValueState*>(MemoryContextAllocZero(mcxt, sizeof(ValueState)))
-                                     : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
-    int32 s = stratum_arg(fcinfo, 2, fn);
-    check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fcinfo, fn);
-    bool null_fraction = PG_ARGISNULL(4);
-    double f = null_fraction ? 0 : PG_GETARG_FLOAT8(4);
-    if (!st->has_fraction) {
-        if (!null_fraction && !(f >= 0 && f <= 1)) {
-            fn = agg_name(fcinfo, fn);
-            ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                            errmsg("%s: argument fraction %g is not between 0 and 1", fn, f)));
-        }
-        st->has_fraction = true;
-        st->null_fraction = null_fraction;
-        st->fraction = f;
-    } else if (st->null_fraction != null_fraction || (!null_fraction && f != st->fraction)) {
-        fn = agg_name(fcinfo, fn);
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: argument fraction must be the same on every row of a group", fn)));
-    }
-    if (PG_ARGISNULL(1)) PG_RETURN_POINTER(st);
-    if (st->n == st->capacity) {
-        int64 cap = st->capacity > 0 ? st->capacity * 2 : 64;
-        Size bytes = sizeof(smp::WeightedValue) * static_cast<Size>(cap);
-        if (bytes > MaxAllocHugeSize / 2) {
-            fn = agg_name(fcinfo, fn);
-            ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("%s: too many rows in one group", fn)));
-        }
-        st->rows = static_cast<smp::WeightedValue*>(st->rows ? repalloc_huge(st->rows, bytes)
-                                                             : MemoryContextAllocHuge(mcxt, bytes));
-        st->capacity = cap;
-    }
-    st->rows[st->n].value = PG_GETARG_FLOAT8(1);
-    st->rows[st->n].stratum = s;
-    ++st->n;
-    PG_RETURN_POINTER(st);
-}
-
-// Sorts the state's rows in place: the same rows in another order, so a
-// later final function (a shared state) or transition sees the same group.
-static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci) {
-    const char* fn = calling_aggregate_name(fcinfo, "sample_percentile");
-    ValueState* st = PG_ARGISNULL(0) ? nullptr : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
-    const AqpSampleDesign* d = final_design(fcinfo, st ? st->sample : InvalidOid, 2, fn);
-    if (st != nullptr && st->null_fraction) PG_RETURN_NULL();  // percentile_cont(NULL): NULL
-    int32 top = -1;
-    const int64 n = st != nullptr ? st->n : 0;
-    for (int64 i = 0; i < n; ++i) top = Max(top, st->rows[i].stratum);
-    if (n > 0) check_stratum_in_design(top, d, fn);
-    smp::Stratum* design = engine_design(d);
-    smp::Options opt = engine_options(d);
-    smp::Estimate e;  // no value seen: the engine says whether NULL is exact
-    approx::Status status = smp::percentile(kind, n > 0 ? st->fraction : 0, design, d->n_strata,
-                                            n > 0 ? st->rows : nullptr, n, opt, e);
-    if (!status.ok()) raise_engine_error(status, fn);
-    return answer(fcinfo, e, ci, fn);
-}
-
-APPROX_FUNCTION(approx_gpu_aqp_sample_cont_final) { return values_final(fcinfo, smp::Percentile::Cont, false); }
-APPROX_FUNCTION(approx_gpu_aqp_sample_cont_ci_final) { return values_final(fcinfo, smp::Percentile::Cont, true); }
-APPROX_FUNCTION(approx_gpu_aqp_sample_disc_final) { return values_final(fcinfo, smp::Percentile::Disc, false); }
-APPROX_FUNCTION(approx_gpu_aqp_sample_disc_ci_final) { return values_final(fcinfo, smp::Percentile::Disc, true); }
