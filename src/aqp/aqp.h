@@ -75,9 +75,9 @@ bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
 //   approx_gpu_internal.sample_count(int4 stratum, oid sample)         COUNT(*); COUNT(expr) with
 //                                                                       FILTER (WHERE expr IS NOT NULL)
 //   approx_gpu_internal.sample_sum(float8 x, int4 stratum, oid sample, int4 measure)
-//                                                                also sample_avg; measure: the
-//                                                                sample relation's column x reads
-//                                                                (0: an expression), for its spread
+//                                                                also sample_avg; measure: which of
+//                                                                the design's measures x is (1-based;
+//                                                                0: none), for its spread
 //   approx_gpu_internal.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
 //                                                                also _disc (plain aggregates:
 //                                                                the fraction is a direct argument)
@@ -95,6 +95,10 @@ struct AqpSampleDesign {
     // otherwise each stratum not sampled whole may hold rows of any group
     // that the sample missed, and its intervals say so.
     bool groups_within_strata = false;
+    // The sample plan's measures: the SUM / AVG arguments that are
+    // arithmetic over the sample's columns (aqp_sample_measure_copy), owned
+    // by the plan, valid while the design is pushed.
+    List* measures = NIL;
 };
 // The sample plan's node pushes the design around its nested execution (a
 // stack: nested sample plans); final functions find theirs by sample_relid
@@ -108,15 +112,15 @@ void aqp_sample_design_push(const AqpSampleDesign* design);  // copied; ERROR 22
 void aqp_sample_design_pop(void);
 // The innermost pushed design of sample_relid, or nullptr.
 const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid);
-// The spread of the sample relation's column `measure` per stratum of that
-// design (core/sample_estimate.hpp: n_strata entries), read from the sample
-// once per pushed design and column; nullptr for measure 0 (an expression)
-// or no design. A measure that is not a numeric column of the sample is
+// The spread of the design's measure number `measure` per stratum
+// (core/sample_estimate.hpp: n_strata entries), read from the sample once
+// per pushed design and measure; nullptr for measure 0, a measure the pass
+// cannot evaluate, or no design. A measure outside the design's list is
 // ERROR 22023 naming fn.
 namespace approx::sample {
 struct StratumSpread;
 }
-const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, AttrNumber measure, const char* fn);
+const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, int measure, const char* fn);
 // The guard, read by the node after the nested run: with
 // approx_gpu.max_relative_error set, a final function whose group's interval
 // is too wide (or that the sample cannot estimate) records why; the node then

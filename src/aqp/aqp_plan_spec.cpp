@@ -17,7 +17,9 @@
 //     List of conditions, each List (Integer col, Integer kind, Integer strategy, Integer value)),
 //   for AQP_PLAN_SAMPLE a List (Integer sample_relid, Const int8 sample_rows,
 //     Const int8 limit_count, Const int8 limit_offset, Boolean grouped,
-//     Boolean groups_within_strata, String domain_sql ("": none)), then the
+//     Boolean groups_within_strata, String domain_sql ("": none), List of
+//     measures (expressions over the sample relation's columns: Var, Const,
+//     OpExpr, FuncExpr, RelabelType, never seen by setrefs)), then the
 //     sample plan (PlannedStmt).
 #include "aqp/aqp.h"
 #include "aqp/aqp_sample.h"
@@ -155,6 +157,7 @@ List* aqp_sample_spec_form(const AqpSampleSpec* spec, PlannedStmt* sample) {
     fields = lappend(fields, makeBoolean(spec->grouped));
     fields = lappend(fields, makeBoolean(spec->groups_within_strata));
     fields = lappend(fields, makeString(pstrdup(spec->domain_sql != nullptr ? spec->domain_sql : "")));
+    fields = lappend(fields, spec->measures);
     return list_make4(makeInteger(AQP_PLAN_SAMPLE), form_synopsis(spec->relid, spec->owner, spec->synopsis, spec->built),
                       fields, sample);
 }
@@ -174,5 +177,6 @@ void aqp_sample_spec_deform(List* priv, AqpSampleSpec* spec, PlannedStmt** sampl
     spec->groups_within_strata = fields.take_bool();
     const char* domain = strVal(fields.take());
     spec->domain_sql = domain[0] != '\0' ? domain : nullptr;
+    spec->measures = reinterpret_cast<List*>(fields.take());  // NIL when none
     *sample = castNode(PlannedStmt, in.take());
 }

@@ -37,7 +37,27 @@ struct AqpSampleSpec {
     // SQL counting the groups the other tables allow (an upper bound), or
     // nullptr: some group key is not a dimension's (aqp_sample_domain.cpp).
     const char* domain_sql;
+    // The SUM / AVG arguments whose spread the final functions borrow, over
+    // the sample relation's columns (aqp_sample_measure.cpp); the weighted
+    // aggregates name theirs by position (AqpSampleDesign::measures).
+    List* measures;
 };
+
+// An aggregate argument as a measure over the sample relation's columns
+// (aqp_sample_measure.cpp): a copy when it is numeric columns, constants,
+// built-in + - * / and casts between numeric types, each Var replaced by
+// map_var's answer; nullptr otherwise (or when map_var gives nullptr).
+Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void* arg);
+// One pass over the sample relation: per stratum (1..n_strata, its last
+// column) the moments of the measure's finite values on every row, in
+// result_cxt; nullptr when the measure is not one aqp_sample_measure_copy
+// writes over this relation's numeric columns. Raises nothing the
+// measure's arithmetic could (it runs in double precision).
+namespace approx::sample {
+struct StratumSpread;
+}
+approx::sample::StratumSpread* aqp_sample_measure_spread(Oid sample_relid, int n_strata, const Node* measure,
+                                                        MemoryContext result_cxt);
 
 // Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params);

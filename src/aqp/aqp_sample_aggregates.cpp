@@ -223,21 +223,21 @@ static Oid final_sample(FunctionCallInfo fcinfo, Oid from_state, int argno) {
     return c->consttype == OIDOID && !c->constisnull ? DatumGetObjectId(c->constvalue) : InvalidOid;
 }
 
-// sample_sum / sample_avg's measure: the sample relation's column x reads
-// (0: an expression), a Const the sample plan wrote as argument argno.
-static AttrNumber final_measure(FunctionCallInfo fcinfo, int argno, const char* fn) {
+// sample_sum / sample_avg's measure: which of the design's measures x is
+// (0: none), a Const the sample plan wrote as argument argno.
+static int final_measure(FunctionCallInfo fcinfo, int argno, const char* fn) {
     TargetEntry* te = aggref_arg(fcinfo, argno);
     if (te == nullptr) return 0;
     Node* e = reinterpret_cast<Node*>(te->expr);
     if (e == nullptr || !IsA(e, Const) || reinterpret_cast<Const*>(e)->consttype != INT4OID ||
         reinterpret_cast<Const*>(e)->constisnull)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: argument measure must be a constant column number", fn)));
+                        errmsg("%s: argument measure must be a constant measure number", fn)));
     const int32 m = DatumGetInt32(reinterpret_cast<Const*>(e)->constvalue);
-    if (m < 0 || m > MaxAttrNumber)
+    if (m < 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: argument measure %d is not a column number", fn, m)));
-    return static_cast<AttrNumber>(m);
+                        errmsg("%s: argument measure %d is not a measure number", fn, m)));
+    return m;
 }
 
 const AqpSampleDesign* sample_aggs::final_design(FunctionCallInfo fcinfo, Oid from_state, int argno, const char* fn) {
@@ -310,8 +310,9 @@ static Datum moment_final(FunctionCallInfo fcinfo, smp::Aggregate agg, bool ci, 
     if (st != nullptr && st->n_parts > 0) check_stratum_in_design(st->parts[st->n_parts - 1].stratum, d, fn);
     smp::Stratum* design = engine_design(d);
     smp::Options opt = engine_options(d);
-    // SUM / AVG of a column: its spread over the stratum's sample rows
-    // bounds a group's spread from below (core/sample_estimate.hpp).
+    // SUM / AVG of a column or arithmetic over columns: its spread over the
+    // stratum's sample rows bounds a group's spread from below
+    // (core/sample_estimate.hpp).
     if (agg != smp::Aggregate::Count) opt.spread = aqp_sample_design_spread(d->sample_relid, final_measure(fcinfo, 3, fn), fn);
     smp::Estimate e;
     approx::Status status = smp::estimate(agg, design, d->n_strata, st ? st->parts : nullptr, st ? st->n_parts : 0, opt, e);

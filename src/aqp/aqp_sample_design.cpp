@@ -11,8 +11,6 @@
 #include <cmath>
 
 extern "C" {
-#include "access/table.h"
-#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
@@ -21,19 +19,16 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 }
 
-#include "synopsis/synopsis_codec.h"
 
 // ---- the design stack ---------------------------------------------------------------
 
 // A measure's spread per stratum, computed once per pushed design.
 struct SpreadEntry {
-    AttrNumber measure;
-    approx::sample::StratumSpread* spread;  // n_strata entries
+    int measure;
+    approx::sample::StratumSpread* spread;  // n_strata entries; nullptr: the measure has none
     SpreadEntry* next;
 };
 
@@ -54,7 +49,7 @@ static void drop_top(void) {
     pfree(const_cast<double*>(e.design.sampled));
     while (e.spreads != nullptr) {
         SpreadEntry* next = e.spreads->next;
-        pfree(e.spreads->spread);
+        if (e.spreads->spread != nullptr) pfree(e.spreads->spread);
         pfree(e.spreads);
         e.spreads = next;
     }
@@ -113,7 +108,7 @@ void aqp_sample_design_push(const AqpSampleDesign* design) {
         sampled[s] = design->sampled[s];
     }
     DesignEntry& e = designs[n_designs++];
-    e.design = {design->sample_relid, design->n_strata, rows, sampled, design->groups_within_strata};
+    e.design = {design->sample_relid, design->n_strata, rows, sampled, design->groups_within_strata, design->measures};
     e.nest_level = GetCurrentTransactionNestLevel();
     e.spreads = nullptr;
 }
@@ -128,57 +123,19 @@ const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid) {
     return nullptr;
 }
 
-// One pass over the sample relation: per stratum the moments of the
-// measure column's finite values and the mean of their absolute values.
-static approx::sample::StratumSpread* read_spread(const AqpSampleDesign& d, AttrNumber measure, const char* fn) {
-    Relation rel = table_open(d.sample_relid, AccessShareLock);  // the sample plan holds this lock already
-    TupleDesc desc = RelationGetDescr(rel);
-    const AttrNumber stratum_att = static_cast<AttrNumber>(desc->natts);  // approx_stratum is last
-    Form_pg_attribute att = measure >= 1 && measure < stratum_att ? TupleDescAttr(desc, measure - 1) : nullptr;
-    const Oid type = att != nullptr ? getBaseType(att->atttypid) : InvalidOid;  // a domain's values are its base type's
-    if (att == nullptr || att->attisdropped || !synopsis_glue::is_measure_type(type))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s: argument measure %d is not a numeric column of the sample", fn, measure)));
-    const int n = d.n_strata > 0 ? d.n_strata : 1;
-    approx::sample::Moments* m =
-        static_cast<approx::sample::Moments*>(palloc(sizeof(approx::sample::Moments) * static_cast<Size>(n)));
-    double* abs_sum = static_cast<double*>(palloc0(sizeof(double) * static_cast<Size>(n)));
-    for (int s = 0; s < n; ++s) m[s] = approx::sample::Moments();
-    TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
-    TupleTableSlot* slot = table_slot_create(rel, nullptr);
-    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
-        CHECK_FOR_INTERRUPTS();
-        slot_getallattrs(slot);
-        if (slot->tts_isnull[stratum_att - 1] || slot->tts_isnull[measure - 1]) continue;
-        const int32 s = DatumGetInt32(slot->tts_values[stratum_att - 1]) - 1;
-        double v;
-        if (s < 0 || s >= d.n_strata || !synopsis_glue::measure_number(slot->tts_values[measure - 1], type, &v)) continue;
-        approx::sample::add(m[s], v);
-        abs_sum[s] += std::fabs(v);
-    }
-    ExecDropSingleTupleTableSlot(slot);
-    table_endscan(scan);
-    table_close(rel, NoLock);
-    approx::sample::StratumSpread* out = static_cast<approx::sample::StratumSpread*>(
-        MemoryContextAlloc(TopMemoryContext, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
-    for (int s = 0; s < n; ++s) {
-        out[s].n = m[s].n;
-        out[s].variance = m[s].n > 1 ? m[s].m2 / (m[s].n - 1) : 0;
-        out[s].mean_abs = m[s].n > 0 ? abs_sum[s] / m[s].n : 0;
-    }
-    pfree(m);
-    pfree(abs_sum);
-    return out;
-}
-
-const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, AttrNumber measure, const char* fn) {
+const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, int measure, const char* fn) {
     if (measure == 0) return nullptr;
     for (int i = n_designs - 1; i >= 0; --i) {
         DesignEntry& e = designs[i];
         if (e.design.sample_relid != sample_relid) continue;
+        if (measure < 0 || measure > list_length(e.design.measures))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: argument measure %d is not a measure of the sample plan", fn, measure)));
         for (SpreadEntry* c = e.spreads; c != nullptr; c = c->next)
             if (c->measure == measure) return c->spread;
-        approx::sample::StratumSpread* spread = read_spread(e.design, measure, fn);
+        approx::sample::StratumSpread* spread =
+            aqp_sample_measure_spread(sample_relid, e.design.n_strata,
+                                      static_cast<Node*>(list_nth(e.design.measures, measure - 1)), TopMemoryContext);
         SpreadEntry* c = static_cast<SpreadEntry*>(MemoryContextAlloc(TopMemoryContext, sizeof(SpreadEntry)));
         *c = {measure, spread, e.spreads};
         e.spreads = c;

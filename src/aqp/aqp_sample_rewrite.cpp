@@ -102,44 +102,44 @@ struct WeightContext {
     List* path;  // the levels from the aggregated one down to the table
     const TableSynopsis* ts;
     const char* failed;
+    List* measures;  // the SUM / AVG arguments over the sample's columns
 };
 
-// Implicit casts and every binary-compatible relabelling (same values;
-// strip_implicit_coercions would keep an explicit one).
-static Node* strip_casts(Node* e) {
-    for (;;) {
-        if (e != nullptr && IsA(e, RelabelType)) {
-            e = reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(e)->arg);
-        } else if (e != nullptr && IsA(e, FuncExpr) &&
-                   reinterpret_cast<FuncExpr*>(e)->funcformat == COERCE_IMPLICIT_CAST &&
-                   list_length(reinterpret_cast<FuncExpr*>(e)->args) == 1) {
-            e = static_cast<Node*>(linitial(reinterpret_cast<FuncExpr*>(e)->args));
-        } else {
-            return e;
-        }
+// A Var of the path's level `level` as a measure over the sample's columns:
+// the table's column at the last level, else the next level's output
+// expression as a measure in turn.
+struct MeasureLevel {
+    const WeightContext* c;
+    int level;
+};
+static Node* measure_var(const Var* v, void* arg) {
+    const MeasureLevel* at = static_cast<MeasureLevel*>(arg);
+    const AqpSampleStep* s = static_cast<AqpSampleStep*>(list_nth(at->c->path, at->level));
+    if (v->varlevelsup != 0 || v->varno != static_cast<int>(s->rti)) return nullptr;
+    if (at->level == list_length(at->c->path) - 1) {
+        int k = aqp_sample_column(at->c->ts, v->varattno);
+        return k > 0 ? reinterpret_cast<Node*>(makeVar(1, static_cast<AttrNumber>(k), v->vartype, v->vartypmod,
+                                                       v->varcollid, 0))
+                     : nullptr;
     }
+    const Query* below = static_cast<AqpSampleStep*>(list_nth(at->c->path, at->level + 1))->query;
+    const TargetEntry* te = get_tle_by_resno(below->targetList, v->varattno);
+    if (te == nullptr) return nullptr;
+    MeasureLevel next{at->c, at->level + 1};
+    return aqp_sample_measure_copy(reinterpret_cast<Node*>(te->expr), measure_var, &next);
 }
 
-// The sample column an aggregate's argument reads where it is a column of
-// the table (through the intermediate subqueries' target lists, implicit
-// casts aside); 0 for an expression: only a column's spread is known.
-static int measure_column(Expr* x, const WeightContext* c) {
-    Node* e = strip_casts(reinterpret_cast<Node*>(x));
-    const int n = list_length(c->path);
-    for (int i = 0; i < n; ++i) {
-        const AqpSampleStep* s = static_cast<AqpSampleStep*>(list_nth(c->path, i));
-        if (e == nullptr || !IsA(e, Var)) return 0;
-        const Var* v = reinterpret_cast<Var*>(e);
-        if (v->varlevelsup != 0 || v->varno != static_cast<int>(s->rti)) return 0;
-        // a numeric column (a domain reads as its base type), as the final function reads it
-        if (i == n - 1)
-            return synopsis_glue::is_measure_type(getBaseType(v->vartype)) ? aqp_sample_column(c->ts, v->varattno) : 0;
-        const Query* below = static_cast<AqpSampleStep*>(list_nth(c->path, i + 1))->query;
-        const TargetEntry* te = get_tle_by_resno(below->targetList, v->varattno);
-        if (te == nullptr) return 0;
-        e = strip_casts(reinterpret_cast<Node*>(te->expr));
-    }
-    return 0;
+// The position (1-based) of x among the plan's measures, added when new; 0
+// when x is not arithmetic over the table's numeric columns (no spread).
+static int measure_of(Expr* x, WeightContext* c) {
+    MeasureLevel top{c, 0};
+    Node* m = aqp_sample_measure_copy(reinterpret_cast<Node*>(x), measure_var, &top);
+    if (m == nullptr) return 0;
+    ListCell* lc;
+    foreach (lc, c->measures)
+        if (equal(lfirst(lc), m)) return foreach_current_index(lc) + 1;
+    c->measures = lappend(c->measures, m);
+    return list_length(c->measures);
 }
 
 static TargetEntry* arg(Expr* e, int resno) { return makeTargetEntry(e, static_cast<AttrNumber>(resno), nullptr, false); }
@@ -182,7 +182,7 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
         case AQP_AVG:
             n->args = list_make4(arg(x, 1), arg(stratum, 2), arg(sample, 3),
                                  arg(reinterpret_cast<Expr*>(makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
-                                                                       Int32GetDatum(measure_column(x, c)), false,
+                                                                       Int32GetDatum(measure_of(x, c)), false,
                                                                        true)),
                                      4));
             n->aggargtypes = list_make4_oid(FLOAT8OID, INT4OID, OIDOID, INT4OID);
@@ -247,7 +247,7 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     RangeTblEntry* replacement = sample_subquery(orig, best.table, best.sample, best.ts);
     last->query->rtable = lappend(last->query->rtable, copy_node(orig));  // kept for privileges and locks
     list_nth_cell(last->query->rtable, last->rti - 1)->ptr_value = replacement;
-    WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, best.path, best.ts, nullptr};
+    WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, best.path, best.ts, nullptr, NIL};
     q->targetList = reinterpret_cast<List*>(weight_mutator(reinterpret_cast<Node*>(q->targetList), &wc));
     q->havingQual = weight_mutator(q->havingQual, &wc);
     relation_close(best.table, NoLock);
@@ -275,5 +275,6 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     spec->built = best.ts->built;
     spec->sample_relid = best.ts->sample_relid;
     spec->sample_rows = best.ts->model.m;
+    spec->measures = wc.measures;
     return true;
 }

@@ -213,6 +213,7 @@ static void run_sample_plan(ApproxSampleState* st) {
 
     MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
     AqpSampleDesign design = design_of(st->ts, spec.groups_within_strata);
+    design.measures = spec.measures;
     st->store = tuplestore_begin_heap(false, false, work_mem);
     DestReceiver* dest = CreateDestReceiver(DestTuplestore);
     SetTuplestoreDestReceiverParams(dest, st->store, estate->es_query_cxt, false, nullptr, nullptr);

@@ -102,13 +102,14 @@ RESET max_parallel_workers_per_gather;
 -- ---- a column's SUM / AVG borrow the spread of its stratum -------------------------
 -- A lognormal (sigma = 2) column in 40 groups of ~10 sample rows: a group's
 -- few rows rarely show the tail; the stratum's 400 do. The same values as
--- an expression (x + 0: no column, no spread) give the group's own
--- interval: the column's holds it in every group and is wider; the
--- estimates are the same; it covers more of the exact AVGs (35 of 40 here,
--- its own 30).
+-- an expression the spread pass does not evaluate (least(): no spread)
+-- give the group's own interval: the column's holds it in every group and
+-- is wider; the estimates are the same; it covers more of the exact AVGs
+-- (35 of 40 here, its own 30). Arithmetic over columns borrows as a column
+-- does: x + 0 is x's interval, x * 2 twice it.
 CREATE DOMAIN aqps_amount AS float8 CHECK (VALUE > 0);
 CREATE TABLE aqps_tail AS
-SELECT id, g, x, x::aqps_amount AS xd
+SELECT id, g, x, x::aqps_amount AS xd, id % 5 AS y, CASE WHEN id % 7 = 0 THEN 4000000000000000000 ELSE id END AS big
   FROM (SELECT i AS id, i % 40 AS g,
                exp(2 * sqrt(-2 * ln(((hashint4(i) & 2147483647)::float8 + 1) / 2147483649.0))
                      * cos(2 * pi() * (hashint4(i + 7777777) & 2147483647)::float8 / 2147483648.0)) AS x
@@ -118,8 +119,9 @@ SET approx_gpu.random_seed = 7;
 SELECT approx_gpu.create_synopsis('aqps_tail_syn', 'aqps_tail'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never')
        IS NOT NULL AS built;
 CREATE TEMP TABLE aqps_w AS
-SELECT g, approx_gpu.approx_avg_ci(x) AS col, approx_gpu.approx_avg_ci(x + 0) AS expr,
-       approx_gpu.approx_sum_ci(x) AS scol, approx_gpu.approx_sum_ci(x + 0) AS sexpr
+SELECT g, approx_gpu.approx_avg_ci(x) AS col, approx_gpu.approx_avg_ci(x + least(id, 0)) AS expr,
+       approx_gpu.approx_sum_ci(x) AS scol, approx_gpu.approx_sum_ci(x + least(id, 0)) AS sexpr,
+       approx_gpu.approx_sum_ci(x + 0) AS plus0, approx_gpu.approx_sum_ci(x * 2) AS times2
   FROM aqps_tail WHERE x > 0 OR id < 0 GROUP BY g;
 SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
 SELECT count(*) AS groups,
@@ -131,6 +133,17 @@ SELECT count(*) AS groups,
        count(*) FILTER (WHERE e.m BETWEEN (col).lower AND (col).upper)
          > count(*) FILTER (WHERE e.m BETWEEN (expr).lower AND (expr).upper) AS avg_covers_more
   FROM aqps_w JOIN (SELECT g, avg(x) AS m FROM aqps_tail GROUP BY g) e USING (g);
+SELECT bool_and((plus0).lower = (scol).lower AND (plus0).upper = (scol).upper) AS plus0_is_the_column,
+       bool_and(abs((times2).lower - 2 * (scol).lower) <= 1e-9 * abs((times2).lower)
+                AND abs((times2).upper - 2 * (scol).upper) <= 1e-9 * abs((times2).upper)) AS times2_is_twice
+  FROM aqps_w;
+-- the spread pass reads rows the WHERE leaves out: what they would raise
+-- (a division by zero, an integer overflow) is left out of it, not an ERROR
+SELECT count(*) AS groups, bool_and((s).lower <= (s).estimate AND (s).estimate <= (s).upper) AS bounded
+  FROM (SELECT g, approx_gpu.approx_sum_ci(x / y) AS s FROM aqps_tail WHERE (x > 0 OR id < 0) AND y <> 0 GROUP BY g) q;
+SELECT count(*) AS groups, bool_and((s).lower <= (s).estimate AND (s).estimate <= (s).upper) AS bounded
+  FROM (SELECT g, approx_gpu.approx_avg_ci(big * big) AS s FROM aqps_tail WHERE (x > 0 OR id < 0) AND big < 100000 GROUP BY g) q;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
 -- a view's column is the table's column (its spread too)
 CREATE VIEW aqps_tail_v AS SELECT g, x AS amount, id FROM aqps_tail;
 SELECT bool_and((v.a).lower = (aqps_w.col).lower AND (v.a).upper = (aqps_w.col).upper) AS same_as_the_table

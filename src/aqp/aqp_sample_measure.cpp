@@ -1,0 +1,260 @@
+// The measures whose spread per stratum the sample path's SUM / AVG borrow
+// (core/sample_estimate.hpp, Options::spread): an aggregate's argument when
+// it is arithmetic over the sampled table's numeric columns. The planner
+// side copies such an argument over the sample relation's columns
+// (aqp_sample_measure_copy); the final side evaluates it on every sample
+// row, whatever the query's WHERE (aqp_sample_measure_spread). That pass
+// sees rows the query never evaluates, so it must not raise what the query
+// would not: it runs none of the expression's functions but their
+// arithmetic in double precision (an overflow becomes an infinity, a
+// division by zero a non-finite value: the row is left out), and only the
+// built-in + - * / and casts between numeric types qualify.
+#include "aqp/aqp_sample.h"
+
+#include "core/sample_estimate.hpp"
+
+#include <cmath>
+#include <cstring>
+
+extern "C" {
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/transam.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+}
+
+#include "synopsis/synopsis_codec.h"
+
+namespace {
+
+bool numeric_type(Oid type) { return synopsis_glue::is_measure_type(getBaseType(type)); }
+bool integer_type(Oid type) {
+    Oid t = getBaseType(type);
+    return t == INT2OID || t == INT4OID || t == INT8OID;
+}
+
+// A built-in arithmetic operator's symbol ('\0': not one).
+char arithmetic_symbol(const OpExpr* op) {
+    if (op->opno >= FirstNormalObjectId || !numeric_type(op->opresulttype)) return '\0';
+    ListCell* lc;
+    foreach (lc, op->args)
+        if (!numeric_type(exprType(static_cast<Node*>(lfirst(lc))))) return '\0';
+    char* name = get_opname(op->opno);
+    if (name == nullptr || strlen(name) != 1 || strchr("+-*/", name[0]) == nullptr) return '\0';
+    if (list_length(op->args) == 1 && name[0] != '-' && name[0] != '+') return '\0';
+    return name[0];
+}
+
+// A built-in cast from one numeric type to another.
+bool numeric_cast(const FuncExpr* f) {
+    return f->funcid < FirstNormalObjectId && list_length(f->args) == 1 &&
+           (f->funcformat == COERCE_IMPLICIT_CAST || f->funcformat == COERCE_EXPLICIT_CAST) &&
+           numeric_type(f->funcresulttype) && numeric_type(exprType(static_cast<Node*>(linitial(f->args))));
+}
+
+}  // namespace
+
+Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void* arg) {
+    if (e == nullptr) return nullptr;
+    switch (nodeTag(e)) {
+        case T_Var: {
+            const Var* v = reinterpret_cast<Var*>(e);
+            return numeric_type(v->vartype) ? map_var(v, arg) : nullptr;
+        }
+        case T_Const: {
+            Const* c = reinterpret_cast<Const*>(e);
+            return !c->constisnull && numeric_type(c->consttype) ? reinterpret_cast<Node*>(copy_node(c)) : nullptr;
+        }
+        case T_RelabelType: {
+            RelabelType* r = reinterpret_cast<RelabelType*>(e);
+            if (!numeric_type(r->resulttype)) return nullptr;
+            Node* inner = aqp_sample_measure_copy(reinterpret_cast<Node*>(r->arg), map_var, arg);
+            if (inner == nullptr) return nullptr;
+            RelabelType* out = copy_node(r);
+            out->arg = reinterpret_cast<Expr*>(inner);
+            return reinterpret_cast<Node*>(out);
+        }
+        case T_FuncExpr:
+        case T_OpExpr: {
+            List* args = IsA(e, FuncExpr) ? reinterpret_cast<FuncExpr*>(e)->args : reinterpret_cast<OpExpr*>(e)->args;
+            if (IsA(e, FuncExpr) ? !numeric_cast(reinterpret_cast<FuncExpr*>(e))
+                                 : arithmetic_symbol(reinterpret_cast<OpExpr*>(e)) == '\0')
+                return nullptr;
+            List* copied = NIL;
+            ListCell* lc;
+            foreach (lc, args) {
+                Node* a = aqp_sample_measure_copy(static_cast<Node*>(lfirst(lc)), map_var, arg);
+                if (a == nullptr) return nullptr;
+                copied = lappend(copied, a);
+            }
+            Node* out = copy_node(e);
+            if (IsA(out, FuncExpr))
+                reinterpret_cast<FuncExpr*>(out)->args = copied;
+            else
+                reinterpret_cast<OpExpr*>(out)->args = copied;
+            return out;
+        }
+        default:
+            return nullptr;
+    }
+}
+
+// ---- the pass over the sample ---------------------------------------------------------
+
+namespace {
+
+// The measure compiled to a stack program once per pass (no catalog
+// lookups per row).
+enum class Step : uint8 { Column, Number, Add, Sub, Mul, Div, Neg, Round, Truncate };
+struct Instr {
+    Step step;
+    AttrNumber column;  // Column
+    Oid type;           // Column: the base type
+    double number;      // Number
+};
+
+struct Program {
+    Instr* code;
+    int n, capacity;
+    void emit(Instr i) {
+        if (n == capacity) {
+            capacity = capacity > 0 ? 2 * capacity : 8;
+            code = static_cast<Instr*>(code ? repalloc(code, sizeof(Instr) * capacity) : palloc(sizeof(Instr) * capacity));
+        }
+        code[n++] = i;
+    }
+};
+
+// False when the node is not one aqp_sample_measure_copy writes, or names
+// no numeric column of the sample (before the stratum, its last column).
+bool compile(const Node* e, TupleDesc desc, Program* p) {
+    switch (nodeTag(e)) {
+        case T_Var: {
+            const Var* v = reinterpret_cast<const Var*>(e);
+            if (v->varattno < 1 || v->varattno >= desc->natts) return false;
+            Form_pg_attribute att = TupleDescAttr(desc, v->varattno - 1);
+            const Oid type = getBaseType(att->atttypid);
+            if (att->attisdropped || !synopsis_glue::is_measure_type(type)) return false;
+            p->emit({Step::Column, v->varattno, type, 0});
+            return true;
+        }
+        case T_Const: {
+            const Const* c = reinterpret_cast<const Const*>(e);
+            double x;
+            if (c->constisnull || !synopsis_glue::is_measure_type(getBaseType(c->consttype)) ||
+                !synopsis_glue::measure_number(c->constvalue, getBaseType(c->consttype), &x))
+                return false;
+            p->emit({Step::Number, 0, InvalidOid, x});
+            return true;
+        }
+        case T_RelabelType: return compile(reinterpret_cast<const Node*>(reinterpret_cast<const RelabelType*>(e)->arg), desc, p);
+        case T_FuncExpr: {
+            const FuncExpr* f = reinterpret_cast<const FuncExpr*>(e);
+            if (!numeric_cast(f) || !compile(static_cast<const Node*>(linitial(f->args)), desc, p)) return false;
+            if (integer_type(f->funcresulttype) && !integer_type(exprType(static_cast<Node*>(linitial(f->args)))))
+                p->emit({Step::Round, 0, InvalidOid, 0});
+            return true;
+        }
+        case T_OpExpr: {
+            const OpExpr* op = reinterpret_cast<const OpExpr*>(e);
+            const char s = arithmetic_symbol(op);
+            if (s == '\0') return false;
+            ListCell* lc;
+            foreach (lc, op->args)
+                if (!compile(static_cast<const Node*>(lfirst(lc)), desc, p)) return false;
+            if (list_length(op->args) == 1) {
+                if (s == '-') p->emit({Step::Neg, 0, InvalidOid, 0});
+                return true;
+            }
+            p->emit({s == '+' ? Step::Add : s == '-' ? Step::Sub : s == '*' ? Step::Mul : Step::Div, 0, InvalidOid, 0});
+            // integer division truncates
+            if (s == '/' && integer_type(op->opresulttype)) p->emit({Step::Truncate, 0, InvalidOid, 0});
+            return true;
+        }
+        default:
+            return false;
+    }
+}
+
+// The measure's value on one row; false: NULL or not finite (left out, as
+// the column's own pass leaves out NaN and infinities).
+bool evaluate(const Program& p, TupleTableSlot* slot, double* stack, double* out) {
+    int top = 0;
+    for (int i = 0; i < p.n; ++i) {
+        const Instr& in = p.code[i];
+        switch (in.step) {
+            case Step::Column: {
+                const int k = in.column - 1;
+                if (slot->tts_isnull[k] || !synopsis_glue::measure_number(slot->tts_values[k], in.type, &stack[top]))
+                    return false;
+                ++top;
+                break;
+            }
+            case Step::Number: stack[top++] = in.number; break;
+            case Step::Neg: stack[top - 1] = -stack[top - 1]; break;
+            case Step::Round: stack[top - 1] = std::nearbyint(stack[top - 1]); break;
+            case Step::Truncate: stack[top - 1] = std::trunc(stack[top - 1]); break;
+            default: {
+                const double b = stack[--top], a = stack[top - 1];
+                stack[top - 1] = in.step == Step::Add ? a + b : in.step == Step::Sub ? a - b : in.step == Step::Mul ? a * b : a / b;
+                if (in.step == Step::Div && !(b != 0)) return false;
+            }
+        }
+        if (!std::isfinite(stack[top - 1])) return false;
+    }
+    *out = stack[0];
+    return true;
+}
+
+}  // namespace
+
+approx::sample::StratumSpread* aqp_sample_measure_spread(Oid sample_relid, int n_strata, const Node* measure,
+                                                        MemoryContext result_cxt) {
+    Relation rel = table_open(sample_relid, AccessShareLock);  // the sample plan holds this lock already
+    TupleDesc desc = RelationGetDescr(rel);
+    const AttrNumber stratum_att = static_cast<AttrNumber>(desc->natts);  // approx_stratum is last
+    Program p{nullptr, 0, 0};
+    if (measure == nullptr || !compile(measure, desc, &p)) {
+        table_close(rel, NoLock);
+        return nullptr;
+    }
+    const int n = n_strata > 0 ? n_strata : 1;
+    approx::sample::Moments* m =
+        static_cast<approx::sample::Moments*>(palloc(sizeof(approx::sample::Moments) * static_cast<Size>(n)));
+    double* abs_sum = static_cast<double*>(palloc0(sizeof(double) * static_cast<Size>(n)));
+    double* stack = static_cast<double*>(palloc(sizeof(double) * static_cast<Size>(p.n)));
+    for (int s = 0; s < n; ++s) m[s] = approx::sample::Moments();
+    TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
+    TupleTableSlot* slot = table_slot_create(rel, nullptr);
+    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        CHECK_FOR_INTERRUPTS();
+        slot_getallattrs(slot);
+        if (slot->tts_isnull[stratum_att - 1]) continue;
+        const int32 s = DatumGetInt32(slot->tts_values[stratum_att - 1]) - 1;
+        double v;
+        if (s < 0 || s >= n_strata || !evaluate(p, slot, stack, &v)) continue;
+        approx::sample::add(m[s], v);
+        abs_sum[s] += std::fabs(v);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    table_close(rel, NoLock);
+    approx::sample::StratumSpread* out = static_cast<approx::sample::StratumSpread*>(
+        MemoryContextAlloc(result_cxt, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
+    for (int s = 0; s < n; ++s) {
+        out[s].n = m[s].n;
+        out[s].variance = m[s].n > 1 ? m[s].m2 / (m[s].n - 1) : 0;
+        out[s].mean_abs = m[s].n > 0 ? abs_sum[s] / m[s].n : 0;
+    }
+    pfree(m);
+    pfree(abs_sum);
+    pfree(stack);
+    if (p.code != nullptr) pfree(p.code);
+    return out;
+}
