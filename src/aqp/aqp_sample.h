@@ -48,16 +48,17 @@ struct AqpSampleSpec {
 // built-in + - * / and casts between numeric types, each Var replaced by
 // map_var's answer; nullptr otherwise (or when map_var gives nullptr).
 Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void* arg);
-// One pass over the sample relation: per stratum (1..n_strata, its last
+// One pass over the sample relation: per measure (aqp_sample_measure_copy's
+// copies over this relation's columns) and stratum (1..n_strata, its last
 // column) the moments of the measure's finite values on every row, in
-// result_cxt; nullptr when the measure is not one aqp_sample_measure_copy
-// writes over this relation's numeric columns. Raises nothing the
-// measure's arithmetic could (it runs in double precision).
+// result_cxt; entry j is nullptr when measure j is not one the pass can
+// evaluate. Raises nothing the measures' arithmetic could (it runs in
+// double precision).
 namespace approx::sample {
 struct StratumSpread;
 }
-approx::sample::StratumSpread* aqp_sample_measure_spread(Oid sample_relid, int n_strata, const Node* measure,
-                                                        MemoryContext result_cxt);
+approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int n_strata, List* measures,
+                                                          MemoryContext result_cxt);
 
 // Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params);

@@ -25,17 +25,13 @@ extern "C" {
 
 // ---- the design stack ---------------------------------------------------------------
 
-// A measure's spread per stratum, computed once per pushed design.
-struct SpreadEntry {
-    int measure;
-    approx::sample::StratumSpread* spread;  // n_strata entries; nullptr: the measure has none
-    SpreadEntry* next;
-};
-
 struct DesignEntry {
     AqpSampleDesign design;  // arrays owned by the entry (TopMemoryContext)
     int nest_level;          // GetCurrentTransactionNestLevel() at the push
-    SpreadEntry* spreads;    // TopMemoryContext, freed with the entry
+    // Per measure its spread per stratum (nullptr: none), read in one pass
+    // over the sample at the first final function that asks.
+    approx::sample::StratumSpread** spreads;  // TopMemoryContext, freed with the entry
+    int n_spreads;
 };
 static DesignEntry* designs = nullptr;
 static int n_designs = 0, designs_capacity = 0;
@@ -47,11 +43,10 @@ static void drop_top(void) {
     DesignEntry& e = designs[--n_designs];
     pfree(const_cast<double*>(e.design.rows));
     pfree(const_cast<double*>(e.design.sampled));
-    while (e.spreads != nullptr) {
-        SpreadEntry* next = e.spreads->next;
-        if (e.spreads->spread != nullptr) pfree(e.spreads->spread);
+    if (e.spreads != nullptr) {
+        for (int j = 0; j < e.n_spreads; ++j)
+            if (e.spreads[j] != nullptr) pfree(e.spreads[j]);
         pfree(e.spreads);
-        e.spreads = next;
     }
 }
 
@@ -111,6 +106,7 @@ void aqp_sample_design_push(const AqpSampleDesign* design) {
     e.design = {design->sample_relid, design->n_strata, rows, sampled, design->groups_within_strata, design->measures};
     e.nest_level = GetCurrentTransactionNestLevel();
     e.spreads = nullptr;
+    e.n_spreads = 0;
 }
 
 void aqp_sample_design_pop(void) {
@@ -131,15 +127,11 @@ const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, 
         if (measure < 0 || measure > list_length(e.design.measures))
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("%s: argument measure %d is not a measure of the sample plan", fn, measure)));
-        for (SpreadEntry* c = e.spreads; c != nullptr; c = c->next)
-            if (c->measure == measure) return c->spread;
-        approx::sample::StratumSpread* spread =
-            aqp_sample_measure_spread(sample_relid, e.design.n_strata,
-                                      static_cast<Node*>(list_nth(e.design.measures, measure - 1)), TopMemoryContext);
-        SpreadEntry* c = static_cast<SpreadEntry*>(MemoryContextAlloc(TopMemoryContext, sizeof(SpreadEntry)));
-        *c = {measure, spread, e.spreads};
-        e.spreads = c;
-        return spread;
+        if (e.spreads == nullptr) {
+            e.spreads = aqp_sample_measure_spreads(sample_relid, e.design.n_strata, e.design.measures, TopMemoryContext);
+            e.n_spreads = list_length(e.design.measures);
+        }
+        return e.spreads[measure - 1];
     }
     return nullptr;
 }

@@ -13,6 +13,7 @@
 
 #include "core/sample_estimate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -214,47 +215,66 @@ bool evaluate(const Program& p, TupleTableSlot* slot, double* stack, double* out
 
 }  // namespace
 
-approx::sample::StratumSpread* aqp_sample_measure_spread(Oid sample_relid, int n_strata, const Node* measure,
-                                                        MemoryContext result_cxt) {
+approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int n_strata, List* measures,
+                                                          MemoryContext result_cxt) {
+    const int n_measures = list_length(measures);
     Relation rel = table_open(sample_relid, AccessShareLock);  // the sample plan holds this lock already
     TupleDesc desc = RelationGetDescr(rel);
     const AttrNumber stratum_att = static_cast<AttrNumber>(desc->natts);  // approx_stratum is last
-    Program p{nullptr, 0, 0};
-    if (measure == nullptr || !compile(measure, desc, &p)) {
-        table_close(rel, NoLock);
-        return nullptr;
-    }
     const int n = n_strata > 0 ? n_strata : 1;
-    approx::sample::Moments* m =
-        static_cast<approx::sample::Moments*>(palloc(sizeof(approx::sample::Moments) * static_cast<Size>(n)));
-    double* abs_sum = static_cast<double*>(palloc0(sizeof(double) * static_cast<Size>(n)));
-    double* stack = static_cast<double*>(palloc(sizeof(double) * static_cast<Size>(p.n)));
-    for (int s = 0; s < n; ++s) m[s] = approx::sample::Moments();
-    TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
-    TupleTableSlot* slot = table_slot_create(rel, nullptr);
-    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
-        CHECK_FOR_INTERRUPTS();
-        slot_getallattrs(slot);
-        if (slot->tts_isnull[stratum_att - 1]) continue;
-        const int32 s = DatumGetInt32(slot->tts_values[stratum_att - 1]) - 1;
-        double v;
-        if (s < 0 || s >= n_strata || !evaluate(p, slot, stack, &v)) continue;
-        approx::sample::add(m[s], v);
-        abs_sum[s] += std::fabs(v);
+    // per measure: its program (n == 0: none), moments and sum of |y| per stratum
+    Program* programs = static_cast<Program*>(palloc0(sizeof(Program) * static_cast<Size>(n_measures + 1)));
+    approx::sample::Moments* m = static_cast<approx::sample::Moments*>(
+        palloc(sizeof(approx::sample::Moments) * static_cast<Size>(n) * static_cast<Size>(n_measures + 1)));
+    double* abs_sum = static_cast<double*>(palloc0(sizeof(double) * static_cast<Size>(n) * static_cast<Size>(n_measures + 1)));
+    int longest = 1;
+    bool any = false;
+    for (int j = 0; j < n_measures; ++j) {
+        const Node* e = static_cast<const Node*>(list_nth(measures, j));
+        if (e == nullptr || !compile(e, desc, &programs[j])) programs[j].n = 0;
+        longest = std::max(longest, programs[j].n);
+        any |= programs[j].n > 0;
+        for (int s = 0; s < n; ++s) m[j * n + s] = approx::sample::Moments();
     }
-    ExecDropSingleTupleTableSlot(slot);
-    table_endscan(scan);
+    double* stack = static_cast<double*>(palloc(sizeof(double) * static_cast<Size>(longest)));
+    if (any) {
+        TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
+        TupleTableSlot* slot = table_slot_create(rel, nullptr);
+        while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+            CHECK_FOR_INTERRUPTS();
+            slot_getallattrs(slot);
+            if (slot->tts_isnull[stratum_att - 1]) continue;
+            const int32 s = DatumGetInt32(slot->tts_values[stratum_att - 1]) - 1;
+            if (s < 0 || s >= n_strata) continue;
+            for (int j = 0; j < n_measures; ++j) {
+                double v;
+                if (programs[j].n == 0 || !evaluate(programs[j], slot, stack, &v)) continue;
+                approx::sample::add(m[j * n + s], v);
+                abs_sum[j * n + s] += std::fabs(v);
+            }
+        }
+        ExecDropSingleTupleTableSlot(slot);
+        table_endscan(scan);
+    }
     table_close(rel, NoLock);
-    approx::sample::StratumSpread* out = static_cast<approx::sample::StratumSpread*>(
-        MemoryContextAlloc(result_cxt, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
-    for (int s = 0; s < n; ++s) {
-        out[s].n = m[s].n;
-        out[s].variance = m[s].n > 1 ? m[s].m2 / (m[s].n - 1) : 0;
-        out[s].mean_abs = m[s].n > 0 ? abs_sum[s] / m[s].n : 0;
+    // the results last in result_cxt: allocated once nothing can fail
+    approx::sample::StratumSpread** out = static_cast<approx::sample::StratumSpread**>(
+        MemoryContextAllocZero(result_cxt, sizeof(approx::sample::StratumSpread*) * static_cast<Size>(n_measures + 1)));
+    for (int j = 0; j < n_measures; ++j) {
+        if (programs[j].n == 0) continue;
+        out[j] = static_cast<approx::sample::StratumSpread*>(
+            MemoryContextAlloc(result_cxt, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
+        for (int s = 0; s < n; ++s) {
+            const approx::sample::Moments& ms = m[j * n + s];
+            out[j][s].n = ms.n;
+            out[j][s].variance = ms.n > 1 ? ms.m2 / (ms.n - 1) : 0;
+            out[j][s].mean_abs = ms.n > 0 ? abs_sum[j * n + s] / ms.n : 0;
+        }
+        pfree(programs[j].code);
     }
+    pfree(programs);
     pfree(m);
     pfree(abs_sum);
     pfree(stack);
-    if (p.code != nullptr) pfree(p.code);
     return out;
 }

@@ -21,6 +21,9 @@
 # error; then coverage by the group's size in the table; then, with
 # approx_gpu.max_relative_error = 0.1, the share of (group, SUM / AVG) pairs
 # of the exact answer that come back within 10%. Not a timed test.
+# MEASURE (default x) is what the aggregates sum and average: e.g.
+# MEASURE='x / 1024.0' checks that arithmetic over the column keeps the
+# column's intervals (its spread is borrowed as the column's is).
 # A dataset whose source is missing is skipped. KEEP=1 keeps the tables.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +31,7 @@ cd "$(dirname "$0")/../.."
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 SEEDS=${SEEDS:-20}
 PCTS=${PCTS:-"1 5"}
+MEASURE=${MEASURE:-x}
 NPM_TSV=${NPM_TSV:-/usr/share/package-lists/npm.tsv}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -111,7 +115,7 @@ SQL
 SELECT approx_gpu.last_run();  -- loads the library before the query is planned
 -- at default settings: does the sample answer, or the exact plan (why)?
 CREATE TEMP TABLE d AS
-SELECT ($gexpr)::text AS g, approx_gpu.approx_sum(x) AS s FROM $tbl WHERE x >= 0 OR x IS NULL GROUP BY 1;
+SELECT ($gexpr)::text AS g, approx_gpu.approx_sum($MEASURE) AS s FROM $tbl WHERE x >= 0 OR x IS NULL GROUP BY 1;
 INSERT INTO bench_real_default SELECT '$ds', '$gname', $pct, $seed, approx_gpu.last_run()->>'answered_from',
        approx_gpu.last_run()->>'reason';
 -- the guard: with max_relative_error = 0.1, how many (group, aggregate) pairs
@@ -119,22 +123,22 @@ INSERT INTO bench_real_default SELECT '$ds', '$gname', $pct, $seed, approx_gpu.l
 -- exact fallback is within)?
 SET approx_gpu.max_relative_error = 0.1;
 CREATE TEMP TABLE q AS
-SELECT ($gexpr)::text AS g, approx_gpu.approx_sum(x) AS s, approx_gpu.approx_avg(x) AS m
+SELECT ($gexpr)::text AS g, approx_gpu.approx_sum($MEASURE) AS s, approx_gpu.approx_avg($MEASURE) AS m
   FROM $tbl WHERE x >= 0 OR x IS NULL GROUP BY 1;
 CREATE TEMP TABLE qf AS SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
 RESET approx_gpu.max_relative_error;
 -- the intervals of every group the sample saw (the missing-groups rule off)
 SET approx_gpu.max_missing_groups = 1;
 CREATE TEMP TABLE a AS
-SELECT ($gexpr)::text AS g, approx_gpu.approx_count_ci(*) AS c, approx_gpu.approx_sum_ci(x) AS s,
-       approx_gpu.approx_avg_ci(x) AS m
+SELECT ($gexpr)::text AS g, approx_gpu.approx_count_ci(*) AS c, approx_gpu.approx_sum_ci($MEASURE) AS s,
+       approx_gpu.approx_avg_ci($MEASURE) AS m
   FROM $tbl WHERE x >= 0 OR x IS NULL GROUP BY 1;
 DO \$\$ BEGIN
   IF approx_gpu.last_run()->>'answered_from' IS DISTINCT FROM 'sample' THEN
     RAISE EXCEPTION 'real_tails: not answered from the sample: %', approx_gpu.last_run();
   END IF; END \$\$;
 CREATE TEMP TABLE e AS
-SELECT ($gexpr)::text AS g, count(*)::float8 AS c, sum(x)::float8 AS s, avg(x)::float8 AS m
+SELECT ($gexpr)::text AS g, count(*)::float8 AS c, sum($MEASURE)::float8 AS s, avg($MEASURE)::float8 AS m
   FROM $tbl GROUP BY 1;
 INSERT INTO bench_real_missed
 SELECT '$ds', '$gname', $pct, $seed, count(*), count(*) FILTER (WHERE a.g IS NULL)
