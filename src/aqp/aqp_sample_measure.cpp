@@ -269,6 +269,7 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
             out[j][s].n = ms.n;
             out[j][s].variance = ms.n > 1 ? ms.m2 / (ms.n - 1) : 0;
             out[j][s].mean_abs = ms.n > 0 ? abs_sum[j * n + s] / ms.n : 0;
+            out[j][s].skewness = ms.n > 2 && ms.m2 > 0 ? (ms.m3 / ms.n) / std::pow(ms.m2 / ms.n, 1.5) : 0;
         }
         pfree(programs[j].code);
     }

@@ -79,14 +79,18 @@ Moments with_zeros(const Moments& group, double m) {
 
 // The group's values in a stratum with at least the stratum's relative
 // spread (estimate()): M2 raised to (k - 1) CV^2 ms, CV^2 = S^2 / mean|y|^2
-// of the stratum's sample, ms the group's mean square. Only where the
-// stratum's sample knows more values than the group's own.
+// of the stratum's sample, ms the group's mean square; and at least the
+// stratum's skewness: M3 raised to k g1_s (M2 / k)^1.5 where |g1_s| is the
+// larger. Only where the stratum's sample knows more values than the group's own.
 void widen_to_stratum(Moments& g, const StratumSpread& s) {
     if (!(s.n > g.n) || g.n < 2 || !(s.mean_abs > 0) || !(s.variance > 0) || !std::isfinite(s.variance)) return;
     const double cv2 = s.variance / (s.mean_abs * s.mean_abs);
     const double mean_square = g.m2 / g.n + g.mean * g.mean;
     const double floor_m2 = (g.n - 1) * cv2 * mean_square;
     if (std::isfinite(floor_m2) && floor_m2 > g.m2) g.m2 = floor_m2;
+    if (!(g.m2 > 0) || !std::isfinite(s.skewness)) return;
+    const double spread_cubed = std::pow(g.m2 / g.n, 1.5);
+    if (std::fabs(s.skewness) * g.n * spread_cubed > std::fabs(g.m3)) g.m3 = s.skewness * g.n * spread_cubed;
 }
 
 Status estimate_one(Aggregate agg, const Stratum* design, int32_t n_strata, const GroupPart* parts, int32_t n_parts,

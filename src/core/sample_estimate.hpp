@@ -52,6 +52,7 @@ struct StratumSpread {
     double n = 0;         // values (not NULL)
     double variance = 0;  // S^2 (n - 1 denominator)
     double mean_abs = 0;  // mean of |y|
+    double skewness = 0;  // g1 = (M3 / n) / (M2 / n)^1.5 (0: unknown)
 };
 
 struct Options {
@@ -117,7 +118,11 @@ struct Estimate {
 //   CV_s^2 = S_s^2 / mean|y|_s^2 and ms_g the group's mean square: groups
 //   assumed to share the measure's shape up to scale (a group whose values
 //   are less spread than the stratum's gets a wider interval than it needs:
-//   the price of borrowing the tail).
+//   the price of borrowing the tail). Skewness is part of that shape: where
+//   the stratum's |g1| exceeds the group's, the group's third moment is
+//   raised to the stratum's g1 at the group's (raised) spread, which the
+//   skewness correction then reads (a right tail the group's rows missed
+//   moves the upper bound up, not the lower one down).
 // InvalidArgument for a part outside the design or a bad confidence.
 Status estimate(Aggregate agg, const Stratum* design, int32_t n_strata, const GroupPart* parts, int32_t n_parts,
                 const Options& opt, Estimate& out);

@@ -642,6 +642,57 @@ TEST(SampleEstimate, StratumSpreadOnlyWidens) {
     unchanged(wide, light);
 }
 
+// The stratum's skewness is borrowed with its spread: a right-skewed
+// stratum moves a group's upper bound up and leaves its lower bound where
+// the group's own interval has it (the hull); a left-skewed one the
+// reverse; the estimate never moves.
+TEST(SampleEstimate, StratumSkewnessMovesTheTailSide) {
+    const Stratum design[1] = {{10000, 100}};
+    GroupPart part;
+    part.stratum = 0;
+    part.m = moments_of({1.0, 1.2, 0.9, 1.1, 1.0});
+    StratumSpread symmetric;
+    symmetric.n = 100;
+    symmetric.variance = 400;
+    symmetric.mean_abs = 5;
+    StratumSpread right = symmetric, left = symmetric;
+    right.skewness = 8;
+    left.skewness = -8;
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        Options o0, o_right, o_left;
+        o0.spread = &symmetric;
+        o_right.spread = &right;
+        o_left.spread = &left;
+        Estimate own, s, r, l;
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, Options(), own).ok());
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, o0, s).ok());
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, o_right, r).ok());
+        ASSERT_TRUE(estimate(agg, design, 1, &part, 1, o_left, l).ok());
+        EXPECT_DOUBLE_EQ(r.estimate, s.estimate);
+        EXPECT_DOUBLE_EQ(l.estimate, s.estimate);
+        EXPECT_GT(r.upper - r.estimate, 1.5 * (s.upper - s.estimate)) << static_cast<int>(agg);
+        EXPECT_GT(r.skew, 0);
+        EXPECT_LE(r.lower, own.lower);
+        EXPECT_GT(l.estimate - l.lower, 1.5 * (s.estimate - s.lower)) << static_cast<int>(agg);
+        EXPECT_LT(l.skew, 0);
+        EXPECT_GE(l.upper, own.upper);
+    }
+    // a group more skewed than its stratum keeps its own third moment
+    GroupPart skewed;
+    skewed.stratum = 0;
+    skewed.m = moments_of({1.0, 1.0, 1.0, 1.0, 30.0});
+    StratumSpread mild = symmetric;
+    mild.variance = 1e-6;  // no spread to borrow either
+    mild.skewness = 0.1;
+    Options with;
+    with.spread = &mild;
+    Estimate a, b;
+    ASSERT_TRUE(estimate(Aggregate::Sum, design, 1, &skewed, 1, Options(), a).ok());
+    ASSERT_TRUE(estimate(Aggregate::Sum, design, 1, &skewed, 1, with, b).ok());
+    EXPECT_DOUBLE_EQ(a.lower, b.lower);
+    EXPECT_DOUBLE_EQ(a.upper, b.upper);
+}
+
 // A whole stratum (census) has no variance to borrow: exact stays exact.
 TEST(SampleEstimate, StratumSpreadLeavesWholeStrataExact) {
     const Stratum design[1] = {{5, 5}};
