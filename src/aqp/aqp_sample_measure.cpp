@@ -25,6 +25,7 @@ extern "C" {
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/lsyscache.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -213,15 +214,83 @@ bool evaluate(const Program& p, TupleTableSlot* slot, double* stack, double* out
     return true;
 }
 
+// ---- the spreads each backend keeps ------------------------------------------------------
+
+// A sample relation is written once, at its build (a rebuild makes a new
+// relation), so a measure's spread over it stays true while it exists: the
+// spreads are kept per backend, and a relcache invalidation of the relation
+// (its drop among them) forgets its entries. Whatever writes a sample
+// relation in place later (maintenance) must forget them too.
+struct CachedSpread {
+    Oid sample_relid;
+    int n_strata;
+    Node* measure;                          // a copy, in cxt
+    approx::sample::StratumSpread* spread;  // n_strata entries, in cxt
+    uint64 used;
+    MemoryContext cxt;                      // nullptr: an empty slot
+};
+constexpr int kCachedSpreads = 64;
+CachedSpread cached[kCachedSpreads];
+uint64 cache_clock = 0;
+
+void forget(CachedSpread& c) {
+    if (c.cxt != nullptr) MemoryContextDelete(c.cxt);
+    c = CachedSpread();
+}
+
+void forget_relation(Datum, Oid relid) {
+    for (CachedSpread& c : cached)
+        if (c.cxt != nullptr && (relid == InvalidOid || c.sample_relid == relid)) forget(c);
+}
+
+const CachedSpread* find_cached(Oid sample_relid, int n_strata, const Node* measure) {
+    for (CachedSpread& c : cached)
+        if (c.cxt != nullptr && c.sample_relid == sample_relid && c.n_strata == n_strata && equal(c.measure, measure)) {
+            c.used = ++cache_clock;
+            return &c;
+        }
+    return nullptr;
+}
+
+void remember(Oid sample_relid, int n_strata, const Node* measure, const approx::sample::StratumSpread* spread) {
+    static bool registered = false;
+    if (!registered) {
+        CacheRegisterRelcacheCallback(forget_relation, 0);
+        registered = true;
+    }
+    CachedSpread* slot = &cached[0];
+    for (CachedSpread& c : cached) {
+        if (c.cxt == nullptr) {
+            slot = &c;
+            break;
+        }
+        if (c.used < slot->used) slot = &c;
+    }
+    forget(*slot);
+    MemoryContext cxt = AllocSetContextCreate(CacheMemoryContext, "approx_gpu sample spread", ALLOCSET_SMALL_SIZES);
+    MemoryContext old = MemoryContextSwitchTo(cxt);
+    Node* copy = static_cast<Node*>(copyObjectImpl(measure));
+    auto* kept = static_cast<approx::sample::StratumSpread*>(palloc(sizeof(approx::sample::StratumSpread) * n_strata));
+    memcpy(kept, spread, sizeof(approx::sample::StratumSpread) * n_strata);
+    MemoryContextSwitchTo(old);
+    *slot = {sample_relid, n_strata, copy, kept, ++cache_clock, cxt};
+}
+
 }  // namespace
 
 approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int n_strata, List* measures,
                                                           MemoryContext result_cxt) {
     const int n_measures = list_length(measures);
+    const int n = n_strata > 0 ? n_strata : 1;
+    // the measures this backend has read over this sample already
+    const CachedSpread** hits = static_cast<const CachedSpread**>(palloc0(sizeof(CachedSpread*) * (n_measures + 1)));
+    for (int j = 0; j < n_measures; ++j) {
+        const Node* e = static_cast<const Node*>(list_nth(measures, j));
+        if (e != nullptr) hits[j] = find_cached(sample_relid, n, e);
+    }
     Relation rel = table_open(sample_relid, AccessShareLock);  // the sample plan holds this lock already
     TupleDesc desc = RelationGetDescr(rel);
     const AttrNumber stratum_att = static_cast<AttrNumber>(desc->natts);  // approx_stratum is last
-    const int n = n_strata > 0 ? n_strata : 1;
     // per measure: its program (n == 0: none), moments and sum of |y| per stratum
     Program* programs = static_cast<Program*>(palloc0(sizeof(Program) * static_cast<Size>(n_measures + 1)));
     approx::sample::Moments* m = static_cast<approx::sample::Moments*>(
@@ -231,7 +300,7 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
     bool any = false;
     for (int j = 0; j < n_measures; ++j) {
         const Node* e = static_cast<const Node*>(list_nth(measures, j));
-        if (e == nullptr || !compile(e, desc, &programs[j])) programs[j].n = 0;
+        if (e == nullptr || hits[j] != nullptr || !compile(e, desc, &programs[j])) programs[j].n = 0;
         longest = std::max(longest, programs[j].n);
         any |= programs[j].n > 0;
         for (int s = 0; s < n; ++s) m[j * n + s] = approx::sample::Moments();
@@ -261,6 +330,11 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
     approx::sample::StratumSpread** out = static_cast<approx::sample::StratumSpread**>(
         MemoryContextAllocZero(result_cxt, sizeof(approx::sample::StratumSpread*) * static_cast<Size>(n_measures + 1)));
     for (int j = 0; j < n_measures; ++j) {
+        if (hits[j] != nullptr) {
+            out[j] = static_cast<approx::sample::StratumSpread*>(
+                MemoryContextAlloc(result_cxt, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
+            memcpy(out[j], hits[j]->spread, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n));
+        }
         if (programs[j].n == 0) continue;
         out[j] = static_cast<approx::sample::StratumSpread*>(
             MemoryContextAlloc(result_cxt, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
@@ -272,8 +346,10 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
             out[j][s].skewness = ms.n > 2 && ms.m2 > 0 ? (ms.m3 / ms.n) / std::pow(ms.m2 / ms.n, 1.5) : 0;
         }
         pfree(programs[j].code);
+        remember(sample_relid, n, static_cast<const Node*>(list_nth(measures, j)), out[j]);
     }
     pfree(programs);
+    pfree(hits);
     pfree(m);
     pfree(abs_sum);
     pfree(stack);
