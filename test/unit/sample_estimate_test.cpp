@@ -581,6 +581,35 @@ TEST(SampleUnseenGroups, Chao1FromSingletonsAndDoubletons) {
     }
 }
 
+// A group's part in stratum 0, and a stratum's spread.
+static GroupPart part_in_stratum0(std::initializer_list<double> values) {
+    GroupPart p;
+    p.stratum = 0;
+    p.m = moments_of(values);
+    return p;
+}
+static StratumSpread spread_of(double n, double variance, double mean_abs, double skewness = 0) {
+    StratumSpread s;
+    s.n = n;
+    s.variance = variance;
+    s.mean_abs = mean_abs;
+    s.skewness = skewness;
+    return s;
+}
+
+// SUM and AVG of `g` with and without `spread`: the same interval.
+static void expect_spread_unused(const Stratum* design, const GroupPart& g, const StratumSpread& spread) {
+    Options own, with;
+    with.spread = &spread;
+    for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
+        Estimate a, b;
+        ASSERT_TRUE(estimate(agg, design, 1, &g, 1, own, a).ok());
+        ASSERT_TRUE(estimate(agg, design, 1, &g, 1, with, b).ok());
+        EXPECT_DOUBLE_EQ(a.lower, b.lower);
+        EXPECT_DOUBLE_EQ(a.upper, b.upper);
+    }
+}
+
 // The stratum's spread (Options::spread): a group of a few alike values in a
 // stratum whose sample is far more spread gets a wider SUM / AVG interval
 // that holds the one from its own values; COUNT, the estimates, a spread that
@@ -615,31 +644,13 @@ TEST(SampleEstimate, StratumSpreadOnlyWidens) {
                 << static_cast<int>(agg);
         }
     }
-    // SUM and AVG of `g` with and without `spread`: the same interval
-    auto unchanged = [&](const GroupPart& g, const StratumSpread& spread) {
-        Options with;
-        with.spread = &spread;
-        for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
-            Estimate a, b;
-            ASSERT_TRUE(estimate(agg, design, 1, &g, 1, own, a).ok());
-            ASSERT_TRUE(estimate(agg, design, 1, &g, 1, with, b).ok());
-            EXPECT_DOUBLE_EQ(a.lower, b.lower);
-            EXPECT_DOUBLE_EQ(a.upper, b.upper);
-        }
-    };
+    auto unchanged = [&](const GroupPart& g, const StratumSpread& spread) { expect_spread_unused(design, g, spread); };
     // no more values than the group's: nothing to borrow
     StratumSpread few = heavy;
     few.n = 5;
     unchanged(part, few);
     // a group more spread than the stratum's relative spread: its own interval
-    GroupPart wide;
-    wide.stratum = 0;
-    wide.m = moments_of({1.0, 50.0, 0.5, 120.0, 3.0});
-    StratumSpread light;
-    light.n = 100;
-    light.variance = 0.01;
-    light.mean_abs = 1;
-    unchanged(wide, light);
+    unchanged(part_in_stratum0({1.0, 50.0, 0.5, 120.0, 3.0}), spread_of(100, 0.01, 1));
 }
 
 // The stratum's skewness is borrowed with its spread: a right-skewed
@@ -648,16 +659,9 @@ TEST(SampleEstimate, StratumSpreadOnlyWidens) {
 // reverse; the estimate never moves.
 TEST(SampleEstimate, StratumSkewnessMovesTheTailSide) {
     const Stratum design[1] = {{10000, 100}};
-    GroupPart part;
-    part.stratum = 0;
-    part.m = moments_of({1.0, 1.2, 0.9, 1.1, 1.0});
-    StratumSpread symmetric;
-    symmetric.n = 100;
-    symmetric.variance = 400;
-    symmetric.mean_abs = 5;
-    StratumSpread right = symmetric, left = symmetric;
-    right.skewness = 8;
-    left.skewness = -8;
+    const GroupPart part = part_in_stratum0({1.0, 1.2, 0.9, 1.1, 1.0});
+    const StratumSpread symmetric = spread_of(100, 400, 5), right = spread_of(100, 400, 5, 8),
+                        left = spread_of(100, 400, 5, -8);
     for (Aggregate agg : {Aggregate::Sum, Aggregate::Avg}) {
         Options o0, o_right, o_left;
         o0.spread = &symmetric;
@@ -678,19 +682,8 @@ TEST(SampleEstimate, StratumSkewnessMovesTheTailSide) {
         EXPECT_GE(l.upper, own.upper);
     }
     // a group more skewed than its stratum keeps its own third moment
-    GroupPart skewed;
-    skewed.stratum = 0;
-    skewed.m = moments_of({1.0, 1.0, 1.0, 1.0, 30.0});
-    StratumSpread mild = symmetric;
-    mild.variance = 1e-6;  // no spread to borrow either
-    mild.skewness = 0.1;
-    Options with;
-    with.spread = &mild;
-    Estimate a, b;
-    ASSERT_TRUE(estimate(Aggregate::Sum, design, 1, &skewed, 1, Options(), a).ok());
-    ASSERT_TRUE(estimate(Aggregate::Sum, design, 1, &skewed, 1, with, b).ok());
-    EXPECT_DOUBLE_EQ(a.lower, b.lower);
-    EXPECT_DOUBLE_EQ(a.upper, b.upper);
+    // (and no spread to borrow either)
+    expect_spread_unused(design, part_in_stratum0({1.0, 1.0, 1.0, 1.0, 30.0}), spread_of(100, 1e-6, 5, 0.1));
 }
 
 // A whole stratum (census) has no variance to borrow: exact stays exact.
