@@ -155,6 +155,23 @@ SELECT bool_and((d.a).lower = (aqps_w.col).lower AND (d.a).upper = (aqps_w.col).
   JOIN aqps_w USING (g);
 SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
 RESET approx_gpu.random_seed;
+-- the spreads this backend read are kept per sample relation: after a
+-- rebuild (a new sample relation) of other values, this backend's intervals
+-- are a fresh backend's
+SELECT approx_gpu.drop_synopsis('aqps_tail_syn');
+UPDATE aqps_tail SET x = 1 + id % 3;
+SELECT approx_gpu.create_synopsis('aqps_tail_syn', 'aqps_tail'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never')
+       IS NOT NULL AS rebuilt;
+CREATE TABLE aqps_kept AS
+SELECT g, approx_gpu.approx_avg_ci(x) AS a FROM aqps_tail WHERE x > 0 OR id < 0 GROUP BY g;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
+\c
+SELECT approx_gpu.last_run() IS NULL AS loaded;
+SELECT count(*) AS groups, bool_and((k.a).lower = (f.a).lower AND (k.a).upper = (f.a).upper) AS same_as_a_fresh_backend
+  FROM aqps_kept k
+  JOIN (SELECT g, approx_gpu.approx_avg_ci(x) AS a FROM aqps_tail WHERE x > 0 OR id < 0 GROUP BY g) f USING (g);
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
+DROP TABLE aqps_kept;
 SELECT approx_gpu.drop_synopsis('aqps_tail_syn');
 DROP VIEW aqps_tail_v;
 DROP TABLE aqps_tail;
