@@ -39,7 +39,7 @@ bench_extension
 psql <<'SQL' >/dev/null
 DROP TABLE IF EXISTS bench_real_npm, bench_real_debian, bench_real_results, bench_real_missed, bench_real_default, bench_real_guard;
 CREATE TABLE bench_real_results (dataset text, grouping text, pct int, agg text, seed int, g text,
-                                 group_rows bigint, covered bool, half_width float8, err float8);
+                                 group_rows bigint, covered bool, half_width float8, err float8, truth_above bool);
 CREATE TABLE bench_real_missed (dataset text, grouping text, pct int, seed int, groups int, missed int);
 CREATE TABLE bench_real_default (dataset text, grouping text, pct int, seed int, answered_from text, reason text);
 CREATE TABLE bench_real_guard (dataset text, grouping text, pct int, seed int, answered_from text, pairs int, within int);
@@ -153,7 +153,7 @@ INSERT INTO bench_real_results
 SELECT '$ds', '$gname', $pct, v.agg, $seed, e.g, e.c::bigint,
        v.truth BETWEEN (v.est).lower AND (v.est).upper,
        ((v.est).upper - (v.est).lower) / 2 / nullif(abs(v.truth), 0),
-       abs((v.est).estimate - v.truth) / nullif(abs(v.truth), 0)
+       abs((v.est).estimate - v.truth) / nullif(abs(v.truth), 0), v.truth > (v.est).upper
   FROM e JOIN a ON a.g IS NOT DISTINCT FROM e.g,
        LATERAL (VALUES ('count', a.c, e.c), ('sum', a.s, e.s), ('avg', a.m, e.m)) v(agg, est, truth)
  WHERE v.truth IS NOT NULL;
@@ -182,7 +182,9 @@ psql -c "SELECT CASE WHEN group_rows < 100 THEN '< 100' WHEN group_rows < 1000 T
                 round(avg(covered::int) FILTER (WHERE agg = 'avg'), 3) AS avg_coverage,
                 round(avg(covered::int) FILTER (WHERE agg = 'count'), 3) AS count_coverage
            FROM bench_real_results GROUP BY 1, 2 ORDER BY min(group_rows), 2"
-psql -c "SELECT agg, count(*) AS pairs, round(avg(covered::int), 3) AS coverage
+psql -c "SELECT agg, count(*) AS pairs, round(avg(covered::int), 3) AS coverage,
+                count(*) FILTER (WHERE truth_above) AS missed_below_the_truth,
+                count(*) FILTER (WHERE NOT covered AND NOT truth_above) AS missed_above_the_truth
            FROM bench_real_results GROUP BY 1 ORDER BY 1 DESC"
 echo "With approx_gpu.max_relative_error = 0.1 (SUM and AVG; a missing group is a miss, an exact fallback within):"
 psql -c "SELECT dataset, grouping, pct AS \"sample %\",
