@@ -7,7 +7,8 @@
 // aqp_sample_scan.cpp (with the missing-groups rule), its spec as nodes in
 // aqp_plan_spec.cpp (beside the box path's); the weighted
 // aggregates: aqp_sample_aggregates.cpp, their design stack and guard:
-// aqp_sample_design.cpp.
+// aqp_sample_design.cpp, the measures whose spread they borrow:
+// aqp_sample_measure.cpp.
 #pragma once
 
 #include "aqp/aqp.h"

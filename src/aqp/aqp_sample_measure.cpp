@@ -3,7 +3,7 @@
 // it is arithmetic over the sampled table's numeric columns. The planner
 // side copies such an argument over the sample relation's columns
 // (aqp_sample_measure_copy); the final side evaluates it on every sample
-// row, whatever the query's WHERE (aqp_sample_measure_spread). That pass
+// row, whatever the query's WHERE (aqp_sample_measure_spreads). That pass
 // sees rows the query never evaluates, so it must not raise what the query
 // would not: it runs none of the expression's functions but their
 // arithmetic in double precision (an overflow becomes an infinity, a
