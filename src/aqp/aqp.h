@@ -113,10 +113,11 @@ void aqp_sample_design_pop(void);
 // The innermost pushed design of sample_relid, or nullptr.
 const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid);
 // The spread of the design's measure number `measure` per stratum
-// (core/sample_estimate.hpp: n_strata entries), read from the sample once
-// per pushed design and measure; nullptr for measure 0, a measure the pass
-// cannot evaluate, or no design. A measure outside the design's list is
-// ERROR 22023 naming fn.
+// (core/sample_estimate.hpp: n_strata entries): at the first call, for all
+// the design's measures, from what this backend kept or one pass over the
+// sample (aqp_sample_measure_spreads); nullptr for measure 0, a measure the
+// pass cannot evaluate, or no design. A measure outside the design's list
+// is ERROR 22023 naming fn.
 namespace approx::sample {
 struct StratumSpread;
 }

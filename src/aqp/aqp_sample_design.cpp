@@ -17,11 +17,9 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "utils/inval.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 }
-
 
 // ---- the design stack ---------------------------------------------------------------
 

@@ -204,8 +204,8 @@ bool evaluate(const Program& p, TupleTableSlot* slot, double* stack, double* out
             case Step::Truncate: stack[top - 1] = std::trunc(stack[top - 1]); break;
             default: {
                 const double b = stack[--top], a = stack[top - 1];
+                // a / 0 is +-inf or NaN: left out by the check below
                 stack[top - 1] = in.step == Step::Add ? a + b : in.step == Step::Sub ? a - b : in.step == Step::Mul ? a * b : a / b;
-                if (in.step == Step::Div && !(b != 0)) return false;
             }
         }
         if (!std::isfinite(stack[top - 1])) return false;
@@ -284,13 +284,16 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
     const int n = n_strata > 0 ? n_strata : 1;
     // the measures this backend has read over this sample already
     const CachedSpread** hits = static_cast<const CachedSpread**>(palloc0(sizeof(CachedSpread*) * (n_measures + 1)));
+    bool all_kept = true;
     for (int j = 0; j < n_measures; ++j) {
         const Node* e = static_cast<const Node*>(list_nth(measures, j));
         if (e != nullptr) hits[j] = find_cached(sample_relid, n, e);
+        all_kept &= hits[j] != nullptr;
     }
-    Relation rel = table_open(sample_relid, AccessShareLock);  // the sample plan holds this lock already
-    TupleDesc desc = RelationGetDescr(rel);
-    const AttrNumber stratum_att = static_cast<AttrNumber>(desc->natts);  // approx_stratum is last
+    // the sample is opened only for measures not kept (the plan holds its lock already)
+    Relation rel = all_kept ? nullptr : table_open(sample_relid, AccessShareLock);
+    TupleDesc desc = rel != nullptr ? RelationGetDescr(rel) : nullptr;
+    const AttrNumber stratum_att = desc != nullptr ? static_cast<AttrNumber>(desc->natts) : 0;  // approx_stratum is last
     // per measure: its program (n == 0: none), moments and sum of |y| per stratum
     Program* programs = static_cast<Program*>(palloc0(sizeof(Program) * static_cast<Size>(n_measures + 1)));
     approx::sample::Moments* m = static_cast<approx::sample::Moments*>(
@@ -325,7 +328,7 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
         ExecDropSingleTupleTableSlot(slot);
         table_endscan(scan);
     }
-    table_close(rel, NoLock);
+    if (rel != nullptr) table_close(rel, NoLock);
     // the results last in result_cxt: allocated once nothing can fail
     approx::sample::StratumSpread** out = static_cast<approx::sample::StratumSpread**>(
         MemoryContextAllocZero(result_cxt, sizeof(approx::sample::StratumSpread*) * static_cast<Size>(n_measures + 1)));
@@ -338,13 +341,7 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
         if (programs[j].n == 0) continue;
         out[j] = static_cast<approx::sample::StratumSpread*>(
             MemoryContextAlloc(result_cxt, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
-        for (int s = 0; s < n; ++s) {
-            const approx::sample::Moments& ms = m[j * n + s];
-            out[j][s].n = ms.n;
-            out[j][s].variance = ms.n > 1 ? ms.m2 / (ms.n - 1) : 0;
-            out[j][s].mean_abs = ms.n > 0 ? abs_sum[j * n + s] / ms.n : 0;
-            out[j][s].skewness = ms.n > 2 && ms.m2 > 0 ? (ms.m3 / ms.n) / std::pow(ms.m2 / ms.n, 1.5) : 0;
-        }
+        for (int s = 0; s < n; ++s) out[j][s] = approx::sample::stratum_spread(m[j * n + s], abs_sum[j * n + s]);
         pfree(programs[j].code);
         remember(sample_relid, n, static_cast<const Node*>(list_nth(measures, j)), out[j]);
     }

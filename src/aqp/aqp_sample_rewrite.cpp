@@ -20,10 +20,7 @@ extern "C" {
 #include "optimizer/optimizer.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
-#include "utils/lsyscache.h"
 }
-
-#include "synopsis/synopsis_codec.h"
 
 // The subquery over the sample relation that stands for the table: its
 // target list is the table's attribute layout, then the stratum.

@@ -122,6 +122,15 @@ void add(Moments& a, double y) {
     a.nonzero += y != 0 ? 1 : 0;
 }
 
+StratumSpread stratum_spread(const Moments& m, double abs_sum) {
+    StratumSpread out;
+    out.n = m.n;
+    out.variance = m.n > 1 ? m.m2 / (m.n - 1) : 0;
+    out.mean_abs = m.n > 0 ? abs_sum / m.n : 0;
+    out.skewness = m.n > 2 && m.m2 > 0 ? (m.m3 / m.n) / std::pow(m.m2 / m.n, 1.5) : 0;
+    return out;
+}
+
 void merge(Moments& a, const Moments& b) {
     if (b.n <= 0) return;
     if (a.n <= 0) {

@@ -54,6 +54,8 @@ struct StratumSpread {
     double mean_abs = 0;  // mean of |y|
     double skewness = 0;  // g1 = (M3 / n) / (M2 / n)^1.5 (0: unknown)
 };
+// The spread of a stratum's values from their moments and the sum of their |y|.
+StratumSpread stratum_spread(const Moments& m, double abs_sum);
 
 struct Options {
     double confidence = 0.95;  // (0, 1)

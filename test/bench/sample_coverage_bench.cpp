@@ -197,12 +197,9 @@ void run_once(Shape shape, Design design, int64_t N, int n_groups, uint64_t seed
     Options opt;
     std::vector<StratumSpread> spread(n_strata);
     for (int s = 0; s < n_strata; ++s) {
-        const Moments& v = stratum_values[s];
-        spread[s].n = v.n;
-        spread[s].variance = v.n > 1 ? v.m2 / (v.n - 1) : 0;
-        spread[s].mean_abs = v.n > 0 ? stratum_abs[s] / v.n : 0;
+        spread[s] = stratum_spread(stratum_values[s], stratum_abs[s]);
         // NO_SKEW=1 borrows the spread without the skewness (as before it was borrowed)
-        spread[s].skewness = v.n > 2 && v.m2 > 0 && !std::getenv("NO_SKEW") ? (v.m3 / v.n) / std::pow(v.m2 / v.n, 1.5) : 0;
+        if (std::getenv("NO_SKEW")) spread[s].skewness = 0;
     }
     // as the sample path does for a column: the stratum's spread over its sample rows
     if (!std::getenv("NO_SPREAD")) opt.spread = spread.data();
