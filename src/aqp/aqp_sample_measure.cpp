@@ -282,13 +282,21 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
                                                           MemoryContext result_cxt) {
     const int n_measures = list_length(measures);
     const int n = n_strata > 0 ? n_strata : 1;
-    // the measures this backend has read over this sample already
-    const CachedSpread** hits = static_cast<const CachedSpread**>(palloc0(sizeof(CachedSpread*) * (n_measures + 1)));
+    // the measures this backend has read over this sample already, copied
+    // now: opening the sample accepts invalidations, and remember() below
+    // evicts, either of which may free a kept entry
+    approx::sample::StratumSpread** kept = static_cast<approx::sample::StratumSpread**>(
+        palloc0(sizeof(approx::sample::StratumSpread*) * static_cast<Size>(n_measures + 1)));
     bool all_kept = true;
     for (int j = 0; j < n_measures; ++j) {
         const Node* e = static_cast<const Node*>(list_nth(measures, j));
-        if (e != nullptr) hits[j] = find_cached(sample_relid, n, e);
-        all_kept &= hits[j] != nullptr;
+        const CachedSpread* hit = e != nullptr ? find_cached(sample_relid, n, e) : nullptr;
+        if (hit != nullptr) {
+            kept[j] = static_cast<approx::sample::StratumSpread*>(
+                palloc(sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
+            memcpy(kept[j], hit->spread, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n));
+        }
+        all_kept &= kept[j] != nullptr;
     }
     // the sample is opened only for measures not kept (the plan holds its lock already)
     Relation rel = all_kept ? nullptr : table_open(sample_relid, AccessShareLock);
@@ -303,7 +311,7 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
     bool any = false;
     for (int j = 0; j < n_measures; ++j) {
         const Node* e = static_cast<const Node*>(list_nth(measures, j));
-        if (e == nullptr || hits[j] != nullptr || !compile(e, desc, &programs[j])) programs[j].n = 0;
+        if (e == nullptr || kept[j] != nullptr || !compile(e, desc, &programs[j])) programs[j].n = 0;
         longest = std::max(longest, programs[j].n);
         any |= programs[j].n > 0;
         for (int s = 0; s < n; ++s) m[j * n + s] = approx::sample::Moments();
@@ -333,10 +341,11 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
     approx::sample::StratumSpread** out = static_cast<approx::sample::StratumSpread**>(
         MemoryContextAllocZero(result_cxt, sizeof(approx::sample::StratumSpread*) * static_cast<Size>(n_measures + 1)));
     for (int j = 0; j < n_measures; ++j) {
-        if (hits[j] != nullptr) {
+        if (kept[j] != nullptr) {
             out[j] = static_cast<approx::sample::StratumSpread*>(
                 MemoryContextAlloc(result_cxt, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n)));
-            memcpy(out[j], hits[j]->spread, sizeof(approx::sample::StratumSpread) * static_cast<Size>(n));
+            memcpy(out[j], kept[j], sizeof(approx::sample::StratumSpread) * static_cast<Size>(n));
+            pfree(kept[j]);
         }
         if (programs[j].n == 0) continue;
         out[j] = static_cast<approx::sample::StratumSpread*>(
@@ -346,7 +355,7 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
         remember(sample_relid, n, static_cast<const Node*>(list_nth(measures, j)), out[j]);
     }
     pfree(programs);
-    pfree(hits);
+    pfree(kept);
     pfree(m);
     pfree(abs_sum);
     pfree(stack);
