@@ -129,14 +129,30 @@ const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, 
 void aqp_sample_guard_reset(void);
 void aqp_sample_guard_trip(const char* reason);  // the first reason is kept
 const char* aqp_sample_guard_reason(void);        // nullptr: not tripped
-// Each final function also counts its group's sample rows: answers resting on
-// 1 and on 2 sample rows estimate how many groups the sample missed (reset
-// with the guard; one count per aggregate of a group, so shares, not totals).
+// Each final function also reports its group's sample rows (agg: the
+// AggState, aggno: the Aggref's; plain: an ungrouped Agg): consecutive
+// reports of one Agg with rising aggno are one group, whose count is the
+// most rows any of its aggregates saw. Groups resting on 1 and on 2 sample
+// rows estimate how many groups the sample missed; a plain Agg's group is
+// one execution of the aggregated level (a correlated subquery runs it once
+// per outer row), empty when no sample row reached it. Reset with the guard.
 struct AqpSampleGroups {
     int64 seen, once, twice;
 };
-void aqp_sample_guard_count_group(double sample_rows);
+struct AqpSampleExecutions {
+    int64 total, empty;  // of ungrouped aggregated levels
+};
+void aqp_sample_guard_count_group(const void* agg, int aggno, bool plain, double sample_rows);
 AqpSampleGroups aqp_sample_guard_groups(void);
+AqpSampleExecutions aqp_sample_guard_executions(void);
+// The strata (0-based) the final functions saw sample rows of.
+void aqp_sample_guard_saw_stratum(int32 s);
+bool aqp_sample_guard_stratum_seen(int32 s);
+// The Aggref location that marks the sample plan's own unfiltered
+// sample_count beside FILTERed aggregates (aqp_sample_rewrite.cpp): it
+// reports its group's rows and strata, never trips the guard, and its
+// column is junk.
+constexpr int kAqpGroupRowsLocation = -2;
 // The missing-groups rule over such counts (docs/aqp.md, "Missing groups"),
 // for both paths: why the exact plan must answer, or nullptr. The caller
 // checks approx_gpu.max_missing_groups < 1 and a sample smaller than the table.

@@ -15,6 +15,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "nodes/execnodes.h"
 #include "nodes/primnodes.h"
 }
 
@@ -258,8 +259,15 @@ void sample_aggs::check_stratum_in_design(int32 s, const AqpSampleDesign* d, con
 // approx_gpu.max_relative_error set, trips the guard where the interval is
 // too wide or the sample cannot bound the answer (aqp_scan_exec.cpp's rule).
 Datum sample_aggs::answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, const char* fn) {
-    aqp_sample_guard_count_group(e.rows);
-    double mre = aqp_max_relative_error;
+    // The group this final function answers for (aqp.h): its Agg and aggno.
+    Aggref* aggref = AggGetAggref(fcinfo);
+    AggState* agg = fcinfo->context != nullptr && IsA(fcinfo->context, AggState)
+                        ? reinterpret_cast<AggState*>(fcinfo->context)
+                        : nullptr;
+    aqp_sample_guard_count_group(agg, aggref != nullptr ? aggref->aggno : 0,
+                                 agg != nullptr && agg->aggstrategy == AGG_PLAIN, e.rows);
+    const bool group_rows_only = aggref != nullptr && aggref->location == kAqpGroupRowsLocation;
+    double mre = group_rows_only ? 0 : aqp_max_relative_error;
     if (mre > 0) {
         if ((e.null && !e.exact) || !e.estimable)
             aqp_sample_guard_trip("the sample cannot bound a group's answer");
@@ -308,6 +316,7 @@ static Datum moment_final(FunctionCallInfo fcinfo, smp::Aggregate agg, bool ci, 
     MomentState* st = PG_ARGISNULL(0) ? nullptr : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
     const AqpSampleDesign* d = final_design(fcinfo, st ? st->sample : InvalidOid, sample_argno, fn);
     if (st != nullptr && st->n_parts > 0) check_stratum_in_design(st->parts[st->n_parts - 1].stratum, d, fn);
+    for (int32 i = 0; st != nullptr && i < st->n_parts; ++i) aqp_sample_guard_saw_stratum(st->parts[i].stratum);
     smp::Stratum* design = engine_design(d);
     smp::Options opt = engine_options(d);
     // SUM / AVG of a column or arithmetic over columns: its spread over the

@@ -16,6 +16,7 @@ extern "C" {
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "nodes/bitmapset.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -135,22 +136,74 @@ const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, 
 }
 
 // How many sample rows the groups' answers rest on (aqp_sample_scan.cpp's
-// missing-groups rule).
-static int64 groups_seen = 0, groups_once = 0, groups_twice = 0;
+// missing-groups rule), each group counted once. The final functions of one
+// group run one after another in aggregate order (nodeAgg.c,
+// finalize_aggregates), so a call from the same Agg with a higher aggno is
+// the same group as the call before; the group's count is the most rows any
+// of its aggregates saw (a FILTER keeps rows from an aggregate, not from the
+// group). Calls from a plain (ungrouped) Agg are executions of the
+// aggregated level: a correlated subquery has one per outer row.
+struct OpenGroup {
+    const void* agg;  // the AggState (nullptr: not called as an aggregate)
+    int aggno;
+    double rows;
+    bool plain;
+    bool open;
+};
+static OpenGroup open_group;
+static int64 groups_seen = 0, groups_once = 0, groups_twice = 0, executions = 0, empty_executions = 0;
+static Bitmapset* strata_seen = nullptr;  // TopMemoryContext: 0-based strata some final function saw rows of
+
+static void close_group(void) {
+    if (!open_group.open) return;
+    open_group.open = false;
+    const double rows = open_group.rows;
+    if (open_group.plain) {
+        ++executions;
+        empty_executions += !(rows > 0);
+    }
+    if (!(rows > 0)) return;
+    ++groups_seen;
+    groups_once += rows == 1;
+    groups_twice += rows == 2;
+}
 
 void aqp_sample_guard_reset(void) {
     guard_tripped = false;
-    groups_seen = groups_once = groups_twice = 0;
+    open_group.open = false;
+    groups_seen = groups_once = groups_twice = executions = empty_executions = 0;
+    bms_free(strata_seen);
+    strata_seen = nullptr;
 }
 
-void aqp_sample_guard_count_group(double sample_rows) {
-    if (!(sample_rows > 0)) return;
-    ++groups_seen;
-    groups_once += sample_rows == 1;
-    groups_twice += sample_rows == 2;
+void aqp_sample_guard_count_group(const void* agg, int aggno, bool plain, double sample_rows) {
+    const bool same = open_group.open && agg != nullptr && agg == open_group.agg && aggno > open_group.aggno;
+    if (!same) {
+        close_group();
+        open_group = {agg, aggno, 0, plain, true};
+    }
+    open_group.aggno = aggno;
+    if (sample_rows > open_group.rows) open_group.rows = sample_rows;
 }
 
-AqpSampleGroups aqp_sample_guard_groups(void) { return {groups_seen, groups_once, groups_twice}; }
+void aqp_sample_guard_saw_stratum(int32 s) {
+    if (s < 0 || bms_is_member(s, strata_seen)) return;
+    MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+    strata_seen = bms_add_member(strata_seen, s);
+    MemoryContextSwitchTo(old);
+}
+
+bool aqp_sample_guard_stratum_seen(int32 s) { return bms_is_member(s, strata_seen); }
+
+AqpSampleGroups aqp_sample_guard_groups(void) {
+    close_group();
+    return {groups_seen, groups_once, groups_twice};
+}
+
+AqpSampleExecutions aqp_sample_guard_executions(void) {
+    close_group();
+    return {executions, empty_executions};
+}
 
 // Chao1 (bias-corrected, Chao 1984/2005): f1 (f1 - 1) / (2 (f2 + 1)) groups unseen.
 const char* aqp_missing_groups_reason(AqpSampleGroups g, bool grouped) {

@@ -72,6 +72,7 @@ static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci
     const int64 n = st != nullptr ? st->n : 0;
     for (int64 i = 0; i < n; ++i) top = Max(top, st->rows[i].stratum);
     if (n > 0) check_stratum_in_design(top, d, fn);
+    for (int64 i = 0; i < n; ++i) aqp_sample_guard_saw_stratum(st->rows[i].stratum);
     smp::Stratum* design = engine_design(d);
     smp::Options opt = engine_options(d);
     smp::Estimate e;  // no value seen: the engine says whether NULL is exact

@@ -100,6 +100,7 @@ struct WeightContext {
     const TableSynopsis* ts;
     const char* failed;
     List* measures;  // the SUM / AVG arguments over the sample's columns
+    bool filtered;   // some weighted Aggref has a FILTER
 };
 
 // A Var of the path's level `level` as a measure over the sample's columns:
@@ -192,7 +193,24 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
             break;
         }
     }
+    c->filtered |= n->aggfilter != nullptr;
     return reinterpret_cast<Node*>(n);
+}
+
+// The missing-groups rule counts a group's sample rows (aqp.h); a FILTER
+// hides some from its aggregate, so beside FILTERed aggregates the grouped
+// top level gets an unfiltered sample_count as a junk column: it reports the
+// group's rows, is marked by its location and trips no guard.
+static void add_group_rows(Query* q, WeightContext* c) {
+    if (!c->filtered || q->groupClause == NIL || c->failed != nullptr) return;
+    AqpAgg count{AQP_COUNT, false};
+    Aggref* a = makeNode(Aggref);
+    a->aggtype = FLOAT8OID;  // sample_count's; weighted_aggref reads only the type, FILTER and location
+    a->location = kAqpGroupRowsLocation;
+    Node* n = weighted_aggref(a, count, c);
+    AttrNumber resno = static_cast<AttrNumber>(list_length(q->targetList) + 1);
+    q->targetList =
+        lappend(q->targetList, makeTargetEntry(reinterpret_cast<Expr*>(n), resno, pstrdup("approx_group_rows"), true));
 }
 
 static Node* weight_mutator(Node* node, WeightContext* c) {
@@ -244,9 +262,11 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     RangeTblEntry* replacement = sample_subquery(orig, best.table, best.sample, best.ts);
     last->query->rtable = lappend(last->query->rtable, copy_node(orig));  // kept for privileges and locks
     list_nth_cell(last->query->rtable, last->rti - 1)->ptr_value = replacement;
-    WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, best.path, best.ts, nullptr, NIL};
+    WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, best.path, best.ts, nullptr, NIL,
+                     false};
     q->targetList = reinterpret_cast<List*>(weight_mutator(reinterpret_cast<Node*>(q->targetList), &wc));
     q->havingQual = weight_mutator(q->havingQual, &wc);
+    if (q == copy) add_group_rows(q, &wc);  // a lower level's junk column would be dropped (allpaths.c)
     relation_close(best.table, NoLock);
     relation_close(best.sample, NoLock);
     if (wc.failed != nullptr) return (*reason = wc.failed, false);

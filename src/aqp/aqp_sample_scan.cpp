@@ -111,6 +111,7 @@ struct ApproxSampleState {
     TupleTableSlot* nested_slot;
     int* column_of;  // scan attribute -> sample plan's output column (0-based), -1: junk (NULL)
     int64 returned, skipped, groups;
+    int64 executions;  // of an ungrouped aggregated level in the sample plan (aqp.h)
 };
 
 static void fall_back(ApproxSampleState* st, const char* reason) {
@@ -187,6 +188,38 @@ static const char* missing_groups(const ApproxSampleState* st) {
                     seen, allowed, aqp_max_missing_groups);
 }
 
+// "No sample row reached the aggregates" holds per execution of an
+// ungrouped aggregated level: a correlated subquery runs it once per outer
+// row, and an execution no sample row reached answers 0 (or NULL) where the
+// rows may hold a few. The nested plan runs them all, so one such execution
+// sends the statement to the exact plan (as missing_groups does for one).
+static const char* empty_executions(const ApproxSampleState* st) {
+    if (aqp_max_missing_groups >= 1 || st->ts->model.m >= st->ts->model.n_rows) return nullptr;
+    AqpSampleExecutions x = aqp_sample_guard_executions();
+    if (x.empty == 0 || x.total < 2) return nullptr;  // one execution: missing_groups says it
+    return psprintf("no sample row reached the aggregates in %lld of their %lld executions (the sample cannot tell "
+                    "zero from a few rows)",
+                    static_cast<long long>(x.empty), static_cast<long long>(x.total));
+}
+
+// Under the guard a GROUP BY over every stratify column skips the
+// missing-groups fallback: a group's rows lie in its strata. A stratum with
+// no sample row in the answer (the WHERE kept none) may still hold rows
+// that pass, a group the answer lacks, unless the sample holds it whole.
+static const char* unseen_strata(const ApproxSampleState* st) {
+    const approx::synopsis::Synopsis& m = st->ts->model;
+    if (!(aqp_max_relative_error > 0) || !st->spec.grouped || !st->spec.groups_within_strata || m.m >= m.n_rows)
+        return nullptr;
+    int unseen = 0;
+    for (int g = 0; g < m.n_strata; ++g)
+        unseen += m.strata[g].end - m.strata[g].begin < m.strata[g].n_rows && !aqp_sample_guard_stratum_seen(g);
+    if (unseen == 0) return nullptr;
+    return psprintf("%d %s not sampled whole %s no sample row in the answer: %s groups may be missing "
+                    "(approx_gpu.max_relative_error is set)",
+                    unseen, unseen == 1 ? "stratum" : "strata", unseen == 1 ? "has" : "have",
+                    unseen == 1 ? "its" : "their");
+}
+
 static void run_sample_plan(ApproxSampleState* st) {
     EState* estate = st->css.ss.ps.state;
     const AqpSampleSpec& spec = st->spec;
@@ -240,6 +273,11 @@ static void run_sample_plan(ApproxSampleState* st) {
 
     const char* guard = aqp_sample_guard_reason();
     if (guard != nullptr) return fall_back(st, guard);
+    st->executions = aqp_sample_guard_executions().total;
+    const char* empty = empty_executions(st);
+    if (empty != nullptr) return fall_back(st, empty);
+    const char* strata = unseen_strata(st);
+    if (strata != nullptr) return fall_back(st, strata);
     const char* missing = missing_groups(st);
     if (missing != nullptr) return fall_back(st, missing);
     if (!map_columns(st, nested)) return fall_back(st, "the sample plan's columns differ from the query's");
@@ -248,6 +286,7 @@ static void run_sample_plan(ApproxSampleState* st) {
     last_run_set_answer("sample", nullptr, table_synopsis_shown_name(spec.relid, spec.owner, spec.synopsis, role));
     last_run_stats().add("sample_rows", static_cast<double>(st->ts->model.m));
     last_run_stats().add("groups", static_cast<double>(st->groups));
+    if (st->executions > 1) last_run_stats().add("executions", static_cast<double>(st->executions));
 }
 
 static TupleTableSlot* next_row(ScanState* ss) {
@@ -282,7 +321,10 @@ static TupleTableSlot* sample_exec(CustomScanState* node) {
         run_sample_plan(st);
     }
     if (st->fallback != nullptr) {
-        if (!st->recorded) last_run_rows("approx aggregate", st->fallback);
+        if (!st->recorded) {
+            last_run_rows("approx aggregate", st->fallback);
+            if (st->executions > 1) last_run_stats().add("executions", static_cast<double>(st->executions));
+        }
         st->recorded = true;
         return ExecProcNode(outerPlanState(node));
     }
