@@ -16,6 +16,7 @@ extern "C" {
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 }
 
 // ---- survey of the whole query ---------------------------------------------------------
