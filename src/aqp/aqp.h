@@ -278,6 +278,13 @@ extern create_upper_paths_hook_type aqp_prev_upper_paths_hook;
 // integers, dates)? Decided by type alone; the groups' boxes treat it as exact.
 struct TableSynopsis;
 bool aqp_group_column_ok(const TableSynopsis* ts, int j);
+// Does row-level security apply to the table's range-table entry? A synopsis
+// (box path) or sample (sample path) holds every row. By planning time the
+// rewriter has put the policies of the role the entry is checked as (a view's
+// owner for an owner-rights view, else the caller) into its securityQuals;
+// judged for that role too (checkAsUser). *env_dependent: exempt only by the
+// role or row_security (the plan depends on the role).
+bool aqp_row_security_applies(const RangeTblEntry* rte, bool* env_dependent);
 void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
                      void* extra);
 

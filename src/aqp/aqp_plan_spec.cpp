@@ -19,7 +19,8 @@
 //     Const int8 limit_count, Const int8 limit_offset, Boolean grouped,
 //     Boolean groups_within_strata, String domain_sql ("": none), List of
 //     measures (expressions over the sample relation's columns: Var, Const,
-//     OpExpr, FuncExpr, RelabelType, never seen by setrefs)), then the
+//     OpExpr, FuncExpr, RelabelType, never seen by setrefs), Integer
+//     spread_role (the role the measures were allowed for)), then the
 //     sample plan (PlannedStmt).
 #include "aqp/aqp.h"
 #include "aqp/aqp_sample.h"
@@ -158,6 +159,7 @@ List* aqp_sample_spec_form(const AqpSampleSpec* spec, PlannedStmt* sample) {
     fields = lappend(fields, makeBoolean(spec->groups_within_strata));
     fields = lappend(fields, makeString(pstrdup(spec->domain_sql != nullptr ? spec->domain_sql : "")));
     fields = lappend(fields, spec->measures);
+    fields = lappend(fields, makeInteger(static_cast<int>(spec->spread_role)));
     return list_make4(makeInteger(AQP_PLAN_SAMPLE), form_synopsis(spec->relid, spec->owner, spec->synopsis, spec->built),
                       fields, sample);
 }
@@ -178,5 +180,6 @@ void aqp_sample_spec_deform(List* priv, AqpSampleSpec* spec, PlannedStmt** sampl
     const char* domain = strVal(fields.take());
     spec->domain_sql = domain[0] != '\0' ? domain : nullptr;
     spec->measures = reinterpret_cast<List*>(fields.take());  // NIL when none
+    spec->spread_role = static_cast<Oid>(fields.take_int());
     *sample = castNode(PlannedStmt, in.take());
 }

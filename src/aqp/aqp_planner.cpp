@@ -30,6 +30,7 @@ extern "C" {
 #include "optimizer/planner.h"
 #include "optimizer/prep.h"
 #include "optimizer/tlist.h"
+#include "parser/parsetree.h"
 #include "utils/rls.h"
 }
 
@@ -129,6 +130,16 @@ static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* 
     const char* stale = table_synopsis_staleness(ts);
     if (stale != nullptr) return psprintf("%s: %s", syn, stale);
     return nullptr;
+}
+
+bool aqp_row_security_applies(const RangeTblEntry* rte, bool* env_dependent) {
+    *env_dependent = false;
+    if (rte->securityQuals != NIL) return true;
+    switch (check_enable_rls(rte->relid, rte->checkAsUser, true)) {
+        case RLS_ENABLED: return true;
+        case RLS_NONE_ENV: *env_dependent = true; return false;
+        default: return false;
+    }
 }
 
 // ---- the paths --------------------------------------------------------------------
@@ -278,11 +289,10 @@ void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* inp
     const char* reason = aqp_recognise_query(root, input_rel, output_rel, &shape);
     if (reason == nullptr) {
         // Row-level security: a synopsis is derived from every row.
-        switch (check_enable_rls(shape.relid, InvalidOid, true)) {
-            case RLS_ENABLED: reason = "row-level security applies to the table"; break;
-            case RLS_NONE_ENV: root->glob->dependsOnRole = true; break;
-            default: break;
-        }
+        bool env_dependent;
+        if (aqp_row_security_applies(planner_rt_fetch(shape.rti, root), &env_dependent))
+            reason = "row-level security applies to the table";
+        if (env_dependent) root->glob->dependsOnRole = true;
     }
     if (reason == nullptr) {
         const TableSynopsis* const* list;

@@ -40,8 +40,11 @@ struct AqpSampleSpec {
     const char* domain_sql;
     // The SUM / AVG arguments whose spread the final functions borrow, over
     // the sample relation's columns (aqp_sample_measure.cpp); the weighted
-    // aggregates name theirs by position (AqpSampleDesign::measures).
+    // aggregates name theirs by position (AqpSampleDesign::measures). Only
+    // those the role the plan was made for (spread_role) may borrow: another
+    // role running the plan borrows none (aqp_sample_rewrite.cpp).
     List* measures;
+    Oid spread_role;
 };
 
 // An aggregate argument as a measure over the sample relation's columns

@@ -20,6 +20,8 @@ extern "C" {
 #include "optimizer/optimizer.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "utils/acl.h"
+#include "utils/rls.h"
 }
 
 // The subquery over the sample relation that stands for the table: its
@@ -101,6 +103,8 @@ struct WeightContext {
     const char* failed;
     List* measures;  // the SUM / AVG arguments over the sample's columns
     bool filtered;   // some weighted Aggref has a FILTER
+    bool borrow;     // may a measure's spread be borrowed at all (spread_borrowable)
+    Oid role;        // the role the plan is made for
 };
 
 // A Var of the path's level `level` as a measure over the sample's columns:
@@ -127,12 +131,46 @@ static Node* measure_var(const Var* v, void* arg) {
     return aqp_sample_measure_copy(reinterpret_cast<Node*>(te->expr), measure_var, &next);
 }
 
+// May the plan's SUM / AVG borrow their stratum's spread (docs/aqp.md,
+// "Row-level security and views")? The spread is read from every sample row,
+// also those the query's views and policies hide: only where no
+// security_barrier view lies between the aggregates and the table and no
+// row-level security binds the role the plan is made for on the table (that
+// role's column privileges: measure_readable). Decided per plan, for its
+// role; the executor borrows nothing for another (aqp_sample_scan.cpp).
+static bool spread_borrowable(const AqpSampleChoice& best, Oid role) {
+    ListCell* lc;
+    foreach (lc, best.path) {
+        const AqpSampleStep* s = static_cast<AqpSampleStep*>(lfirst(lc));
+        if (rt_fetch(s->rti, s->query->rtable)->security_barrier) return false;
+    }
+    return check_enable_rls(RelationGetRelid(best.table), role, true) != RLS_ENABLED;
+}
+
+// Could the role read every column of measure m (over the sample's columns)
+// in the table itself?
+static bool measure_readable(Node* m, const WeightContext* c) {
+    const Oid relid = c->ts->relid;
+    if (pg_class_aclcheck(relid, c->role, ACL_SELECT) == ACLCHECK_OK) return true;
+    List* vars = pull_var_clause(m, 0);
+    ListCell* lc;
+    foreach (lc, vars) {
+        const Var* v = static_cast<Var*>(lfirst(lc));
+        if (v->varattno < 1 || v->varattno > c->ts->sample_natts ||
+            pg_attribute_aclcheck(relid, c->ts->sample_attnum[v->varattno - 1], c->role, ACL_SELECT) != ACLCHECK_OK)
+            return false;
+    }
+    return true;
+}
+
 // The position (1-based) of x among the plan's measures, added when new; 0
-// when x is not arithmetic over the table's numeric columns (no spread).
+// when x is not arithmetic over the table's numeric columns, or its spread
+// may not be borrowed (no spread).
 static int measure_of(Expr* x, WeightContext* c) {
+    if (!c->borrow) return 0;
     MeasureLevel top{c, 0};
     Node* m = aqp_sample_measure_copy(reinterpret_cast<Node*>(x), measure_var, &top);
-    if (m == nullptr) return 0;
+    if (m == nullptr || !measure_readable(m, c)) return 0;
     ListCell* lc;
     foreach (lc, c->measures)
         if (equal(lfirst(lc), m)) return foreach_current_index(lc) + 1;
@@ -259,11 +297,13 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     AqpSampleStep* last = static_cast<AqpSampleStep*>(llast(best.path));
     RangeTblEntry* orig = rt_fetch(last->rti, last->query->rtable);
     int table_natts = RelationGetDescr(best.table)->natts;
+    const Oid role = GetUserId();
+    const bool borrow = spread_borrowable(best, role);  // before the table's entry is replaced
     RangeTblEntry* replacement = sample_subquery(orig, best.table, best.sample, best.ts);
     last->query->rtable = lappend(last->query->rtable, copy_node(orig));  // kept for privileges and locks
     list_nth_cell(last->query->rtable, last->rti - 1)->ptr_value = replacement;
     WeightContext wc{pass_stratum_up(best.path, table_natts), best.ts->sample_relid, best.path, best.ts, nullptr, NIL,
-                     false};
+                     false, borrow, role};
     q->targetList = reinterpret_cast<List*>(weight_mutator(reinterpret_cast<Node*>(q->targetList), &wc));
     q->havingQual = weight_mutator(q->havingQual, &wc);
     if (q == copy) add_group_rows(q, &wc);  // a lower level's junk column would be dropped (allpaths.c)
@@ -293,5 +333,6 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     spec->sample_relid = best.ts->sample_relid;
     spec->sample_rows = best.ts->model.m;
     spec->measures = wc.measures;
+    spec->spread_role = role;
     return true;
 }

@@ -220,6 +220,17 @@ static const char* unseen_strata(const ApproxSampleState* st) {
                     unseen == 1 ? "its" : "their");
 }
 
+// The plan's measures whose spread the final functions may borrow: all of
+// them for the role the plan was made for (aqp_sample_rewrite.cpp decided
+// for it), none for another (a cursor fetched after SET ROLE): a list of
+// as many nullptrs, so that the aggregates' measure numbers stay valid.
+static List* measures_for_role(const AqpSampleSpec& spec) {
+    if (spec.spread_role == GetUserId()) return spec.measures;
+    List* none = NIL;
+    for (int j = 0; j < list_length(spec.measures); ++j) none = lappend(none, nullptr);
+    return none;
+}
+
 static void run_sample_plan(ApproxSampleState* st) {
     EState* estate = st->css.ss.ps.state;
     const AqpSampleSpec& spec = st->spec;
@@ -246,7 +257,7 @@ static void run_sample_plan(ApproxSampleState* st) {
 
     MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
     AqpSampleDesign design = design_of(st->ts, spec.groups_within_strata);
-    design.measures = spec.measures;
+    design.measures = measures_for_role(spec);
     st->store = tuplestore_begin_heap(false, false, work_mem);
     DestReceiver* dest = CreateDestReceiver(DestTuplestore);
     SetTuplestoreDestReceiverParams(dest, st->store, estate->es_query_cxt, false, nullptr, nullptr);

@@ -290,11 +290,10 @@ bool aqp_sample_choose(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec
             why = psprintf("table %s is used more than once in the query", get_rel_name(rte->relid));
             continue;
         }
-        switch (check_enable_rls(rte->relid, InvalidOid, true)) {
-            case RLS_ENABLED:
-                why = psprintf("row-level security applies to table %s", get_rel_name(rte->relid));
-                continue;
-            default: break;
+        bool env_dependent;  // spec->role_dependent is set already
+        if (aqp_row_security_applies(rte, &env_dependent)) {
+            why = psprintf("row-level security applies to table %s", get_rel_name(rte->relid));
+            continue;
         }
         VarUse use = var_use(last->query, last->rti);
         for (int i = list_length(path) - 2; i >= 0 && !use.system; --i) {
