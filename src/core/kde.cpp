@@ -142,6 +142,20 @@ Status plugin_impl(const double* x, size_t n, PluginTarget target, const ExecCon
     return unscale_bandwidth(hz * m.sd(), m, h);
 }
 
+Status plugin_binned_impl(const double* x, size_t n, PluginTarget target, const ExecContext& ctx, double& h) {
+    set_rows(ctx, n);
+    if (ctx.stats) {  // O(n) on the host whatever the device setting
+        ctx.stats->device = Device::Cpu;
+        ctx.stats->cpu_threads = 1;
+    }
+    std::vector<double> z;
+    stats::ColumnMoments m;
+    APPROX_TRY(prepare_1d(x, n, &z, m));
+    double hz = 0;
+    APPROX_TRY(plugin_with(detail::binned_psi_sums, z, target, ctx, hz));
+    return unscale_bandwidth(hz * m.sd(), m, h);
+}
+
 // ---- LSCV ------------------------------------------------------------------
 
 // Whitened points and what the objective needs of S (Sigma or diag(Sigma)).
@@ -370,6 +384,10 @@ Status rule_of_thumb(const double* x, size_t n, Method method, const ExecContext
 
 Status plugin_bandwidth(const double* x, size_t n, PluginTarget target, const ExecContext& ctx, double& h) {
     return guarded([&] { return plugin_impl(x, n, target, ctx, h); });
+}
+
+Status plugin_bandwidth_binned(const double* x, size_t n, PluginTarget target, const ExecContext& ctx, double& h) {
+    return guarded([&] { return plugin_binned_impl(x, n, target, ctx, h); });
 }
 
 Status lscv(const double* x, size_t n, int d, int grid, Covariance cov, const ExecContext& ctx, LscvResult& out) {

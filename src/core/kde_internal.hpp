@@ -59,6 +59,15 @@ public:
 Status cpu_psi_sums(const double* z, size_t n, const ExecContext& ctx, std::unique_ptr<PsiSums>& out);
 Status cpu_lscv_sums(const double* z, size_t n, int d, const ExecContext& ctx, std::unique_ptr<LscvSums>& out);
 Status gpu_psi_sums(const double* z, size_t n, const ExecContext& ctx, std::unique_ptr<PsiSums>& out);
+// The same sums on linearly binned data (kde_binned.cpp): O(n) per stage plus
+// O(bins), the grid's step a fixed fraction of g; CPU only (a stage costs
+// milliseconds at n = 10^7: nothing for a GPU to win). A grid of more than
+// max_dense_bins bins is kept sparse (a sorted copy of z); the default, 2^22
+// bins, is 32 MiB of weights.
+constexpr size_t kMaxDenseBins = size_t{1} << 22;
+Status binned_psi_sums(const double* z, size_t n, const ExecContext& ctx, std::unique_ptr<PsiSums>& out);
+Status binned_psi_sums_capped(const double* z, size_t n, const ExecContext& ctx, std::unique_ptr<PsiSums>& out,
+                       size_t max_dense_bins);
 Status gpu_lscv_sums(const double* z, size_t n, int d, const ExecContext& ctx, std::unique_ptr<LscvSums>& out);
 
 // plugin_bandwidth() and lscv() in the GPU service (kde_served.cpp): the

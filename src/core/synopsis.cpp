@@ -23,6 +23,7 @@ namespace approx::synopsis {
 namespace {
 
 constexpr int kLscvGrid = 150;
+constexpr size_t kLscvRows = 10000;  // LSCV of a build: at most this many rows (then rescaled)
 constexpr double kCategoricalBandwidth = 0.5;  // half the distance of two dictionary codes (never used to smooth)
 constexpr uint64_t kGuardSeed =
     0x6a09e667f3bcc909ULL;                       // the guard's folds and boxes: a synopsis is a function of its sample
@@ -86,32 +87,18 @@ bool step_of_distinct(const std::vector<double>& distinct, double min_step, doub
     return true;
 }
 
-// The plug-in bandwidths cost O(m^2); above this many values they are
-// computed on a systematic subsample (every (m / kBandwidthSample)-th value)
-// and rescaled by the rates at which the plug-in bandwidths shrink with n:
-// n^(-1/5) for a density, n^(-1/3) for a distribution function. A stratified
-// sample (100 rows for each of 1,000 groups) would otherwise take minutes of
-// CPU for its bandwidths alone. Samples up to the default size are unchanged.
-constexpr size_t kBandwidthSample = 10000;
-
+// The plug-in bandwidths of a build come from binned pair sums
+// (kde::plugin_bandwidth_binned: O(m) + O(bins), within 1e-4 of the exact
+// O(m^2) sums), on every value: a build costs what it reads.
 Status kde_column_bandwidths(const double* x, size_t m, Bandwidth method, const ExecContext& ctx, double& density_h,
                              double& box_h) {
-    if (m > kBandwidthSample && (method == Bandwidth::Cdf || method == Bandwidth::Plugin)) {
-        std::vector<double> sub(kBandwidthSample);
-        for (size_t i = 0; i < kBandwidthSample; ++i) sub[i] = x[(i * m) / kBandwidthSample];
-        APPROX_TRY(kde_column_bandwidths(sub.data(), sub.size(), method, ctx, density_h, box_h));
-        const double ratio = static_cast<double>(kBandwidthSample) / static_cast<double>(m);
-        density_h *= std::pow(ratio, 0.2);
-        box_h = method == Bandwidth::Cdf ? box_h * std::cbrt(ratio) : density_h;
-        return Status::Ok();
-    }
     switch (method) {
         case Bandwidth::Cdf:
-            APPROX_TRY(kde::plugin_bandwidth(x, m, kde::PluginTarget::Distribution, ctx, box_h));
-            APPROX_TRY(kde::plugin_bandwidth(x, m, kde::PluginTarget::Density, ctx, density_h));
+            APPROX_TRY(kde::plugin_bandwidth_binned(x, m, kde::PluginTarget::Distribution, ctx, box_h));
+            APPROX_TRY(kde::plugin_bandwidth_binned(x, m, kde::PluginTarget::Density, ctx, density_h));
             return Status::Ok();
         case Bandwidth::Plugin:
-            APPROX_TRY(kde::plugin_bandwidth(x, m, kde::PluginTarget::Density, ctx, density_h));
+            APPROX_TRY(kde::plugin_bandwidth_binned(x, m, kde::PluginTarget::Density, ctx, density_h));
             box_h = density_h;
             return Status::Ok();
         case Bandwidth::Scott:
@@ -434,10 +421,24 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                 if (complete < 2)
                     return Status::Error(StatusCode::DataException,
                                          "lscv needs at least two sample rows without NULLs in the smoothed columns");
+                // LSCV's pair sums are O(rows^2) per grid point: past
+                // kLscvRows it runs on a systematic subsample and h is
+                // rescaled by its rate, (rows / complete)^(1 / (dd + 4)).
+                double rescale = 1;
+                if (complete > kLscvRows) {
+                    std::vector<double> sub(kLscvRows * dd);
+                    for (size_t i = 0; i < kLscvRows; ++i) {
+                        const size_t row = (i * complete) / kLscvRows;
+                        std::copy(&x[row * dd], &x[row * dd] + dd, &sub[i * dd]);
+                    }
+                    x.swap(sub);
+                    rescale = std::pow(static_cast<double>(kLscvRows) / static_cast<double>(complete), 1.0 / (dd + 4));
+                    complete = kLscvRows;
+                }
                 kde::LscvResult r;
                 APPROX_TRY(kde::lscv(x.data(), complete, dd, kLscvGrid, kde::Covariance::Diagonal, ctx, r));
                 account();
-                for (int j : cols) s.cols[j].density_h = s.cols[j].box_h = r.h * s.cols[j].sd;
+                for (int j : cols) s.cols[j].density_h = s.cols[j].box_h = r.h * rescale * s.cols[j].sd;
             }
         } else {
             for (int j = 0; j < d; ++j)

@@ -32,6 +32,7 @@ namespace {
 constexpr int kFolds = 5;
 constexpr int kBoxesPerFold = 60;       // 1-D boxes per fold and column: 300 per column
 constexpr int kJointBoxesPerFold = 60;  // multi-column boxes per fold: 300
+constexpr int64_t kJointRows = 20000;  // the joint check's rows at most (a systematic subsample)
 constexpr int64_t kMinRows = 200;       // fewer sample rows: too little evidence, columns stay exact
 constexpr double kMinWidth = 0.005, kMaxWidth = 0.6;
 constexpr double kJointMinSel = 0.005, kJointMaxSel = 0.6;
@@ -78,6 +79,36 @@ struct CvResult {
     std::vector<double> t, se_t, p;
 };
 
+// One box's result from its sums over all rows (s_all, ss_all per
+// candidate) and over its held-out fold (s_f, ss_f); edge_in(e): does edge
+// row e lie in the box.
+template <class EdgeIn>
+void finish_box(int64_t m, const Folds& folds, const CvBoxes& boxes, size_t b, int cands, double exact_all,
+                double exact_f, const double* s_all, const double* ss_all, const double* s_f, const double* ss_f,
+                EdgeIn edge_in_box, CvResult& out) {
+    const int f = boxes.fold[b];
+    // The edge rows (distinct) leave the held-out count.
+    std::vector<int64_t> edges = boxes.edges[b];
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    double edge_in = 0;
+    for (int64_t e : edges)
+        if (edge_in_box(e)) edge_in += 1;
+    const double n_f = static_cast<double>(folds.rows[f].size()) - static_cast<double>(edges.size());
+    const double n_train = static_cast<double>(m) - static_cast<double>(folds.rows[f].size());
+    const double t = (exact_f - edge_in) / n_f;
+    out.t[b] = t;
+    out.se_t[b] = std::sqrt(std::max(t * (1 - t), 0.0) / n_f);
+    out.p[b] = std::max(exact_all, 1.0) / static_cast<double>(m);
+    for (int c = 0; c < cands; ++c) {
+        const double s = s_all[c] - s_f[c], ss = ss_all[c] - ss_f[c];
+        const double a = s / n_train;
+        const double var = std::max(0.0, (ss - n_train * a * a) / (n_train - 1));
+        out.a[b * cands + c] = a;
+        out.se[b * cands + c] = std::sqrt(var / n_train);
+    }
+}
+
 // in(i, b): row i lies in box b exactly; mass(i, b, c): candidate c's mass of
 // row i in box b (candidate 0 is the exact indicator). rows(b) gives the
 // positions [begin, end) in `order` (nullptr: the identity over all m rows)
@@ -116,26 +147,142 @@ Status cross_validate(int64_t m, const Folds& folds, const CvBoxes& boxes, int c
                 }
             }
         }
-        // The edge rows (distinct) leave the held-out count.
-        std::vector<int64_t> edges = boxes.edges[b];
-        std::sort(edges.begin(), edges.end());
-        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-        double edge_in = 0;
-        for (int64_t e : edges)
-            if (in(e, b)) edge_in += 1;
-        const double n_f = static_cast<double>(folds.rows[f].size()) - static_cast<double>(edges.size());
-        const double n_train = static_cast<double>(m) - static_cast<double>(folds.rows[f].size());
-        const double t = (exact_f - edge_in) / n_f;
-        out.t[b] = t;
-        out.se_t[b] = std::sqrt(std::max(t * (1 - t), 0.0) / n_f);
-        out.p[b] = std::max(exact_all, 1.0) / static_cast<double>(m);
-        for (int c = 0; c < cands; ++c) {
-            const double s = s_all[c] - s_f[c], ss = ss_all[c] - ss_f[c];
-            const double a = s / n_train;
-            const double var = std::max(0.0, (ss - n_train * a * a) / (n_train - 1));
-            out.a[b * cands + c] = a;
-            out.se[b * cands + c] = std::sqrt(var / n_train);
+        finish_box(m, folds, boxes, b, cands, exact_all, exact_f, s_all, ss_all, s_f, ss_f,
+                   [&](int64_t e) { return in(e, b); }, out);
+        return Status::Ok();
+    });
+}
+
+// cross_validate's sums for the 1-D boxes of one column, at a cost that does
+// not grow with the rows in a box: the exact candidate (0) counts rows by
+// binary search in each fold's sorted values; a smoothed candidate groups
+// the rows, in value order, into runs no wider than h / kCvGroupsPerBandwidth
+// on its smoothing scale, and one mass, at the run's mean, stands for each
+// of its rows (the midpoint rule: an error of order (1/64)^2 of the mass's
+// curvature). Runs farther than kCvReach bandwidths from both edges of a box
+// have mass 0 (outside) or 1 (inside), within 1e-23 (kReflectedCut = 9 <
+// kCvReach), and are counted from prefix sums per fold. x[order[k]] is
+// non-decreasing in k.
+constexpr int kCvGroupsPerBandwidth = 64;
+constexpr double kCvReach = 12.0;
+
+struct ValueRuns {
+    std::vector<double> y_min, y_max;  // the run's range on the smoothing scale
+    std::vector<double> x;             // where its mass is taken (the mean on that scale, mapped back)
+    std::vector<int64_t> prefix;       // (run + 1) * kFolds + f: rows of fold f in runs [0, run]
+};
+
+ValueRuns value_runs(const double* x, const int64_t* order, int64_t m, const Folds& folds,
+                     const math::ColumnParams& cp, int c) {
+    ValueRuns r;
+    const double step = cp.h[c] / kCvGroupsPerBandwidth;
+    auto scale = [&](double v) { return cp.transform[c] ? math::log_scale(v, cp.shift[c]) : v; };
+    std::vector<int64_t> count(kFolds, 0);
+    r.prefix.assign(kFolds, 0);
+    double start = 0, sum = 0, last = 0;
+    int64_t n = 0;
+    auto close = [&]() {
+        if (n == 0) return;
+        const double mean = sum / static_cast<double>(n);
+        r.y_min.push_back(start);
+        r.y_max.push_back(last);
+        r.x.push_back(cp.transform[c] ? std::exp(mean) - cp.shift[c] : mean);
+        for (int f = 0; f < kFolds; ++f) r.prefix.push_back(r.prefix[r.prefix.size() - kFolds] + count[f]);
+        std::fill(count.begin(), count.end(), 0);
+        sum = 0;
+        n = 0;
+    };
+    for (int64_t k = 0; k < m; ++k) {
+        const int64_t i = order[k];
+        const double y = scale(x[i]);
+        if (n > 0 && y - start > step) close();
+        if (n == 0) start = y;
+        last = y;
+        sum += y;
+        ++n;
+        ++count[folds.of[i]];
+    }
+    close();
+    return r;
+}
+
+Status cross_validate_1d(const double* x, const int64_t* order, int64_t m, const Folds& folds, const CvBoxes& boxes,
+                         int cands, const math::ColumnParams& cp, const ExecContext& ctx, CvResult& out) {
+    const size_t nb = boxes.size();
+    out.cands = cands;
+    out.a.assign(nb * cands, 0);
+    out.se.assign(nb * cands, 0);
+    out.t.assign(nb, 0);
+    out.se_t.assign(nb, 0);
+    out.p.assign(nb, 0);
+    std::vector<std::vector<double>> fold_values(kFolds);
+    for (int64_t k = 0; k < m; ++k) fold_values[folds.of[order[k]]].push_back(x[order[k]]);
+    std::vector<ValueRuns> runs(static_cast<size_t>(cands));
+    for (int c = 1; c < cands; ++c) runs[c] = value_runs(x, order, m, folds, cp, c);
+    if (ctx.cancelled()) return cancelled_status();
+    return parallel_for(ctx, nb, [&](size_t b, size_t) -> Status {
+        if (ctx.cancelled()) return cancelled_status();
+        const int f = boxes.fold[b];
+        const double lo = boxes.lo[b], hi = boxes.hi[b];
+        double s_all[kModes + 1] = {0}, ss_all[kModes + 1] = {0}, s_f[kModes + 1] = {0}, ss_f[kModes + 1] = {0};
+        double exact_all = 0, exact_f = 0;
+        for (int g = 0; g < kFolds; ++g) {
+            const std::vector<double>& v = fold_values[g];
+            const double in = static_cast<double>(std::upper_bound(v.begin(), v.end(), hi) -
+                                                  std::lower_bound(v.begin(), v.end(), lo));
+            exact_all += in;
+            if (g == f) exact_f = in;
         }
+        s_all[0] = ss_all[0] = exact_all;
+        s_f[0] = ss_f[0] = exact_f;
+        for (int c = 1; c < cands; ++c) {
+            const ValueRuns& r = runs[c];
+            const double reach = kCvReach * cp.h[c];
+            const double lo_y = cp.transform[c] ? math::log_scale(lo, cp.shift[c]) : lo;
+            const double hi_y = cp.transform[c] ? math::log_scale(hi, cp.shift[c]) : hi;
+            auto first_reaching = [&](double y) {  // first run with y_max >= y
+                return static_cast<size_t>(std::lower_bound(r.y_max.begin(), r.y_max.end(), y) - r.y_max.begin());
+            };
+            auto first_beyond = [&](double y) {  // first run with y_min > y
+                return static_cast<size_t>(std::upper_bound(r.y_min.begin(), r.y_min.end(), y) - r.y_min.begin());
+            };
+            size_t a0 = first_reaching(lo_y - reach), a1 = first_beyond(lo_y + reach);
+            size_t b0 = first_reaching(hi_y - reach), b1 = first_beyond(hi_y + reach);
+            auto add_runs = [&](size_t from, size_t to) {
+                for (size_t k = from; k < to; ++k) {
+                    double p, unused;
+                    math::column_mass(r.x[k], lo, hi, cp, c, false, p, unused);
+                    const int64_t* before = &r.prefix[k * kFolds];
+                    const int64_t* after = &r.prefix[(k + 1) * kFolds];
+                    double rows = 0;
+                    for (int g = 0; g < kFolds; ++g) rows += static_cast<double>(after[g] - before[g]);
+                    const double held = static_cast<double>(after[f] - before[f]);
+                    s_all[c] += rows * p;
+                    ss_all[c] += rows * p * p;
+                    s_f[c] += held * p;
+                    ss_f[c] += held * p * p;
+                }
+            };
+            if (a1 >= b0) {  // the edges' reaches overlap: one stretch of runs
+                add_runs(a0, std::max(a1, b1));
+            } else {
+                add_runs(a0, a1);
+                add_runs(b0, b1);
+                // Runs between the reaches lie inside, far from both edges: mass 1.
+                double rows = 0, held = 0;
+                for (int g = 0; g < kFolds; ++g) {
+                    const double n = static_cast<double>(r.prefix[b0 * kFolds + g] - r.prefix[a1 * kFolds + g]);
+                    rows += n;
+                    if (g == f) held = n;
+                }
+                s_all[c] += rows;
+                ss_all[c] += rows;
+                s_f[c] += held;
+                ss_f[c] += held;
+            }
+        }
+        finish_box(m, folds, boxes, b, cands, exact_all, exact_f, s_all, ss_all, s_f, ss_f,
+                   [&](int64_t e) { return x[e] >= lo && x[e] <= hi; }, out);
         return Status::Ok();
     });
 }
@@ -281,8 +428,8 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
             // The log scale's bandwidth: the same cdf plug-in on t. Where it
             // cannot be computed the log candidate is simply not offered.
             double log_h = 0;
-            Status st = kde::plugin_bandwidth(t.data(), static_cast<size_t>(m), kde::PluginTarget::Distribution, ctx,
-                                              log_h);
+            Status st = kde::plugin_bandwidth_binned(t.data(), static_cast<size_t>(m), kde::PluginTarget::Distribution,
+                                                     ctx, log_h);
             if (ctx.cancelled()) return cancelled_status();
             const bool have_log = st.ok() && std::isfinite(log_h) && log_h > 0;
             // The candidates as three columns of one ColumnParams.
@@ -317,33 +464,12 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                     boxes.edges.push_back({rows[lo_pos], rows[hi_pos]});
                 }
             }
-            // Rows sorted by value: a box only needs the rows within 40
-            // bandwidths of it on either scale (math::column_mass drops every
-            // piece beyond that, reflected ones included).
+            // Rows in value order (cross_validate_1d's runs and searches).
             std::vector<int64_t> order(static_cast<size_t>(m));
             for (int64_t i = 0; i < m; ++i) order[i] = i;
             std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x[a] < x[b]; });
-            auto window = [&](size_t b) {
-                double lo = std::min(boxes.lo[b] - 40 * col.box_h, boxes.lo[b]);
-                double hi = std::max(boxes.hi[b] + 40 * col.box_h, boxes.hi[b]);
-                if (have_log) {
-                    lo = std::min(lo, (boxes.lo[b] + shift) * std::exp(-40 * log_h) - shift);
-                    hi = std::max(hi, (boxes.hi[b] + shift) * std::exp(40 * log_h) - shift);
-                }
-                int64_t begin = std::lower_bound(sorted.begin(), sorted.end(), lo) - sorted.begin();
-                int64_t end = std::upper_bound(sorted.begin(), sorted.end(), hi) - sorted.begin();
-                return std::make_pair(begin, end);
-            };
             CvResult r;
-            APPROX_TRY(cross_validate(
-                m, cfolds, boxes, cands, ctx,
-                [&](int64_t i, size_t b) { return x[i] >= boxes.lo[b] && x[i] <= boxes.hi[b]; },
-                [&](int64_t i, size_t b, int c) {
-                    double p, unused;
-                    math::column_mass(x[i], boxes.lo[b], boxes.hi[b], cp, c, false, p, unused);
-                    return p;
-                },
-                order.data(), window, r));
+            APPROX_TRY(cross_validate_1d(x, order.data(), m, cfolds, boxes, cands, cp, ctx, r));
             Comparison cmp[kModes];
             for (int c = 0; c < cands; ++c) {
                 cmp[c] = compare(r, c, 0);
@@ -376,7 +502,26 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         const math::ColumnParams chosen = column_params(s);
         math::ColumnParams exact = chosen;
         for (int j = 0; j < kMaxDim; ++j) exact.discrete[j] = 1;
+        // It reads at most kJointRows rows, a systematic subsample in folds
+        // of its own: its boxes and their cross-validation are O(rows) each,
+        // and a build must not cost more than what it reads.
         const double* sample = s.sample;
+        int64_t mj = s.m;
+        std::vector<double> sub;
+        Folds sub_folds;
+        const Folds* jf = &folds;
+        if (mj > kJointRows) {
+            sub.resize(static_cast<size_t>(kJointRows) * d);
+            for (int64_t k = 0; k < kJointRows; ++k) {
+                const int64_t row = (k * s.m) / kJointRows;
+                std::copy(s.sample + row * d, s.sample + (row + 1) * d, &sub[k * d]);
+            }
+            sample = sub.data();
+            mj = kJointRows;
+            sub_folds = make_folds(mj, rng);
+            jf = &sub_folds;
+        }
+        const Folds& fj = *jf;
         // NULL (NaN) fails a constrained column and passes an unconstrained
         // one (the NotNull and Any policies of the engines).
         auto inside = [&](int64_t i, const double* lo, const double* hi) {
@@ -393,11 +538,11 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         CvBoxes boxes;
         boxes.dims = d;
         std::vector<std::vector<std::vector<int64_t>>> sorted_rows(kFolds, std::vector<std::vector<int64_t>>(d));
-        std::vector<std::vector<double>> col_copy(d, std::vector<double>(static_cast<size_t>(m)));
+        std::vector<std::vector<double>> col_copy(d, std::vector<double>(static_cast<size_t>(mj)));
         for (int j = 0; j < d; ++j)
-            for (int64_t i = 0; i < m; ++i) col_copy[j][i] = sample[i * d + j];
+            for (int64_t i = 0; i < mj; ++i) col_copy[j][i] = sample[i * d + j];
         for (int f = 0; f < kFolds; ++f)
-            for (int j = 0; j < d; ++j) sorted_rows[f][j] = fold_sorted(col_copy[j].data(), folds, f);
+            for (int j = 0; j < d; ++j) sorted_rows[f][j] = fold_sorted(col_copy[j].data(), fj, f);
         for (int f = 0; f < kFolds; ++f) {
             int got = 0;
             for (int tries = 0; got < kJointBoxesPerFold && tries < 50 * kJointBoxesPerFold; ++tries) {
@@ -422,8 +567,8 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                 }
                 if (constrained < 2) continue;
                 int64_t count = 0;
-                for (int64_t i = 0; i < m; ++i) count += inside(i, lo.data(), hi.data());
-                double sel = static_cast<double>(count) / static_cast<double>(m);
+                for (int64_t i = 0; i < mj; ++i) count += inside(i, lo.data(), hi.data());
+                double sel = static_cast<double>(count) / static_cast<double>(mj);
                 if (sel < kJointMinSel || sel > kJointMaxSel) continue;
                 boxes.lo.insert(boxes.lo.end(), lo.begin(), lo.end());
                 boxes.hi.insert(boxes.hi.end(), hi.begin(), hi.end());
@@ -438,14 +583,14 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
             policy[t] = boxes.lo[t] == -HUGE_VAL && boxes.hi[t] == HUGE_VAL ? math::kNullAny : math::kNullNotNull;
         CvResult r;
         APPROX_TRY(cross_validate(
-            m, folds, boxes, 2, ctx, [&](int64_t i, size_t b) { return inside(i, &boxes.lo[b * d], &boxes.hi[b * d]); },
+            mj, fj, boxes, 2, ctx, [&](int64_t i, size_t b) { return inside(i, &boxes.lo[b * d], &boxes.hi[b * d]); },
             [&](int64_t i, size_t b, int c) {
                 double p, unused;
                 math::row_terms(sample + i * d, &boxes.lo[b * d], &boxes.hi[b * d], c == 0 ? exact : chosen, d, -1,
                                 &policy[b * d], p, unused);
                 return p;
             },
-            nullptr, [&](size_t) { return std::make_pair(int64_t{0}, m); }, r));
+            nullptr, [&](size_t) { return std::make_pair(int64_t{0}, mj); }, r));
         Comparison plain = compare(r, 0, 0), mixed = compare(r, 1, 0);
         s.joint_cv[0] = plain.rms;
         s.joint_cv[1] = mixed.rms;

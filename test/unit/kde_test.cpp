@@ -299,6 +299,70 @@ TEST(KdeCpu, DistributionPluginMatchesNaiveReference) {
     }
 }
 
+// ---- binned plug-in (synopsis builds) -------------------------------------
+
+// Shapes that break binning by the data's range: a heavy tail (the bulk in
+// a few bins of a range-wide grid), heaped values, point masses, a bimodal
+// mix far from zero.
+std::vector<double> binning_shape(const std::string& name, size_t n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> N(0, 1);
+    std::uniform_real_distribution<double> U(0, 1);
+    std::vector<double> x(n);
+    for (auto& v : x) {
+        if (name == "lognormal sigma 2") v = std::exp(2 * N(rng));
+        else if (name == "pareto alpha 1.2") v = std::pow(1 - U(rng), -1 / 1.2);
+        else if (name == "heaped to 10") v = 10 * std::round(std::exp(5.9 + 0.5 * N(rng)) / 10);
+        else if (name == "point masses") v = U(rng) < 0.6 ? std::floor(U(rng) * 5) : 100 * N(rng);
+        else v = U(rng) < 0.3 ? 1e5 + 4 + 0.5 * N(rng) : 1e5 + N(rng);
+    }
+    return x;
+}
+
+TEST(KdeBinned, PluginWithinATenThousandthOfExact) {
+    for (const char* name : {"lognormal sigma 2", "pareto alpha 1.2", "heaped to 10", "point masses", "bimodal 1e5"})
+        for (size_t n : {300, 4000}) {
+            auto x = binning_shape(name, n, 40 + n);
+            for (auto target : {kde::PluginTarget::Density, kde::PluginTarget::Distribution}) {
+                double exact = 0, binned = 0;
+                Status se = kde::plugin_bandwidth(x.data(), n, target, cpu_ctx(), exact);
+                Status sb = kde::plugin_bandwidth_binned(x.data(), n, target, cpu_ctx(), binned);
+                ASSERT_EQ(se.ok(), sb.ok()) << name << " n=" << n << ": " << se.message << " / " << sb.message;
+                if (!se.ok()) continue;
+                EXPECT_LT(rel(binned, exact), 1e-4) << name << " n=" << n << " exact " << exact << " binned " << binned;
+            }
+        }
+}
+
+TEST(KdeBinned, SparseGridEqualsDense) {
+    // Past max_dense_bins the grid is kept sparse (heavy tails at small g);
+    // its sums must be the dense grid's: the same bins, other bookkeeping.
+    for (const char* name : {"pareto alpha 1.2", "point masses", "heaped to 10"}) {
+        auto x = binning_shape(name, 3000, 7);
+        approx::stats::ColumnMoments m = approx::stats::column_moments(x.data(), x.size());
+        for (auto& v : x) v = (m.scaled(v) - m.mean) / m.sd();
+        std::unique_ptr<kde::detail::PsiSums> dense, sparse;
+        ASSERT_TRUE(kde::detail::binned_psi_sums(x.data(), x.size(), cpu_ctx(), dense).ok());
+        ASSERT_TRUE(kde::detail::binned_psi_sums_capped(x.data(), x.size(), cpu_ctx(), sparse, 0).ok());
+        for (int r : {2, 4, 6})
+            for (double g : {0.01, 0.3}) {
+                double a = 0, b = 0;
+                ASSERT_TRUE(dense->sum(r, g, a).ok());
+                ASSERT_TRUE(sparse->sum(r, g, b).ok());
+                EXPECT_LT(std::fabs(a - b), 1e-9 * std::fabs(a) + 1e-6) << name << " r=" << r << " g=" << g;
+            }
+    }
+}
+
+TEST(KdeBinned, LinearInN) {
+    // 10^6 points: the exact sums would be 10^12 pair terms; binned, a stage
+    // bins and convolves (this runs in well under a second on one core).
+    auto x = binning_shape("lognormal sigma 2", 1000000, 3);
+    double h = 0;
+    ASSERT_TRUE(kde::plugin_bandwidth_binned(x.data(), x.size(), kde::PluginTarget::Distribution, cpu_ctx(), h).ok());
+    EXPECT_TRUE(h > 0 && std::isfinite(h));
+}
+
 TEST(KdeCpu, LscvMatchesNaiveReference) {
     struct Case {
         size_t n;

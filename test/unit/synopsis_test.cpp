@@ -332,14 +332,19 @@ TEST(SynopsisBuild, DiscreteColumnsAndBandwidths) {
     EXPECT_TRUE(s.cols[1].discrete);  // multiples of 5, h well below 10
     EXPECT_NEAR(s.cols[1].step, 5, 1e-9);
     EXPECT_TRUE(s.cols[2].discrete);  // 7 distinct values
-    // bandwidths are the KDE engine's
+    // bandwidths are the KDE engine's binned plug-in (linear in the sample),
+    // within 1e-4 of the exact O(m^2) plug-in
     std::vector<double> col0(2000);
     for (int i = 0; i < 2000; ++i) col0[i] = b.sample[i * 3];
-    double hb = 0, hd = 0;
-    ASSERT_TRUE(kde::plugin_bandwidth(col0.data(), 2000, kde::PluginTarget::Distribution, ctx, hb).ok());
-    ASSERT_TRUE(kde::plugin_bandwidth(col0.data(), 2000, kde::PluginTarget::Density, ctx, hd).ok());
+    double hb = 0, hd = 0, eb = 0, ed = 0;
+    ASSERT_TRUE(kde::plugin_bandwidth_binned(col0.data(), 2000, kde::PluginTarget::Distribution, ctx, hb).ok());
+    ASSERT_TRUE(kde::plugin_bandwidth_binned(col0.data(), 2000, kde::PluginTarget::Density, ctx, hd).ok());
     EXPECT_EQ(s.cols[0].box_h, hb);
     EXPECT_EQ(s.cols[0].density_h, hd);
+    ASSERT_TRUE(kde::plugin_bandwidth(col0.data(), 2000, kde::PluginTarget::Distribution, ctx, eb).ok());
+    ASSERT_TRUE(kde::plugin_bandwidth(col0.data(), 2000, kde::PluginTarget::Density, ctx, ed).ok());
+    EXPECT_NEAR(hb / eb, 1, 1e-4);
+    EXPECT_NEAR(hd / ed, 1, 1e-4);
     // statistics
     double mean = 0;
     for (double v : col0) mean += v;
