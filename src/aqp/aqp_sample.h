@@ -8,7 +8,8 @@
 // aqp_plan_spec.cpp (beside the box path's); the weighted
 // aggregates: aqp_sample_aggregates.cpp, their design stack and guard:
 // aqp_sample_design.cpp, the measures whose spread they borrow:
-// aqp_sample_measure.cpp.
+// aqp_sample_measure.cpp; what the guard judges beyond each interval
+// (ranking under LIMIT, HAVING): aqp_sample_judge.cpp.
 #pragma once
 
 #include "aqp/aqp.h"
