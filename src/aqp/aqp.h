@@ -262,6 +262,10 @@ struct AqpQueryShape {
 
 // Does the expression call an approx_* aggregate? (Otherwise the hook stays silent.)
 bool aqp_mentions_approx(Node* node);
+// Does this query level filter, limit or compare its rows (WHERE, JOIN ...
+// ON, HAVING, LIMIT / OFFSET, DISTINCT, set operations)? A level above
+// approx_* aggregates that does acts on estimates (aqp_sample_judge.cpp).
+bool aqp_query_filters_rows(const Query* q);
 // nullptr and *shape filled in when the query has the shape (some synopsis
 // may answer it), else the reason.
 const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel, AqpQueryShape* shape);

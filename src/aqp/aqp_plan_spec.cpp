@@ -16,12 +16,15 @@
 //     List of aggregates, each List (Integer kind, Boolean ci, Integer col),
 //     List of conditions, each List (Integer col, Integer kind, Integer strategy, Integer value)),
 //   for AQP_PLAN_SAMPLE a List (Integer sample_relid, Const int8 sample_rows,
-//     Const int8 limit_count, Const int8 limit_offset, Boolean grouped,
+//     limit_count, limit_offset (int8 expressions of constants and the
+//     statement's parameters; a NULL Const: none), Boolean grouped,
 //     Boolean groups_within_strata, String domain_sql ("": none), List of
 //     measures (expressions over the sample relation's columns: Var, Const,
 //     OpExpr, FuncExpr, RelabelType, never seen by setrefs), Integer
-//     spread_role (the role the measures were allowed for)), then the
-//     sample plan (PlannedStmt).
+//     spread_role (the role the measures were allowed for), Integer
+//     hidden_columns, Integer rank_column, Boolean rank_desc, Integer
+//     having_column, List having_checks, String unjudged ("": none)), then
+//     the sample plan (PlannedStmt).
 #include "aqp/aqp.h"
 #include "aqp/aqp_sample.h"
 
@@ -149,17 +152,31 @@ AqpPlanSpec* aqp_plan_spec_deform(List* priv, List* values) {
     return spec;
 }
 
+// A LIMIT / OFFSET expression of the sample spec: a NULL Const for none.
+static Node* limit_node(Node* e) {
+    return e != nullptr ? e : reinterpret_cast<Node*>(makeNullConst(INT8OID, -1, InvalidOid));
+}
+static Node* limit_expr(Node* n) {
+    return IsA(n, Const) && reinterpret_cast<Const*>(n)->constisnull ? nullptr : n;
+}
+
 List* aqp_sample_spec_form(const AqpSampleSpec* spec, PlannedStmt* sample) {
     List* fields = NIL;
     fields = lappend(fields, makeInteger(static_cast<int>(spec->sample_relid)));
     fields = lappend(fields, int8_const(spec->sample_rows));
-    fields = lappend(fields, int8_const(spec->limit_count));
-    fields = lappend(fields, int8_const(spec->limit_offset));
+    fields = lappend(fields, limit_node(spec->limit_count));
+    fields = lappend(fields, limit_node(spec->limit_offset));
     fields = lappend(fields, makeBoolean(spec->grouped));
     fields = lappend(fields, makeBoolean(spec->groups_within_strata));
     fields = lappend(fields, makeString(pstrdup(spec->domain_sql != nullptr ? spec->domain_sql : "")));
     fields = lappend(fields, spec->measures);
     fields = lappend(fields, makeInteger(static_cast<int>(spec->spread_role)));
+    fields = lappend(fields, makeInteger(spec->hidden_columns));
+    fields = lappend(fields, makeInteger(spec->rank_column));
+    fields = lappend(fields, makeBoolean(spec->rank_desc));
+    fields = lappend(fields, makeInteger(spec->having_column));
+    fields = lappend(fields, spec->having_checks);
+    fields = lappend(fields, makeString(pstrdup(spec->unjudged != nullptr ? spec->unjudged : "")));
     return list_make4(makeInteger(AQP_PLAN_SAMPLE), form_synopsis(spec->relid, spec->owner, spec->synopsis, spec->built),
                       fields, sample);
 }
@@ -173,13 +190,20 @@ void aqp_sample_spec_deform(List* priv, AqpSampleSpec* spec, PlannedStmt** sampl
     NodeCursor fields{in.take_list(), 0};
     spec->sample_relid = static_cast<Oid>(fields.take_int());
     spec->sample_rows = fields.take_int8();
-    spec->limit_count = fields.take_int8();
-    spec->limit_offset = fields.take_int8();
+    spec->limit_count = limit_expr(fields.take());
+    spec->limit_offset = limit_expr(fields.take());
     spec->grouped = fields.take_bool();
     spec->groups_within_strata = fields.take_bool();
     const char* domain = strVal(fields.take());
     spec->domain_sql = domain[0] != '\0' ? domain : nullptr;
     spec->measures = reinterpret_cast<List*>(fields.take());  // NIL when none
     spec->spread_role = static_cast<Oid>(fields.take_int());
+    spec->hidden_columns = fields.take_int();
+    spec->rank_column = fields.take_int();
+    spec->rank_desc = fields.take_bool();
+    spec->having_column = fields.take_int();
+    spec->having_checks = reinterpret_cast<List*>(fields.take());  // NIL when none
+    const char* unjudged = strVal(fields.take());
+    spec->unjudged = unjudged[0] != '\0' ? unjudged : nullptr;
     *sample = castNode(PlannedStmt, in.take());
 }

@@ -288,6 +288,19 @@ const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOpt
     if (parse->distinctClause != NIL) return "DISTINCT";
     if (parse->rowMarks != NIL) return "FOR UPDATE / SHARE";
     if (parse->cteList != NIL) return "WITH query";
+    // What a query does with the estimates beyond returning them: the
+    // sample path judges it under approx_gpu.max_relative_error (aqp_sample_judge.cpp).
+    if (aqp_mentions_approx(parse->havingQual)) return "HAVING over approx_* aggregates (the sample path judges it)";
+    if (parse->limitCount != nullptr || parse->limitOffset != nullptr) {
+        ListCell* lc;
+        foreach (lc, parse->sortClause)
+            if (aqp_mentions_approx(reinterpret_cast<Node*>(
+                    get_sortgroupclause_expr(static_cast<SortGroupClause*>(lfirst(lc)), parse->targetList))))
+                return "LIMIT over an ordering by approx_* aggregates (the sample path judges it)";
+    }
+    for (PlannerInfo* up = root->parent_root; up != nullptr; up = up->parent_root)
+        if (aqp_query_filters_rows(up->parse))
+            return "a query level above the approx_* aggregates filters or limits their rows (the sample path judges it)";
     if (root->hasJoinRTEs || bms_membership(input_rel->relids) != BMS_SINGLETON) return "join";
     int rti = bms_singleton_member(input_rel->relids);
     RangeTblEntry* rte = planner_rt_fetch(rti, root);

@@ -8,7 +8,8 @@
 // aqp_plan_spec.cpp (beside the box path's); the weighted
 // aggregates: aqp_sample_aggregates.cpp, their design stack and guard:
 // aqp_sample_design.cpp, the measures whose spread they borrow:
-// aqp_sample_measure.cpp.
+// aqp_sample_measure.cpp; what the guard judges beyond each interval
+// (ranking under LIMIT, HAVING): aqp_sample_judge.cpp.
 #pragma once
 
 #include "aqp/aqp.h"
@@ -17,6 +18,7 @@ extern "C" {
 #include "nodes/params.h"
 #include "nodes/plannodes.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 }
 
 // What the node needs besides the two plans (custom_private, as plain nodes:
@@ -28,10 +30,12 @@ struct AqpSampleSpec {
     TimestampTz built;
     Oid sample_relid;
     int64 sample_rows;
-    // The aggregated top level's constant LIMIT / OFFSET, taken off the
-    // sample plan so that the guard sees every group (-1: no limit).
-    int64 limit_count;
-    int64 limit_offset;
+    // The aggregated top level's LIMIT / OFFSET expressions (constant-folded;
+    // nullptr: none), taken off the sample plan so that the checks see every
+    // group; the node evaluates them and applies them after the checks. Left
+    // in the sample plan (nullptr here) only for WITH TIES or a subquery.
+    Node* limit_count;
+    Node* limit_offset;
     bool grouped;  // the aggregated level has GROUP BY (a group the sample missed is missing)
     bool groups_within_strata;  // GROUP BY includes every stratify column (AqpSampleDesign)
     bool role_dependent;  // planning only: a synopsis of some role was considered
@@ -45,6 +49,22 @@ struct AqpSampleSpec {
     // role running the plan borrows none (aqp_sample_rewrite.cpp).
     List* measures;
     Oid spread_role;
+    // What the guard judges besides each interval (aqp_sample_judge.cpp).
+    // The sample plan's output has hidden_columns more columns than the
+    // query's, after them: rank_column (1-based, 0: none), the interval
+    // (_ci) of the approximate aggregate the LIMIT ranks by, rank_desc its
+    // direction; having_column (0: none), the HAVING moved out of the sample
+    // plan (the node keeps the rows where it is true), having_checks its
+    // `aggregate op constant` conjuncts, each a List (Integer column of the
+    // aggregate's interval, Integer btree strategy of `interval op
+    // threshold`, Const float8 threshold). unjudged: why the guard cannot
+    // judge what the query does with an approximate value (nullptr: it can).
+    int hidden_columns;
+    int rank_column;
+    bool rank_desc;
+    int having_column;
+    List* having_checks;
+    const char* unjudged;
 };
 
 // An aggregate argument as a measure over the sample relation's columns
@@ -63,6 +83,21 @@ struct StratumSpread;
 }
 approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int n_strata, List* measures,
                                                           MemoryContext result_cxt);
+
+// The guard's judgement of ranking and HAVING over approximate aggregates
+// (aqp_sample_judge.cpp). At planning, after the weighted forms replaced the
+// approx_* Aggrefs of q (the aggregated level of the statement copy): adds
+// the hidden columns and fills the spec's judgement fields.
+// At execution, with the guard set: nullptr when every row the node returns
+// is the exact answer's within the intervals, else why not (the store is
+// read and rewound).
+void aqp_sample_judge_plan(Query* copy, Query* q, AqpSampleSpec* spec);
+const char* aqp_sample_judge(const AqpSampleSpec* spec, Tuplestorestate* store, TupleTableSlot* slot, int64 offset,
+                             int64 count);
+// Whether a row of the sample plan's output passes the moved HAVING.
+bool aqp_sample_having_passes(const AqpSampleSpec* spec, TupleTableSlot* slot);
+// Which approx_* aggregate a weighted Aggref stands for (false: none).
+bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
 
 // Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params);

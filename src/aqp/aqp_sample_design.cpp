@@ -274,3 +274,14 @@ Oid aqp_sample_aggregate(AqpAgg agg) {
     }
     return weighted_oids[agg.kind][agg.ci ? 1 : 0];
 }
+
+bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out) {
+    if (!OidIsValid(fnoid) || !OidIsValid(aqp_sample_aggregate({AQP_COUNT, false}))) return false;
+    for (int k = 0; k < 6; ++k)
+        for (int c = 0; c < 2; ++c)
+            if (weighted_oids[k][c] == fnoid && k != AQP_COUNT_VALUE) {  // its OIDs are COUNT's
+                *out = {static_cast<AqpAggKind>(k), c == 1};
+                return true;
+            }
+    return false;
+}

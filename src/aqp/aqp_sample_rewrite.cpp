@@ -17,6 +17,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
@@ -284,15 +285,22 @@ static bool groups_include_strata(Query* q, List* path, const TableSynopsis* ts)
     return true;
 }
 
+// A LIMIT / OFFSET expression the node can evaluate: no subquery (it may
+// hold the statement's parameters and stable functions; volatile ones keep
+// the whole statement exact).
+static bool limit_movable(Node* e) {
+    return e == nullptr || (!contain_subplans(e) && !contain_vars_of_level(e, 0));
+}
+
 bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec, const char** reason) {
     AqpSampleChoice& best = *choice;
     Query* q = best.level;
     // The sample subquery, the stratum passed up, the weighted aggregates.
     // The groups the other tables allow, from the query as written: the top
-    // level's groups are the sample plan's rows (no HAVING, DISTINCT or SRF
-    // between them).
+    // level's groups are the sample plan's rows (no DISTINCT or SRF between
+    // them; HAVING: below).
     spec->domain_sql = nullptr;
-    if (q == copy && q->havingQual == nullptr && q->distinctClause == NIL && !q->hasTargetSRFs)
+    if (q == copy && q->distinctClause == NIL && !q->hasTargetSRFs)
         spec->domain_sql = aqp_sample_domain_sql(q, static_cast<AqpSampleStep*>(linitial(best.path))->rti);
     AqpSampleStep* last = static_cast<AqpSampleStep*>(llast(best.path));
     RangeTblEntry* orig = rt_fetch(last->rti, last->query->rtable);
@@ -311,19 +319,20 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     relation_close(best.sample, NoLock);
     if (wc.failed != nullptr) return (*reason = wc.failed, false);
 
-    // The guard checks every group: a constant LIMIT / OFFSET of the
-    // aggregated top level is applied by the node, after the check.
-    spec->limit_count = -1;
-    spec->limit_offset = 0;
-    if (q == copy && q->limitOption == LIMIT_OPTION_COUNT &&
-        (q->limitCount == nullptr || IsA(q->limitCount, Const)) &&
-        (q->limitOffset == nullptr || IsA(q->limitOffset, Const))) {
-        Const* c = reinterpret_cast<Const*>(q->limitCount);
-        Const* o = reinterpret_cast<Const*>(q->limitOffset);
-        if (c != nullptr && !c->constisnull) spec->limit_count = DatumGetInt64(c->constvalue);
-        if (o != nullptr && !o->constisnull) spec->limit_offset = DatumGetInt64(o->constvalue);
+    // The checks count and judge every group: the aggregated top level's
+    // LIMIT / OFFSET (constant-folded; parameters are evaluated by the node)
+    // is applied by the node, after them. WITH TIES or a subquery stays.
+    spec->limit_count = spec->limit_offset = nullptr;
+    if (q == copy && q->limitOption != LIMIT_OPTION_WITH_TIES && limit_movable(q->limitCount) &&
+        limit_movable(q->limitOffset)) {
+        if (q->limitCount != nullptr) spec->limit_count = eval_const_expressions(nullptr, q->limitCount);
+        if (q->limitOffset != nullptr) spec->limit_offset = eval_const_expressions(nullptr, q->limitOffset);
         q->limitCount = q->limitOffset = nullptr;
     }
+    aqp_sample_judge_plan(copy, q, spec);
+    // The groups the other tables allow, when the sample plan's rows are the
+    // groups (a HAVING the judgement moved out of the plan is applied by the node).
+    if (q->havingQual != nullptr) spec->domain_sql = nullptr;
     spec->grouped = q->groupClause != NIL;
     spec->groups_within_strata = spec->grouped && groups_include_strata(q, best.path, best.ts);
     spec->relid = best.ts->relid;

@@ -112,6 +112,9 @@ struct ApproxSampleState {
     int* column_of;  // scan attribute -> sample plan's output column (0-based), -1: junk (NULL)
     int64 returned, skipped, groups;
     int64 executions;  // of an ungrouped aggregated level in the sample plan (aqp.h)
+    int64 limit_count, limit_offset;  // spec.limit_* evaluated (-1: no limit)
+    double allowed;                   // the groups the other tables allow (-1: no answer)
+    bool allowed_read;
 };
 
 static void fall_back(ApproxSampleState* st, const char* reason) {
@@ -163,7 +166,18 @@ static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
         if (k >= nested->natts || TupleDescAttr(nested, k)->atttypid != TupleDescAttr(scan, i)->atttypid) return false;
         st->column_of[i] = k++;
     }
-    return k == nested->natts;
+    return k + st->spec.hidden_columns == nested->natts;
+}
+
+// The groups the other tables allow (aqp_sample_domain_groups), read at
+// most once per run of the sample plan; -1: no bound.
+static double groups_allowed(ApproxSampleState* st) {
+    if (!st->allowed_read && st->spec.domain_sql != nullptr)
+        st->allowed = aqp_sample_domain_groups(st->spec.domain_sql, st->css.ss.ps.state->es_param_list_info);
+    else if (!st->allowed_read)
+        st->allowed = -1;
+    st->allowed_read = true;
+    return st->allowed;
 }
 
 // A GROUP BY over a sample smaller than the table returns only the groups
@@ -172,16 +186,17 @@ static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
 // approx_gpu.max_missing_groups of the groups are missing, or no sample row
 // reached any aggregate (grouped or not), the exact plan answers (docs/aqp.md,
 // "Missing groups").
-static const char* missing_groups(const ApproxSampleState* st) {
+static const char* missing_groups(ApproxSampleState* st) {
     if (aqp_max_missing_groups >= 1 || st->ts->model.m >= st->ts->model.n_rows) return nullptr;
     const char* chao1 = aqp_missing_groups_reason(aqp_sample_guard_groups(), st->spec.grouped);
     if (chao1 != nullptr || !st->spec.grouped) return chao1;
     // Chao1 counts what the seen groups show; groups rare next to a
     // dominant one leave no singletons. When the keys are other tables'
-    // columns, the groups those tables allow bound the answer from above.
+    // columns, the groups those tables allow bound the answer from above
+    // (the groups seen: the sample plan's rows, before the node's LIMIT).
     if (st->spec.domain_sql == nullptr) return nullptr;
     double seen = static_cast<double>(tuplestore_tuple_count(st->store));
-    double allowed = aqp_sample_domain_groups(st->spec.domain_sql, st->css.ss.ps.state->es_param_list_info);
+    double allowed = groups_allowed(st);
     if (!(allowed > 0) || !(seen < (1 - aqp_max_missing_groups) * allowed)) return nullptr;
     return psprintf("the sample saw %.0f of the up to %.0f groups the other tables allow (approx_gpu.max_missing_groups "
                     "is %g)",
@@ -231,6 +246,57 @@ static List* measures_for_role(const AqpSampleSpec& spec) {
     return none;
 }
 
+// The guard promises every group within the bound: a group the sample
+// never saw cannot be bounded, so a GROUP BY over a sample smaller than the
+// table runs the exact plan unless the groups lie within the strata or the
+// groups the other tables allow, read now, are all among those the sample
+// saw (docs/aqp.md, "Error bounds"). Build-time keys would not do: an insert
+// brings new ones.
+static const char* kMayMissGroups = "GROUP BY over a sample that may miss groups (approx_gpu.max_relative_error is set)";
+static bool guard_needs_groups(const ApproxSampleState* st) {
+    return aqp_max_relative_error > 0 && st->spec.grouped && !st->spec.groups_within_strata &&
+           st->ts->model.m < st->ts->model.n_rows;
+}
+
+// With the guard set, after the sample plan ran: every group seen, and
+// what the query does with the approximate values judged
+// (aqp_sample_judge.cpp); nullptr: the sample answers.
+static const char* guard_judgement(ApproxSampleState* st) {
+    if (!(aqp_max_relative_error > 0)) return nullptr;
+    if (guard_needs_groups(st)) {
+        double allowed = groups_allowed(st);
+        double seen = static_cast<double>(tuplestore_tuple_count(st->store));
+        if (!(allowed > 0)) return kMayMissGroups;
+        if (seen < allowed)
+            return psprintf("%s: the sample saw %.0f of the up to %.0f groups the other tables allow", kMayMissGroups,
+                            seen, allowed);
+    }
+    return aqp_sample_judge(&st->spec, st->store, st->nested_slot, st->limit_offset, st->limit_count);
+}
+
+// The LIMIT / OFFSET the node applies, evaluated with the statement's
+// parameters (NULL: none); false when one is negative (the exact plan
+// reports it, as nodeLimit.c does).
+static bool eval_limits(ApproxSampleState* st) {
+    EState* estate = st->css.ss.ps.state;
+    st->limit_count = -1;
+    st->limit_offset = 0;
+    Node* exprs[2] = {st->spec.limit_count, st->spec.limit_offset};
+    int64* values[2] = {&st->limit_count, &st->limit_offset};
+    for (int i = 0; i < 2; ++i) {
+        if (exprs[i] == nullptr) continue;
+        MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+        ExprState* e = ExecPrepareExpr(reinterpret_cast<Expr*>(exprs[i]), estate);
+        MemoryContextSwitchTo(old);
+        bool isnull;
+        Datum d = ExecEvalExprSwitchContext(e, GetPerTupleExprContext(estate), &isnull);
+        if (isnull) continue;
+        if (DatumGetInt64(d) < 0) return false;
+        *values[i] = DatumGetInt64(d);
+    }
+    return true;
+}
+
 static void run_sample_plan(ApproxSampleState* st) {
     EState* estate = st->css.ss.ps.state;
     const AqpSampleSpec& spec = st->spec;
@@ -245,16 +311,16 @@ static void run_sample_plan(ApproxSampleState* st) {
         return fall_back(st, psprintf("%s was dropped or rebuilt since planning", syn));
     const char* stale = table_synopsis_staleness(st->ts);
     if (stale != nullptr) return fall_back(st, psprintf("%s: %s", syn, stale));
-    // The guard promises every group within the bound: a group the sample
-    // never saw cannot be bounded, so a GROUP BY over a sample smaller than
-    // the table runs the exact plan (docs/aqp.md, "Error bounds").
-    if (aqp_max_relative_error > 0 && spec.grouped && !spec.groups_within_strata && st->ts->model.m < st->ts->model.n_rows)
-        return fall_back(st, "GROUP BY over a sample that may miss groups (approx_gpu.max_relative_error is set)");
+    // Under the guard a GROUP BY needs the groups' bound, and what the query
+    // does with the estimates must be one the guard can judge (guard_judgement).
+    if (guard_needs_groups(st) && spec.domain_sql == nullptr) return fall_back(st, kMayMissGroups);
+    if (aqp_max_relative_error > 0 && spec.unjudged != nullptr) return fall_back(st, spec.unjudged);
     // The plan cache locked the outer statement's relations, not this one.
     LockRelationOid(spec.sample_relid, AccessShareLock);
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(spec.sample_relid)))
         return fall_back(st, psprintf("the sample relation of %s was dropped", syn));
 
+    st->allowed_read = false;
     MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
     AqpSampleDesign design = design_of(st->ts, spec.groups_within_strata);
     design.measures = measures_for_role(spec);
@@ -284,6 +350,7 @@ static void run_sample_plan(ApproxSampleState* st) {
 
     const char* guard = aqp_sample_guard_reason();
     if (guard != nullptr) return fall_back(st, guard);
+    if (!eval_limits(st)) return fall_back(st, "a negative LIMIT or OFFSET");
     st->executions = aqp_sample_guard_executions().total;
     const char* empty = empty_executions(st);
     if (empty != nullptr) return fall_back(st, empty);
@@ -291,6 +358,8 @@ static void run_sample_plan(ApproxSampleState* st) {
     if (strata != nullptr) return fall_back(st, strata);
     const char* missing = missing_groups(st);
     if (missing != nullptr) return fall_back(st, missing);
+    const char* judged = guard_judgement(st);
+    if (judged != nullptr) return fall_back(st, judged);
     if (!map_columns(st, nested)) return fall_back(st, "the sample plan's columns differ from the query's");
     st->groups = tuplestore_tuple_count(st->store);
     last_run_rows("approx aggregate", nullptr);  // a fresh record
@@ -305,9 +374,10 @@ static TupleTableSlot* next_row(ScanState* ss) {
     TupleTableSlot* slot = ss->ss_ScanTupleSlot;
     ExecClearTuple(slot);
     for (;;) {
-        if (st->spec.limit_count >= 0 && st->returned >= st->spec.limit_count) return slot;
+        if (st->limit_count >= 0 && st->returned >= st->limit_count) return slot;
         if (!tuplestore_gettupleslot(st->store, true, false, st->nested_slot)) return slot;
-        if (st->skipped < st->spec.limit_offset) {
+        if (!aqp_sample_having_passes(&st->spec, st->nested_slot)) continue;
+        if (st->skipped < st->limit_offset) {
             ++st->skipped;
             continue;
         }

@@ -157,7 +157,8 @@ SELECT c AS "where", r.* FROM (VALUES
   ('price > 10 AND price < 5')
 ) v(c), LATERAL aqp_check(c) r;
 
--- GROUP BY discrete columns (one box per group, all in one engine call), HAVING
+-- GROUP BY discrete columns (one box per group, all in one engine call); a HAVING over
+-- approx_* takes the sample path (which judges it under approx_gpu.max_relative_error)
 EXPLAIN (COSTS OFF)
 SELECT cat, approx_gpu.approx_count(*) FROM aqp_t WHERE price < 20 GROUP BY cat HAVING approx_gpu.approx_count(*) > 100;
 EXPLAIN (VERBOSE, COSTS OFF)
