@@ -25,7 +25,7 @@ SET search_path = approx_gpu, approx_gpu_internal, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)
-\set hand_tests 70
+\set hand_tests 72
 BEGIN;
 
 -- ---- sentinel: the postmaster's start time and this backend -------------------------
@@ -633,6 +633,15 @@ SELECT is(pg_temp.state(format('SELECT %s FROM public.hostile_strata_t',
           'ok', '400 SUM terms over 400 strata past approx_gpu.sample_max_state: an answer, not an error');
 SELECT matches(last_run()->>'reason', 'approx_gpu.sample_max_state', 'and the exact path says why');
 RESET ROLE;
+-- The issue's shape at full size under the default settings: 60,000 strata
+-- and 400 SUM terms (was XX000 invalid memory alloc request size 1347360000).
+RESET approx_gpu.sample_max_state;
+CREATE TABLE public.hostile_strata_big AS SELECT g AS u, (g % 7)::float8 AS v FROM generate_series(1, 60000) g;
+SELECT create_synopsis('hostile_strata_big', 'public.hostile_strata_big', '{u,v}', 60000, stratify => '{u}') IS NOT NULL;
+SELECT is(pg_temp.state(format('SELECT %s FROM public.hostile_strata_big',
+                               (SELECT string_agg(format('approx_sum(v + %s)', k), ', ') FROM generate_series(1, 400) k))),
+          'ok', '400 SUM terms over 60,000 strata: an answer, not XX000');
+SELECT matches(last_run()->>'reason', 'approx_gpu.sample_max_state', 'the exact path, with the reason');
 
 -- ---- part 3: the server did not crash-restart ----------------------------------------------
 -- (A crash-restart kills this session too, so the plan would come up short;
