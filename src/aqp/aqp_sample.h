@@ -98,6 +98,16 @@ const char* aqp_sample_judge(const AqpSampleSpec* spec, Tuplestorestate* store, 
 bool aqp_sample_having_passes(const AqpSampleSpec* spec, TupleTableSlot* slot);
 // Which approx_* aggregate a weighted Aggref stands for (false: none).
 bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
+// The bytes a statement's spread pass over n_strata strata holds for
+// n_measures measures, and why that is past approx_gpu.sample_max_state
+// (nullptr: within it): the planner takes the exact path with that reason,
+// and a plan made under a larger setting falls back at execution.
+double aqp_sample_state_bytes(int n_strata, int n_measures);
+const char* aqp_sample_state_problem(int n_strata, int n_measures);
+// approx_gpu.sample_max_state (kB, superuser): that budget;
+// approx_gpu.sample_spread_cache_size (kB, superuser): the spreads a backend keeps.
+extern int aqp_sample_max_state_kb;
+extern int aqp_sample_spread_cache_kb;
 
 // Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params);

@@ -326,6 +326,7 @@ static Datum moment_final(FunctionCallInfo fcinfo, smp::Aggregate agg, bool ci, 
     smp::Estimate e;
     approx::Status status = smp::estimate(agg, design, d->n_strata, st ? st->parts : nullptr, st ? st->n_parts : 0, opt, e);
     if (!status.ok()) raise_engine_error(status, fn);
+    pfree(design);  // n_strata entries per group and aggregate: not left to the output tuple's reset
     return answer(fcinfo, e, ci, fn);
 }
 

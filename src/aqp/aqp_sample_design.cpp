@@ -127,8 +127,19 @@ const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, 
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("%s: argument measure %d is not a measure of the sample plan", fn, measure)));
         if (e.spreads == nullptr) {
-            e.spreads = aqp_sample_measure_spreads(sample_relid, e.design.n_strata, e.design.measures, TopMemoryContext);
-            e.n_spreads = list_length(e.design.measures);
+            // Past approx_gpu.sample_max_state (a plan made under a larger
+            // setting): no spreads, and the exact plan answers.
+            const int n_measures = list_length(e.design.measures);
+            const char* too_big = aqp_sample_state_problem(e.design.n_strata, n_measures);
+            if (too_big != nullptr) {
+                aqp_sample_guard_trip(too_big);
+                e.spreads = static_cast<approx::sample::StratumSpread**>(MemoryContextAllocZero(
+                    TopMemoryContext, sizeof(approx::sample::StratumSpread*) * static_cast<Size>(n_measures + 1)));
+            } else {
+                e.spreads = aqp_sample_measure_spreads(sample_relid, e.design.n_strata, e.design.measures,
+                                                       TopMemoryContext);
+            }
+            e.n_spreads = n_measures;
         }
         return e.spreads[measure - 1];
     }

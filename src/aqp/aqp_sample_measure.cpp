@@ -33,6 +33,9 @@ extern "C" {
 
 #include "synopsis/synopsis_codec.h"
 
+int aqp_sample_max_state_kb = 65536;
+int aqp_sample_spread_cache_kb = 16384;
+
 namespace {
 
 bool numeric_type(Oid type) { return synopsis_glue::is_measure_type(getBaseType(type)); }
@@ -220,27 +223,49 @@ bool evaluate(const Program& p, TupleTableSlot* slot, double* stack, double* out
 // relation), so a measure's spread over it stays true while it exists: the
 // spreads are kept per backend, and a relcache invalidation of the relation
 // (its drop among them) forgets its entries. Whatever writes a sample
-// relation in place later (maintenance) must forget them too.
+// relation in place later (maintenance) must forget them too. At most
+// kCachedSpreads entries and approx_gpu.sample_spread_cache_size bytes
+// (the least recently used go first; an entry larger than the whole
+// budget is never kept).
 struct CachedSpread {
     Oid sample_relid;
     int n_strata;
     Node* measure;                          // a copy, in cxt
     approx::sample::StratumSpread* spread;  // n_strata entries, in cxt
     uint64 used;
+    Size bytes;                             // what cxt holds
     MemoryContext cxt;                      // nullptr: an empty slot
 };
 constexpr int kCachedSpreads = 64;
 CachedSpread cached[kCachedSpreads];
 uint64 cache_clock = 0;
+Size cached_bytes = 0;
 
 void forget(CachedSpread& c) {
-    if (c.cxt != nullptr) MemoryContextDelete(c.cxt);
+    if (c.cxt != nullptr) {
+        MemoryContextDelete(c.cxt);
+        cached_bytes -= c.bytes;
+    }
     c = CachedSpread();
 }
 
 void forget_relation(Datum, Oid relid) {
     for (CachedSpread& c : cached)
         if (c.cxt != nullptr && (relid == InvalidOid || c.sample_relid == relid)) forget(c);
+}
+
+Size cache_budget() { return static_cast<Size>(aqp_sample_spread_cache_kb) * 1024; }
+
+// Evicts the least recently used entries (but `keep`) until the kept bytes
+// fit the budget (a lowered setting takes effect here).
+void trim_cache(const CachedSpread* keep) {
+    while (cached_bytes > cache_budget()) {
+        CachedSpread* lru = nullptr;
+        for (CachedSpread& c : cached)
+            if (c.cxt != nullptr && &c != keep && (lru == nullptr || c.used < lru->used)) lru = &c;
+        if (lru == nullptr) break;
+        forget(*lru);
+    }
 }
 
 const CachedSpread* find_cached(Oid sample_relid, int n_strata, const Node* measure) {
@@ -258,6 +283,8 @@ void remember(Oid sample_relid, int n_strata, const Node* measure, const approx:
         CacheRegisterRelcacheCallback(forget_relation, 0);
         registered = true;
     }
+    const Size spread_bytes = sizeof(approx::sample::StratumSpread) * static_cast<Size>(n_strata);
+    if (spread_bytes >= cache_budget()) return;  // never kept (nor anything evicted for it)
     CachedSpread* slot = &cached[0];
     for (CachedSpread& c : cached) {
         if (c.cxt == nullptr) {
@@ -270,18 +297,49 @@ void remember(Oid sample_relid, int n_strata, const Node* measure, const approx:
     MemoryContext cxt = AllocSetContextCreate(CacheMemoryContext, "approx_gpu sample spread", ALLOCSET_SMALL_SIZES);
     MemoryContext old = MemoryContextSwitchTo(cxt);
     Node* copy = static_cast<Node*>(copyObjectImpl(measure));
-    auto* kept = static_cast<approx::sample::StratumSpread*>(palloc(sizeof(approx::sample::StratumSpread) * n_strata));
-    memcpy(kept, spread, sizeof(approx::sample::StratumSpread) * n_strata);
+    auto* kept = static_cast<approx::sample::StratumSpread*>(palloc(spread_bytes));
+    memcpy(kept, spread, spread_bytes);
     MemoryContextSwitchTo(old);
-    *slot = {sample_relid, n_strata, copy, kept, ++cache_clock, cxt};
+    const Size bytes = MemoryContextMemAllocated(cxt, true);
+    *slot = {sample_relid, n_strata, copy, kept, ++cache_clock, bytes, cxt};
+    cached_bytes += bytes;
+    trim_cache(slot);
+    if (cached_bytes > cache_budget()) forget(*slot);  // alone larger than the budget
 }
 
 }  // namespace
 
+// What one statement's spread pass holds (aqp_sample_measure_spreads): per
+// stratum and measure the pass's moments and sum of |y|, the results the
+// design keeps for the statement and the kept copies it reuses.
+double aqp_sample_state_bytes(int n_strata, int n_measures) {
+    const double n = n_strata > 0 ? n_strata : 1;
+    return n * (n_measures + 1) * static_cast<double>(sizeof(approx::sample::Moments) + sizeof(double)) +
+           n * n_measures * 2.0 * static_cast<double>(sizeof(approx::sample::StratumSpread));
+}
+
+const char* aqp_sample_state_problem(int n_strata, int n_measures) {
+    if (n_measures == 0) return nullptr;
+    const double kb = std::ceil(aqp_sample_state_bytes(n_strata, n_measures) / 1024);
+    if (kb <= aqp_sample_max_state_kb) return nullptr;
+    const int n = n_strata > 0 ? n_strata : 1;
+    return psprintf("the spreads of %d measure%s over %d strat%s would need %.0f kB (approx_gpu.sample_max_state is %d "
+                    "kB)",
+                    n_measures, n_measures == 1 ? "" : "s", n, n == 1 ? "um" : "a", kb, aqp_sample_max_state_kb);
+}
+
 approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int n_strata, List* measures,
                                                           MemoryContext result_cxt) {
+    // The callers check aqp_sample_state_problem first; whatever gets here
+    // past what one allocation may hold is a clean 54000, never XX000.
+    if (aqp_sample_state_bytes(n_strata, list_length(measures)) > static_cast<double>(MaxAllocSize))
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("aqp_sample_measure_spreads: the spreads of %d measures over %d strata exceed what one "
+                               "allocation may hold",
+                               list_length(measures), n_strata)));
     const int n_measures = list_length(measures);
     const int n = n_strata > 0 ? n_strata : 1;
+    trim_cache(nullptr);  // a lowered approx_gpu.sample_spread_cache_size takes effect here
     // the measures this backend has read over this sample already, copied
     // now: opening the sample accepts invalidations, and remember() below
     // evicts, either of which may free a kept entry

@@ -79,6 +79,7 @@ static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci
     approx::Status status = smp::percentile(kind, n > 0 ? st->fraction : 0, design, d->n_strata,
                                             n > 0 ? st->rows : nullptr, n, opt, e);
     if (!status.ok()) raise_engine_error(status, fn);
+    pfree(design);
     return answer(fcinfo, e, ci, fn);
 }
 

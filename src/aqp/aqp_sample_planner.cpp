@@ -18,6 +18,7 @@ extern "C" {
 #include "access/xact.h"
 #include "optimizer/planner.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/resowner.h"
 }
 
@@ -148,6 +149,21 @@ void aqp_sample_init(void) {
                              "Estimated from the groups the sample saw once and twice (Chao1). 1: never fall back "
                              "for missing groups.",
                              &aqp_max_missing_groups, 0.05, 0.0, 1.0, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    // Limits that protect the server from an unprivileged role's query
+    // (issue 37 item 10): superuser-only.
+    DefineCustomIntVariable("approx_gpu.sample_max_state",
+                            "Most memory the sample path's spread pass may hold for one statement; more takes the "
+                            "exact path.",
+                            "The pass holds per stratum of the synopsis and SUM / AVG measure about 128 bytes "
+                            "(60,000 strata and 400 measures: 3 GB).",
+                            &aqp_sample_max_state_kb, 65536, 64, static_cast<int>(MaxAllocSize / 1024), PGC_SUSET,
+                            GUC_UNIT_KB, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("approx_gpu.sample_spread_cache_size",
+                            "Most memory a backend keeps for the spreads of measures over samples, for later "
+                            "statements.",
+                            "The least recently used go first; a spread larger than this is not kept.",
+                            &aqp_sample_spread_cache_kb, 16384, 0, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
+                            nullptr, nullptr);
     aqp_sample_scan_register();
     prev_planner_hook = planner_hook;
     planner_hook = aqp_planner;

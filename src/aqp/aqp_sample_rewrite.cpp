@@ -318,6 +318,8 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
     relation_close(best.table, NoLock);
     relation_close(best.sample, NoLock);
     if (wc.failed != nullptr) return (*reason = wc.failed, false);
+    const char* too_big = aqp_sample_state_problem(best.ts->model.n_strata, list_length(wc.measures));
+    if (too_big != nullptr) return (*reason = too_big, false);
 
     // The checks count and judge every group: the aggregated top level's
     // LIMIT / OFFSET (constant-folded; parameters are evaluated by the node)

@@ -192,8 +192,10 @@ Relation open_synopsis_table(Oid relid, const char* fn);
 // measure's largest |values| (synopsis_strata.cpp), for every measure (On),
 // none (Off) or those whose tail it pays for (Auto, census_pays).
 enum class CensusMode : uint8 { Off = 0, On = 1, Auto = 2 };
-TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
-                                 int32 sample_size, int method, int smoothing, CensusMode census, const char* fn);
+// `name`: the synopsis built (check_role_sample_rows leaves its old sample out).
+TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrNumber* attnums, int n_stratify,
+                                 const int* stratify, int32 sample_size, int method, int smoothing, CensusMode census,
+                                 const char* fn);
 
 // ---- sample relations (synopsis_sample.cpp) --------------------------------------------------------
 struct SampleRelation {
@@ -207,6 +209,12 @@ Oid samples_namespace(void);
 // the extension's owner, fills and analyzes it.
 SampleRelation make_sample_relation(Relation rel, HeapTuple* rows, int64 m, const syn::Stratum* strata, int n_strata,
                                     const char* fn);
+// approx_gpu.max_synopsis_rows_per_role: ERROR 54000 naming fn when the
+// current role does not own relid and its other table synopses on tables it
+// does not own (all but `name`) hold, with `adding` rows more, more sample
+// rows than the setting allows (-1: no limit).
+extern int synopsis_max_rows_per_role;
+void check_role_sample_rows(Oid relid, const char* name, int64 adding, const char* fn);
 // Whether sample is a sample relation made for relid (a stored OID is
 // checked so before it is used or dropped).
 bool is_sample_relation(Oid sample, Oid relid);

@@ -44,8 +44,9 @@ Relation open_synopsis_table(Oid relid, const char* fn) {
     return rel;
 }
 
-TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, int n_stratify, const int* stratify,
-                                 int32 sample_size, int method, int smoothing, CensusMode census, const char* fn) {
+TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrNumber* attnums, int n_stratify,
+                                 const int* stratify, int32 sample_size, int method, int smoothing, CensusMode census,
+                                 const char* fn) {
     // try_: refresh_synopsis reads the table's OID from the catalog row
     // before it waits for the lock, and the table may be dropped meanwhile.
     Relation rel = open_synopsis_table(relid, fn);
@@ -122,6 +123,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         max_att = std::max(max_att, c.attnum);
     }
     check_size(sample_size, d, true, fn);
+    check_role_sample_rows(relid, name, 1, fn);  // a role with no room left reads nothing
 
     // Stratified: rows per stratum key first, then each stratum's share.
     Strata strata;
@@ -255,6 +257,7 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: table %s has no rows; a synopsis needs at least one", fn, relname)));
 
+    check_role_sample_rows(relid, name, m, fn);  // before anything is stored
     syn::Stratum* st_out = strata.table ? strata_of(&strata) : nullptr;
 
     // Dictionaries from the sampled values (sorted by strcmp), then codes.

@@ -24,6 +24,8 @@ extern "C" {
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -207,6 +209,41 @@ void drop_sample_relation(Oid sample, Oid relid) {
     CommandCounterIncrement();
     ObjectAddress self = {RelationRelationId, sample, 0};
     performDeletion(&self, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+}
+
+// approx_gpu.max_synopsis_rows_per_role (synopsis.cpp). A role's table
+// synopses write sample relations owned by the extension's owner, outside
+// any accounting of the role; on a table it does not own (a SELECT-only
+// role, say) the sample rows of all such synopses of the role together are
+// bounded. The table's owner (and roles with its privileges, superusers)
+// are not: they may store what they like beside their own table.
+int synopsis_max_rows_per_role = 10000000;
+
+void check_role_sample_rows(Oid relid, const char* name, int64 adding, const char* fn) {
+    const Oid role = GetUserId();
+    if (synopsis_max_rows_per_role < 0 || pg_class_ownercheck(relid, role)) return;
+    // The other synopses of the role on tables it does not own: their
+    // sample relations' rows (analyzed at the build).
+    Oid types[2] = {OIDOID, TEXTOID};
+    Datum args[2] = {ObjectIdGetDatum(role), CStringGetTextDatum(name)};
+    Datum held = Int64GetDatum(0);
+    bool held_null = true;
+    as_table_owner(approx_gpu_sql(
+                       "SELECT pg_catalog.sum(GREATEST(c.reltuples, 0::pg_catalog.float4))::pg_catalog.int8 "
+                       "FROM @extschema@.synopses s JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.sample_relid "
+                       "JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) s.relation::pg_catalog.oid "
+                       "WHERE s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1 AND s.name OPERATOR(pg_catalog.<>) $2 "
+                       "AND NOT pg_catalog.pg_has_role($1, t.relowner, 'USAGE')"),
+                   2, types, args, nullptr, &held, &held_null, 1, true);
+    const int64 used = held_null ? 0 : DatumGetInt64(held);
+    if (used + adding <= synopsis_max_rows_per_role) return;
+    ereport(ERROR,
+            (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+             errmsg("%s: role \"%s\" may keep at most %d sample rows in synopses of tables it does not own "
+                    "(approx_gpu.max_synopsis_rows_per_role); its other synopses hold %" PRId64 " and this one %s %" PRId64,
+                    fn, GetUserNameFromId(role, false), synopsis_max_rows_per_role, used,
+                    adding > 1 ? "would add" : "needs at least", adding),
+             errhint("Drop some of its synopses, build a smaller sample, or ask a superuser to raise the setting.")));
 }
 
 }  // namespace synopsis_glue

@@ -157,7 +157,7 @@ Datum refresh_bound(const NamedRow& row, text* name, const char* fn) {
     int nest = NewGUCNestLevel();
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
                             false);
-    TableBuild* b = build_table_synopsis(row.relation, row.d, attnums, ns, stratify, k, method, smoothing, row.census,
+    TableBuild* b = build_table_synopsis(row.relation, text_to_cstring(name), row.d, attnums, ns, stratify, k, method, smoothing, row.census,
                                          fn);
     AtEOXact_GUC(true, nest);
     SetUserIdAndSecContext(save_userid, save_sec);
@@ -278,7 +278,7 @@ APPROX_FUNCTION(approx_gpu_create_table_synopsis) {
     }
     Oid owner = GetUserId();
     refuse_taken_name(name, owner, fn);
-    TableBuild* b = build_table_synopsis(relid, d, attnums, ns, stratify, k, method, smoothing, census, fn);
+    TableBuild* b = build_table_synopsis(relid, text_to_cstring(name), d, attnums, ns, stratify, k, method, smoothing, census, fn);
     AttrNumber satt[kMaxDim];
     for (int s = 0; s < ns; ++s) satt[s] = attnums[stratify[s]];
     constexpr int kRowArgs = 12 + kFreshnessArgs + kStorageArgs;

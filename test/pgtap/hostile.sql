@@ -25,7 +25,7 @@ SET search_path = approx_gpu, approx_gpu_internal, public;
 SET jit = off;
 SET approx_gpu.random_seed = 11;
 -- tests written out below (besides one per entry point and one per known defect)
-\set hand_tests 62
+\set hand_tests 72
 BEGIN;
 
 -- ---- sentinel: the postmaster's start time and this backend -------------------------
@@ -602,6 +602,46 @@ SELECT is(ARRAY(SELECT pg_temp.state(format('SELECT %L::kde_synopsis', t)) FROM 
     (SELECT s::text || 'x' FROM hostile_syn),
     repeat('[', 100000)]) t), ARRAY['22P02', '22P02', '22P02', '22P02', '22P02', '22P02', 'ok', '22P02', '54001'],
   'kde_synopsis text forms: d, sample_size, version, non-finite min, zero bandwidth, missing sample, trailing text, deep nesting (54001)');
+
+-- ---- a SELECT-only role's synopses and queries (issue 37 item 10) -------------------------
+-- Its settings are superuser-only (42501); what it may build on a table it
+-- does not own is bounded (54000); a query over a synopsis with one stratum
+-- per row past the sample path's budget takes the exact path (no error).
+CREATE ROLE hostile_reader;
+GRANT SELECT ON public.hostile_perm TO hostile_reader;
+CREATE TABLE public.hostile_strata_t AS SELECT g AS u, (g % 7)::float8 AS v FROM generate_series(1, 400) g;
+GRANT SELECT ON public.hostile_strata_t TO hostile_reader;
+SET LOCAL approx_gpu.max_synopsis_rows_per_role = 600;
+SET LOCAL approx_gpu.sample_max_state = '64kB';
+SET LOCAL ROLE hostile_reader;
+SELECT is(ARRAY[pg_temp.state($$SET approx_gpu.sample_max_state = '1GB'$$),
+                pg_temp.state($$SET approx_gpu.sample_spread_cache_size = '1GB'$$),
+                pg_temp.state($$SET approx_gpu.max_synopsis_rows_per_role = -1$$)],
+          ARRAY['42501', '42501', '42501'], 'the sample path''s and the builds'' limits are superuser-only (42501)');
+SELECT is(pg_temp.state($$SELECT create_synopsis('hostile_strata_syn', 'public.hostile_strata_t', '{u,v}', 400, stratify => '{u}')$$),
+          'ok', 'a SELECT-only role builds a synopsis of one stratum per row');
+SELECT is((synopsis_status('hostile_strata_syn')->>'strata')::int, 400, 'one stratum per row');
+SELECT is(pg_temp.state($$SELECT create_synopsis('hostile_rl_2', 'public.hostile_perm', '{a,k}', 150, stratify => '{k}')$$),
+          'ok', 'a second synopsis within approx_gpu.max_synopsis_rows_per_role');
+SELECT is(pg_temp.state($$SELECT create_synopsis('hostile_rl_3', 'public.hostile_perm', '{a,k}', 100)$$),
+          '54000', 'past approx_gpu.max_synopsis_rows_per_role on tables it does not own -> 54000');
+SELECT is(pg_temp.state($$SELECT refresh_synopsis('hostile_strata_syn')$$), 'ok',
+          'a rebuild does not count its own old sample');
+SET LOCAL approx_gpu.box_path = off;
+SELECT is(pg_temp.state(format('SELECT %s FROM public.hostile_strata_t',
+                               (SELECT string_agg(format('approx_sum(v + %s)', k), ', ') FROM generate_series(1, 400) k))),
+          'ok', '400 SUM terms over 400 strata past approx_gpu.sample_max_state: an answer, not an error');
+SELECT matches(last_run()->>'reason', 'approx_gpu.sample_max_state', 'and the exact path says why');
+RESET ROLE;
+-- The issue's shape at full size under the default settings: 60,000 strata
+-- and 400 SUM terms (was XX000 invalid memory alloc request size 1347360000).
+RESET approx_gpu.sample_max_state;
+CREATE TABLE public.hostile_strata_big AS SELECT g AS u, (g % 7)::float8 AS v FROM generate_series(1, 60000) g;
+SELECT create_synopsis('hostile_strata_big', 'public.hostile_strata_big', '{u,v}', 60000, stratify => '{u}') IS NOT NULL;
+SELECT is(pg_temp.state(format('SELECT %s FROM public.hostile_strata_big',
+                               (SELECT string_agg(format('approx_sum(v + %s)', k), ', ') FROM generate_series(1, 400) k))),
+          'ok', '400 SUM terms over 60,000 strata: an answer, not XX000');
+SELECT matches(last_run()->>'reason', 'approx_gpu.sample_max_state', 'the exact path, with the reason');
 
 -- ---- part 3: the server did not crash-restart ----------------------------------------------
 -- (A crash-restart kills this session too, so the plan would come up short;
