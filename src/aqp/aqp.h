@@ -80,7 +80,11 @@ bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
 //                                                                0: none), for its spread
 //   approx_gpu_internal.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
 //                                                                also _disc (plain aggregates:
-//                                                                the fraction is a direct argument)
+//                                                                the fraction is a direct argument;
+//                                                                ORDER BY x DESC / USING > passes
+//                                                                the stratum negated, -s: strata are
+//                                                                >= 1, so no signature of its own;
+//                                                                another USING operator: exact path)
 // and each its _ci form (approx_estimate). Their final functions read the
 // design of their sample: per stratum s = 1..n_strata the table's rows N_s
 // and the sample's rows m_s (weights N_s / m_s, computed at query time).

@@ -19,6 +19,9 @@ extern "C" {
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "access/htup_details.h"
+#include "access/parallel.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
@@ -65,6 +68,20 @@ int only_table_of(Node* node) {
     return c.rti;
 }
 
+// Does `node` call a function that is not built in (a user's function,
+// operator, cast or type I/O), or check a domain (its CHECK runs whatever
+// it says)? The bound evaluates its keys and conditions on rows the query
+// may never evaluate them on (dimension rows no fact joins): only built-in
+// functions are known to do nothing there but compute or raise a data
+// exception, which the count survives (aqp_sample_domain_groups).
+bool user_function_checker(Oid fn, void*) { return fn >= FirstNormalObjectId; }
+bool calls_user_code(Node* node, void* context) {
+    if (node == nullptr) return false;
+    if (IsA(node, CoerceToDomain)) return true;
+    if (check_functions_in_node(node, user_function_checker, context)) return true;
+    return expression_tree_walker(node, walker(calls_user_code), context);
+}
+
 // The tables joined by inner joins at the top of the join tree, and the
 // conditions written there (WHERE and inner JOIN ... ON).
 void inner_tables(Node* n, Bitmapset** rels, List** quals) {
@@ -104,7 +121,9 @@ void append_own_quals(StringInfo sql, List* quals, int rti, RangeTblEntry* rte, 
     ListCell* qc;
     foreach (qc, quals) {
         Node* c = static_cast<Node*>(lfirst(qc));
-        if (only_table_of(c) == rti) appendStringInfo(sql, " AND (%s)", deparse_as(c, rti, rte, alias));
+        // a condition of user code is left out (the bound stays an upper bound)
+        if (only_table_of(c) == rti && !calls_user_code(c, nullptr))
+            appendStringInfo(sql, " AND (%s)", deparse_as(c, rti, rte, alias));
     }
 }
 
@@ -135,7 +154,7 @@ const char* join_condition(Node* qual, int rti, Index sampled, const Bitmapset* 
     int o = static_cast<int>(static_cast<int>(l->varno) == rti ? r->varno : l->varno);
     if (o == static_cast<int>(sampled) || !bms_is_member(o, rels) || !readable_as_caller(rt_fetch(o, rtable)))
         return nullptr;
-    if (contain_volatile_functions(qual)) return nullptr;
+    if (contain_volatile_functions(qual) || calls_user_code(qual, nullptr)) return nullptr;
     *other = o;
     auto col = [&](Var* v) {
         return psprintf("%s.%s", static_cast<int>(v->varno) == rti ? "approx_d" : "approx_e",
@@ -165,12 +184,22 @@ char* aqp_sample_domain_sql(Query* q, Index sampled_rti) {
     foreach (lc, keys) {
         int r = only_table_of(static_cast<Node*>(lfirst(lc)));
         if (r <= 0 || r == static_cast<int>(sampled_rti) || !bms_is_member(r, rels)) return nullptr;
+        // A key of user code has no bound: it would run on rows no fact
+        // joins, where what it does (raise, write) is unknown.
+        if (calls_user_code(static_cast<Node*>(lfirst(lc)), nullptr)) return nullptr;
         RangeTblEntry* rte = rt_fetch(r, q->rtable);
         // A table read through a view is read with its owner's rights: the
         // bound would need them; RLS of the caller applies to both alike.
         if (!readable_as_caller(rte)) return nullptr;
         key_rti = lappend_int(key_rti, r);
         dims = bms_add_member(dims, r);
+    }
+    // DISTINCT compares the keys with their GROUP BY operators: built-in ones only.
+    foreach (lc, q->groupClause) {
+        const SortGroupClause* sgc = static_cast<const SortGroupClause*>(lfirst(lc));
+        if ((OidIsValid(sgc->eqop) && get_opcode(sgc->eqop) >= FirstNormalObjectId) ||
+            (OidIsValid(sgc->sortop) && get_opcode(sgc->sortop) >= FirstNormalObjectId))
+            return nullptr;
     }
     // Names and operators come out qualified where pg_catalog alone would
     // not find them (ruleutils.c qualifies what the search path does not see).
@@ -216,7 +245,30 @@ char* aqp_sample_domain_sql(Query* q, Index sampled_rti) {
     return sql.data;
 }
 
+// The count through SPI (its search path set for it alone); -1: no answer.
+static double count_groups(const char* sql, int n, Oid* types, Datum* values, const char* nulls) {
+    int level = NewGUCNestLevel();
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+                            0, false);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "approx aggregate: SPI_connect failed");
+    double groups = -1;
+    if (SPI_execute_with_args(sql, n, types, values, nulls, true, 1) == SPI_OK_SELECT && SPI_processed == 1) {
+        bool isnull;
+        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        if (!isnull) groups = DatumGetFloat8(d);
+    }
+    SPI_finish();
+    AtEOXact_GUC(true, level);
+    return groups;
+}
+
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params) {
+    // The count evaluates the keys on dimension rows the query may never
+    // evaluate them on (rows no fact joins): `100 / d.div` where an unjoined
+    // row has div = 0 must not fail the query. Its errors are caught in a
+    // subtransaction, which parallel mode does not allow: there, no bound
+    // (the node counts before ExecutorRun enters parallel mode, where it can).
+    if (IsInParallelMode()) return -1;
     // The statement's parameters, as $1..$n of the count (fetched as
     // ExecEvalParamExtern does: a dynamic list fetches on demand).
     int n = params != nullptr ? params->numParams : 0;
@@ -233,17 +285,34 @@ double aqp_sample_domain_groups(const char* sql, ParamListInfo params) {
         nulls[i] = known && !p->isnull ? ' ' : 'n';
     }
     elog(DEBUG1, "approx aggregate: the groups the other tables allow: %s", sql);
-    int level = NewGUCNestLevel();
-    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-                            0, false);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "approx aggregate: SPI_connect failed");
+    // A data exception (class 22: division by zero, a bad cast) means no
+    // bound; anything else (a cancel, 55P03 lock not available, 53200 out of
+    // memory, ...) is the query's error (PL/pgSQL's exec_stmt_block pattern).
+    MemoryContext cxt = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
     double groups = -1;
-    if (SPI_execute_with_args(sql, n, types, values, nulls, true, 1) == SPI_OK_SELECT && SPI_processed == 1) {
-        bool isnull;
-        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-        if (!isnull) groups = DatumGetFloat8(d);
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(cxt);
+    PG_TRY();
+    {
+        groups = count_groups(sql, n, types, values, nulls);
+        ReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
     }
-    SPI_finish();
-    AtEOXact_GUC(true, level);
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(cxt);
+        ErrorData* e = CopyErrorData();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+        if (ERRCODE_TO_CATEGORY(e->sqlerrcode) != ERRCODE_DATA_EXCEPTION) ReThrowError(e);
+        elog(DEBUG1, "approx aggregate: no bound on the groups: %s", e->message);
+        FreeErrorData(e);
+        groups = -1;
+    }
+    PG_END_TRY();
     return groups;
 }

@@ -14,18 +14,39 @@ struct ValueState {
     bool has_fraction;   // the first row's fraction is recorded
     bool null_fraction;  // ... and it was NULL (the answer is NULL, as percentile_cont's)
     double fraction;
+    bool descending;     // the first row's stratum was negated: ORDER BY x DESC
     int64 n, capacity;
     smp::WeightedValue* rows;
 };
 
 // sample_percentile_cont / _disc(x, stratum, sample, fraction): the
 // fraction is an argument (the user's direct argument), equal on every row.
+// The order is in the stratum's sign (no signature of its own): stratum
+// s >= 1 is ORDER BY x, -s ORDER BY x DESC (the rewrite negates it), one
+// sign on every row of a group.
 APPROX_FUNCTION(approx_gpu_aqp_sample_values_trans) {
     const char* fn = "sample_percentile";
     MemoryContext mcxt = aggregate_context(fcinfo, fn);
     ValueState* st = PG_ARGISNULL(0) ? static_cast<ValueState*>(MemoryContextAllocZero(mcxt, sizeof(ValueState)))
                                      : reinterpret_cast<ValueState*>(PG_GETARG_POINTER(0));
-    int32 s = stratum_arg(fcinfo, 2, fn);
+    const bool descending = !PG_ARGISNULL(2) && PG_GETARG_INT32(2) < 0;
+    int32 s;
+    if (descending) {
+        int32 raw = PG_GETARG_INT32(2);
+        if (raw == PG_INT32_MIN) {
+            fn = agg_name(fcinfo, fn);
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: argument stratum %d is out of range", fn, raw)));
+        }
+        s = -raw - 1;
+    } else {
+        s = stratum_arg(fcinfo, 2, fn);
+    }
+    if (st->has_fraction && st->descending != descending) {
+        fn = agg_name(fcinfo, fn);
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s: argument stratum must have the same sign on every row of a group", fn)));
+    }
     check_sample(&st->sample, sample_arg(fcinfo, 3, fn), fcinfo, fn);
     bool null_fraction = PG_ARGISNULL(4);
     double f = null_fraction ? 0 : PG_GETARG_FLOAT8(4);
@@ -36,6 +57,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_values_trans) {
                             errmsg("%s: argument fraction %g is not between 0 and 1", fn, f)));
         }
         st->has_fraction = true;
+        st->descending = descending;
         st->null_fraction = null_fraction;
         st->fraction = f;
     } else if (st->null_fraction != null_fraction || (!null_fraction && f != st->fraction)) {
@@ -75,6 +97,7 @@ static Datum values_final(FunctionCallInfo fcinfo, smp::Percentile kind, bool ci
     for (int64 i = 0; i < n; ++i) aqp_sample_guard_saw_stratum(st->rows[i].stratum);
     smp::Stratum* design = engine_design(d);
     smp::Options opt = engine_options(d);
+    opt.descending = st != nullptr && st->descending;
     smp::Estimate e;  // no value seen: the engine says whether NULL is exact
     approx::Status status = smp::percentile(kind, n > 0 ? st->fraction : 0, design, d->n_strata,
                                             n > 0 ? st->rows : nullptr, n, opt, e);

@@ -52,5 +52,11 @@ bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spe
 // inner joins that is not the sampled one (sampled_rti); nullptr otherwise.
 char* aqp_sample_domain_sql(Query* q, Index sampled_rti);
 
+// The order of a percentile Aggref's WITHIN GROUP (ORDER BY x ...)
+// (aqp_sample_survey.cpp): float8's < (ASC, USING <), its > (DESC, USING >),
+// or another operator's (USING a custom btree class's operator: the exact path).
+enum class AqpPercentileOrder { Ascending, Descending, Other };
+AqpPercentileOrder aqp_percentile_order(const Aggref* a);
+
 // The sample column (1-based) holding the table's attribute; 0: none.
 int aqp_sample_column(const TableSynopsis* ts, AttrNumber attno);

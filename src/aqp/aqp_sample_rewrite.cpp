@@ -23,6 +23,7 @@ extern "C" {
 #include "parser/parsetree.h"
 #include "utils/acl.h"
 #include "utils/rls.h"
+#include "utils/fmgroids.h"
 }
 
 // The subquery over the sample relation that stands for the table: its
@@ -227,6 +228,12 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
         case AQP_PERCENTILE_CONT:
         case AQP_PERCENTILE_DISC: {
             Expr* fraction = static_cast<Expr*>(linitial(a->aggdirectargs));
+            // ORDER BY x DESC / USING >: the stratum goes in negated (strata
+            // are >= 1, so its sign is free; aqp.h); aqp_sample_survey.cpp
+            // sent any other ordering operator to the exact path.
+            if (aqp_percentile_order(a) == AqpPercentileOrder::Descending)
+                stratum = reinterpret_cast<Expr*>(makeFuncExpr(F_INT4UM, INT4OID, list_make1(stratum), InvalidOid,
+                                                               InvalidOid, COERCE_EXPLICIT_CALL));
             n->args = list_make4(arg(x, 1), arg(stratum, 2), arg(sample, 3), arg(fraction, 4));
             n->aggargtypes = list_make4_oid(FLOAT8OID, INT4OID, OIDOID, FLOAT8OID);
             break;

@@ -20,6 +20,7 @@
 #include <algorithm>
 
 extern "C" {
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -121,11 +122,20 @@ static void fall_back(ApproxSampleState* st, const char* reason) {
     if (st->fallback == nullptr) st->fallback = reason;
 }
 
+static double groups_allowed(ApproxSampleState* st);
+
 static void sample_begin(CustomScanState* node, EState* estate, int eflags) {
     ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
     CustomScan* cs = reinterpret_cast<CustomScan*>(node->ss.ps.plan);
     outerPlanState(node) = ExecInitNode(outerPlan(cs), estate, eflags);
     aqp_sample_spec_deform(cs->custom_private, &st->spec, &st->sample);
+    // The groups the other tables allow are counted in a subtransaction
+    // (aqp_sample_domain_groups), which parallel mode does not allow: a
+    // statement that runs in parallel mode (a Gather in its exact plan, a
+    // parallel CREATE TABLE AS) counts them now, before ExecutorRun enters it.
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && st->spec.domain_sql != nullptr &&
+        estate->es_plannedstmt->parallelModeNeeded && !IsInParallelMode())
+        groups_allowed(st);
 }
 
 // The design of the pinned synopsis' sample: per stratum N_s and m_s.
@@ -320,7 +330,6 @@ static void run_sample_plan(ApproxSampleState* st) {
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(spec.sample_relid)))
         return fall_back(st, psprintf("the sample relation of %s was dropped", syn));
 
-    st->allowed_read = false;
     MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
     AqpSampleDesign design = design_of(st->ts, spec.groups_within_strata);
     design.measures = measures_for_role(spec);

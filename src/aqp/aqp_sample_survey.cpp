@@ -11,6 +11,7 @@ extern "C" {
 #include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_operator.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
@@ -216,6 +217,14 @@ static const char* sample_unfit(const TableSynopsis* ts, Relation table, Relatio
     return nullptr;
 }
 
+AqpPercentileOrder aqp_percentile_order(const Aggref* a) {
+    if (list_length(a->aggorder) != 1) return AqpPercentileOrder::Other;
+    const SortGroupClause* sgc = static_cast<const SortGroupClause*>(linitial(a->aggorder));
+    if (sgc->sortop == Float8LessOperator) return AqpPercentileOrder::Ascending;
+    if (sgc->sortop == get_commutator(Float8LessOperator)) return AqpPercentileOrder::Descending;
+    return AqpPercentileOrder::Other;
+}
+
 // Which approx_* Aggref shapes the weighted forms take.
 static const char* aggregate_unfit(List* approx) {
     ListCell* lc;
@@ -228,6 +237,11 @@ static const char* aggregate_unfit(List* approx) {
         if (!ordered && a->aggorder != NIL) return "approx_* with ORDER BY";
         if (ordered && contain_vars_of_level(reinterpret_cast<Node*>(a->aggdirectargs), 0))
             return "a percentile fraction that varies by row";
+        // The weighted percentile orders float8 ascending or descending
+        // (aqp_percentile_order); another operator's order (USING a
+        // custom btree class's operator) is not one it knows.
+        if (ordered && aqp_percentile_order(a) == AqpPercentileOrder::Other)
+            return "a percentile ordered USING an operator other than float8's < or >";
     }
     return nullptr;
 }

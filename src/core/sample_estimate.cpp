@@ -411,10 +411,14 @@ Status percentile(Percentile kind, double fraction, const Stratum* design, int32
     // The HT weight of a row (a stratum without sample rows in the design:
     // the rows stand for themselves).
     auto weight = [&](int32_t s) { return design[s].sampled > 0 ? design[s].rows / design[s].sampled : 1.0; };
-    std::sort(rows, rows + n, [](const WeightedValue& x, const WeightedValue& y) {
-        if (std::isnan(x.value)) return false;  // NaN last, as float8's ORDER BY
-        return std::isnan(y.value) || x.value < y.value;
-    });
+    // The order of ORDER BY x (float8's: NaN above every number) or, with
+    // opt.descending, of ORDER BY x DESC (NaN first): `before` is that
+    // order's strict "comes before". Every position below is in that order,
+    // as PostgreSQL's percentile_cont / _disc read the sorted input.
+    const bool desc = opt.descending;
+    auto ascending_before = [](double x, double y) { return !std::isnan(x) && (std::isnan(y) || x < y); };
+    auto before = [&](double x, double y) { return desc ? ascending_before(y, x) : ascending_before(x, y); };
+    std::sort(rows, rows + n, [&](const WeightedValue& x, const WeightedValue& y) { return before(x.value, y.value); });
     double W = 0;
     for (int64_t i = 0; i < n; ++i) W += weight(rows[i].stratum);
     const double f = fraction;
@@ -459,7 +463,7 @@ Status percentile(Percentile kind, double fraction, const Stratum* design, int32
         for (int64_t j = i; j < n; ++j)
             if (rows[j].stratum == s) {
                 k += 1;
-                below += rows[j].value <= q || std::isnan(q) ? 1 : 0;
+                below += before(q, rows[j].value) ? 0 : 1;  // at or before q in the order
                 rows[j].stratum = -s - 1;
             }
         out.repeated |= k > design[s].sampled;
@@ -491,19 +495,24 @@ Status percentile(Percentile kind, double fraction, const Stratum* design, int32
         p_lo = centre - half;
         p_hi = centre + half;
     }
-    // lower: the largest value with C_i <= p_lo W; upper: the smallest with C_{i-1} >= p_hi W.
-    out.lower = -kInf;
-    out.upper = kInf;
+    // In the order: `early` = the last value with C_i <= p_lo W, `late` = the
+    // first with C_{i-1} >= p_hi W (none: that side is unbounded).
+    bool has_early = false, has_late = false;
+    double early = 0, late = 0;
     double c = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const double before = c;
+        const double c_before = c;
         c += weight(rows[i].stratum);
-        if (p_lo >= 0 && c <= p_lo * W) out.lower = rows[i].value;
-        if (p_hi <= 1 && before >= p_hi * W && out.upper == kInf) out.upper = rows[i].value;
+        if (p_lo >= 0 && c <= p_lo * W) has_early = true, early = rows[i].value;
+        if (p_hi <= 1 && c_before >= p_hi * W && !has_late) has_late = true, late = rows[i].value;
     }
-    // The population's minimum is at most the smallest value seen, its maximum at least the largest.
-    if (f <= 0) out.upper = out.estimate;
-    if (f >= 1) out.lower = out.estimate;
+    // The population's first value in the order comes at or before the first
+    // seen, its last at or after the last seen: f = 0 bounds the late side, f = 1 the early one.
+    if (f <= 0) has_late = true, late = out.estimate;
+    if (f >= 1) has_early = true, early = out.estimate;
+    // Ascending, the early side is the lower bound; descending, the upper.
+    out.lower = desc ? (has_late ? late : -kInf) : (has_early ? early : -kInf);
+    out.upper = desc ? (has_early ? early : kInf) : (has_late ? late : kInf);
     out.estimable = std::isfinite(out.lower) && std::isfinite(out.upper);
     out.lower = std::min(out.lower, out.estimate);
     out.upper = std::max(out.upper, out.estimate);

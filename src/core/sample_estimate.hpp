@@ -68,6 +68,11 @@ struct Options {
     // hold rows of the group the sample missed, and the interval allows for
     // them (see estimate()).
     bool groups_within_strata = false;
+    // percentile() only: the order is descending (ORDER BY x DESC, or USING >):
+    // positions count from the largest value, NaN first, as PostgreSQL's
+    // percentile_cont / _disc over ORDER BY x DESC (not f -> 1 - f, which
+    // differs for _disc and for weights that are not whole numbers).
+    bool descending = false;
 };
 
 struct Estimate {
@@ -137,7 +142,8 @@ struct WeightedValue {
 
 // The weighted percentile at `fraction` of a group's n values (weight
 // N_s / m_s of the value's stratum); rows are sorted in place (by value, NaN
-// last as in ORDER BY). Cont: position h = f (W - 1) of
+// last as in ORDER BY; opt.descending: largest first, NaN first, as ORDER BY
+// x DESC, and every position below counts in that order). Cont: position h = f (W - 1) of
 // the weighted order statistics (value i covers positions [C_{i-1}, C_i),
 // C the cumulative weight, W the total), linear between floor(h) and
 // ceil(h) as percentile_cont (equal weights 1 give exactly percentile_cont);
@@ -147,7 +153,8 @@ struct WeightedValue {
 // interval [p_L, p_U] for f at the effective sample size f (1 - f) / V, mapped
 // back to the values conservatively: lower = the largest value with
 // cumulative weight <= p_L W (none: -inf), upper = the smallest with
-// cumulative weight before it >= p_U W (none: +inf). n = 0: null, exact when
+// cumulative weight before it >= p_U W (none: +inf); descending, those two
+// values of the order are the upper and the lower bound. n = 0: null, exact when
 // every stratum was sampled whole, else not estimable with (-inf, inf).
 Status percentile(Percentile kind, double fraction, const Stratum* design, int32_t n_strata, WeightedValue* rows,
                   int64_t n, const Options& opt, Estimate& out);

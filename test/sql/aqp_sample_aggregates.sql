@@ -194,3 +194,88 @@ SELECT approx_gpu.drop_synopsis('aqps_nan_syn');
 DROP TABLE aqps_nan, aqps_nan_a;
 
 DROP TABLE aqps_t;
+
+-- ---- ORDER BY x DESC / USING > on the sample path (issue 37 item 4) ------------------------
+-- Strata s of unequal size, ties in x. A sample of every row first: the
+-- weighted percentiles are then PostgreSQL's, DESC included.
+CREATE TABLE aqps_desc AS
+SELECT i AS id, i % 3 AS s, CASE WHEN i % 3 = 0 THEN (i % 17)::float8 ELSE (i * 7 % 50) / 2.0 END AS x
+  FROM generate_series(1, 900) i WHERE i % 3 <> 1 OR i < 300;
+ANALYZE aqps_desc;
+SET approx_gpu.random_seed = 37;
+SELECT approx_gpu.create_synopsis('aqps_desc_all', 'aqps_desc'::regclass, ARRAY['x', 's']::name[], 1000, 'cdf', 'never',
+                                  stratify => ARRAY['s']::name[]) IS NOT NULL AS built;
+CREATE TEMP TABLE aqps_d1 AS
+SELECT s, approx_gpu.approx_percentile_cont(0.1) WITHIN GROUP (ORDER BY x DESC) AS c10,
+       approx_gpu.approx_percentile_cont(0.73) WITHIN GROUP (ORDER BY x USING >) AS c73,
+       approx_gpu.approx_percentile_disc(0.1) WITHIN GROUP (ORDER BY x DESC) AS d10,
+       approx_gpu.approx_percentile_disc(0.5) WITHIN GROUP (ORDER BY x USING >) AS d50,
+       approx_gpu.approx_percentile_disc(0) WITHIN GROUP (ORDER BY x DESC) AS d0,
+       approx_gpu.approx_percentile_disc(1) WITHIN GROUP (ORDER BY x DESC) AS d100,
+       approx_gpu.approx_percentile_cont_ci(0.25) WITHIN GROUP (ORDER BY x DESC) AS cci,
+       approx_gpu.approx_percentile_disc_ci(0.9) WITHIN GROUP (ORDER BY x USING >) AS dci,
+       approx_gpu.approx_percentile_disc(0.1) WITHIN GROUP (ORDER BY x) AS asc10
+  FROM aqps_desc GROUP BY s;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
+SELECT count(*) AS groups,
+       bool_and(a.c10 = e.c10 AND a.c73 = e.c73) AS cont_desc_eq,
+       bool_and(a.d10 = e.d10 AND a.d50 = e.d50 AND a.d0 = e.d0 AND a.d100 = e.d100) AS disc_desc_eq,
+       bool_and((a.cci).estimate = e.cci AND (a.cci).lower = e.cci AND (a.cci).upper = e.cci) AS cont_ci_eq,
+       bool_and((a.dci).estimate = e.dci AND (a.dci).lower = e.dci AND (a.dci).upper = e.dci) AS disc_ci_eq,
+       bool_and(a.asc10 = e.asc10) AS asc_eq, bool_and(a.d10 <> a.asc10) AS desc_is_not_asc
+  FROM aqps_d1 a
+  JOIN (SELECT s, percentile_cont(0.1) WITHIN GROUP (ORDER BY x DESC) AS c10,
+               percentile_cont(0.73) WITHIN GROUP (ORDER BY x DESC) AS c73,
+               percentile_disc(0.1) WITHIN GROUP (ORDER BY x DESC) AS d10,
+               percentile_disc(0.5) WITHIN GROUP (ORDER BY x DESC) AS d50,
+               percentile_disc(0) WITHIN GROUP (ORDER BY x DESC) AS d0,
+               percentile_disc(1) WITHIN GROUP (ORDER BY x DESC) AS d100,
+               percentile_cont(0.25) WITHIN GROUP (ORDER BY x DESC) AS cci,
+               percentile_disc(0.9) WITHIN GROUP (ORDER BY x DESC) AS dci,
+               percentile_disc(0.1) WITHIN GROUP (ORDER BY x) AS asc10
+          FROM aqps_desc GROUP BY s) e USING (s);
+-- over 1..10, percentile_disc(0.1) ... DESC is 10 (ascending at 0.9: 9)
+CREATE TEMP TABLE aqps_d2 AS
+SELECT approx_gpu.approx_percentile_disc(0.1) WITHIN GROUP (ORDER BY id DESC) AS d
+  FROM aqps_desc WHERE id <= 10 AND s >= 0;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from, d FROM aqps_d2;
+SELECT approx_gpu.drop_synopsis('aqps_desc_all');
+-- A sample of part of the rows, strata weighted unequally: x DESC is -x
+-- ascending negated, its interval's lower bound minus the upper of -x's.
+SELECT approx_gpu.create_synopsis('aqps_desc_part', 'aqps_desc'::regclass, ARRAY['x', 's']::name[], 150, 'cdf', 'never',
+                                  stratify => ARRAY['s']::name[]) IS NOT NULL AS built;
+CREATE TEMP TABLE aqps_d3 AS
+SELECT approx_gpu.approx_percentile_cont_ci(0.3) WITHIN GROUP (ORDER BY x DESC) AS cd,
+       approx_gpu.approx_percentile_cont_ci(0.3) WITHIN GROUP (ORDER BY -x) AS ca,
+       approx_gpu.approx_percentile_disc_ci(0.2) WITHIN GROUP (ORDER BY x USING >) AS dd,
+       approx_gpu.approx_percentile_disc_ci(0.2) WITHIN GROUP (ORDER BY -x) AS da,
+       approx_gpu.approx_percentile_disc(0.2) WITHIN GROUP (ORDER BY x DESC) AS dp
+  FROM aqps_desc;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
+SELECT (cd).estimate = -(ca).estimate AND (cd).lower = -(ca).upper AND (cd).upper = -(ca).lower AS cont_mirrors,
+       (dd).estimate = -(da).estimate AND (dd).lower = -(da).upper AND (dd).upper = -(da).lower AS disc_mirrors,
+       dp = (dd).estimate AS plain_is_ci_estimate,
+       (cd).lower < (cd).upper AND (dd).lower < (dd).upper AS intervals
+  FROM aqps_d3;
+-- another ordering operator (a btree class ordering by |x|): the exact path, with a reason
+CREATE FUNCTION aqps_abs_lt(float8, float8) RETURNS bool LANGUAGE sql IMMUTABLE
+    AS 'SELECT abs($1) < abs($2) OR (abs($1) = abs($2) AND $1 < $2)';
+CREATE FUNCTION aqps_abs_cmp(float8, float8) RETURNS int LANGUAGE sql IMMUTABLE
+    AS 'SELECT CASE WHEN aqps_abs_lt($1, $2) THEN -1 WHEN aqps_abs_lt($2, $1) THEN 1 ELSE 0 END';
+CREATE OPERATOR <<< (LEFTARG = float8, RIGHTARG = float8, FUNCTION = aqps_abs_lt);
+CREATE OPERATOR CLASS aqps_abs_ops FOR TYPE float8 USING btree
+    AS OPERATOR 1 <<<, OPERATOR 3 = (float8, float8), FUNCTION 1 aqps_abs_cmp(float8, float8);
+CREATE TEMP TABLE aqps_d4 AS
+SELECT approx_gpu.approx_percentile_disc(0.3) WITHIN GROUP (ORDER BY x - 10 USING <<<) AS d,
+       approx_gpu.approx_percentile_cont(0.3) WITHIN GROUP (ORDER BY x - 10 USING <<<) AS c
+  FROM aqps_desc;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from, approx_gpu.last_run()->>'reason' AS reason;
+SELECT d = (SELECT percentile_disc(0.3) WITHIN GROUP (ORDER BY x - 10 USING <<<) FROM aqps_desc) AS disc_eq,
+       c = (SELECT percentile_cont(0.3) WITHIN GROUP (ORDER BY x - 10 USING <<<) FROM aqps_desc) AS cont_eq
+  FROM aqps_d4;
+RESET approx_gpu.random_seed;
+SELECT approx_gpu.drop_synopsis('aqps_desc_part');
+DROP OPERATOR CLASS aqps_abs_ops USING btree;
+DROP OPERATOR <<< (float8, float8);
+DROP FUNCTION aqps_abs_cmp(float8, float8), aqps_abs_lt(float8, float8);
+DROP TABLE aqps_desc, aqps_d1, aqps_d2, aqps_d3, aqps_d4;

@@ -411,6 +411,117 @@ TEST(SampleEstimate, WeightedPercentileIsTheExpandedOne) {
     EXPECT_FALSE(e.estimable);
 }
 
+namespace {
+// percentile_cont / _disc over ORDER BY x DESC (PostgreSQL reads the input in
+// that order: largest first, NaN before every number), equally weighted.
+std::vector<double> sorted_descending(std::vector<double> v) {
+    std::sort(v.begin(), v.end(), [](double x, double y) { return std::isnan(x) ? !std::isnan(y) : (!std::isnan(y) && x > y); });
+    return v;
+}
+double naive_cont_desc(std::vector<double> v, double f) {
+    v = sorted_descending(v);
+    double h = f * (v.size() - 1);
+    size_t a = static_cast<size_t>(std::floor(h)), b = static_cast<size_t>(std::ceil(h));
+    return a == b ? v[a] : v[a] + (v[b] - v[a]) * (h - a);
+}
+double naive_disc_desc(std::vector<double> v, double f) {
+    v = sorted_descending(v);
+    long long r = static_cast<long long>(std::ceil(f * v.size()));
+    return v[static_cast<size_t>(std::max(1LL, r) - 1)];
+}
+bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+}  // namespace
+
+TEST(SampleEstimate, DescendingPercentileIsTheReversedOrder) {
+    Options desc;
+    desc.descending = true;
+    // The example: over 1..10, percentile_disc(0.1) ... DESC is 10
+    // (ascending at 0.9 it is 9: f -> 1 - f is not the reversed order).
+    {
+        const Stratum one[1] = {{10, 10}};
+        std::vector<WeightedValue> rows;
+        for (int i = 1; i <= 10; ++i) rows.push_back({static_cast<double>(i), 0});
+        Estimate e;
+        ASSERT_TRUE(percentile(Percentile::Disc, 0.1, one, 1, rows.data(), rows.size(), desc, e).ok());
+        EXPECT_EQ(e.estimate, 10);
+        ASSERT_TRUE(percentile(Percentile::Cont, 0.1, one, 1, rows.data(), rows.size(), desc, e).ok());
+        EXPECT_DOUBLE_EQ(e.estimate, 9.1);
+    }
+    // Whole strata (weight 1): PostgreSQL's DESC, ties, negatives, a NaN (first in DESC).
+    for (bool with_nan : {false, true}) {
+        std::vector<double> v = {5, 1, 3, 3, 3, -2, 8, 8, 13, 0.5, 3};
+        if (with_nan) v.push_back(std::nan(""));
+        const Stratum design[2] = {{6, 6}, {static_cast<double>(v.size() - 6), static_cast<double>(v.size() - 6)}};
+        for (double f : {0.0, 0.05, 0.1, 0.25, 0.5, 0.63, 0.9, 1.0})
+            for (Percentile kind : {Percentile::Cont, Percentile::Disc}) {
+                std::vector<WeightedValue> rows;
+                for (size_t i = 0; i < v.size(); ++i) rows.push_back({v[i], static_cast<int32_t>(i < 6 ? 0 : 1)});
+                Estimate e;
+                ASSERT_TRUE(percentile(kind, f, design, 2, rows.data(), rows.size(), desc, e).ok());
+                double want = kind == Percentile::Cont ? naive_cont_desc(v, f) : naive_disc_desc(v, f);
+                EXPECT_TRUE(same_value(e.estimate, want)) << f << " " << e.estimate << " " << want;
+                EXPECT_TRUE(e.exact);
+            }
+    }
+    // Integer weights 3 and 2: the expanded values in DESC order.
+    {
+        const Stratum design[2] = {{12, 4}, {6, 3}};
+        std::vector<double> a = {4, 9, 1, 7}, b = {2, 9, 5};
+        std::vector<double> expanded;
+        for (double x : a) expanded.insert(expanded.end(), 3, x);
+        for (double x : b) expanded.insert(expanded.end(), 2, x);
+        for (double f : {0.0, 0.1, 0.2, 0.5, 0.77, 1.0})
+            for (Percentile kind : {Percentile::Cont, Percentile::Disc}) {
+                std::vector<WeightedValue> rows;
+                for (double x : a) rows.push_back({x, 0});
+                for (double x : b) rows.push_back({x, 1});
+                Estimate e;
+                ASSERT_TRUE(percentile(kind, f, design, 2, rows.data(), rows.size(), desc, e).ok());
+                EXPECT_NEAR(e.estimate,
+                            kind == Percentile::Cont ? naive_cont_desc(expanded, f) : naive_disc_desc(expanded, f),
+                            1e-12)
+                    << f;
+                EXPECT_LE(e.lower, e.estimate);
+                EXPECT_GE(e.upper, e.estimate);
+            }
+    }
+    // Weights that are not whole numbers (7/3, 11/4, 1), ties across strata:
+    // x DESC is -x ascending, negated, bound for bound (the lower bound of
+    // DESC is minus the upper of -x ascending), whatever the interval.
+    {
+        const Stratum design[3] = {{14, 6}, {22, 8}, {5, 5}};
+        std::mt19937_64 rng(37);
+        std::uniform_int_distribution<int> value(0, 12), stratum(0, 2);
+        std::vector<WeightedValue> base;
+        for (int i = 0; i < 19; ++i) base.push_back({static_cast<double>(value(rng)) / 4, stratum(rng)});
+        int checked_bounds = 0;
+        for (double f : {0.0, 0.1, 0.3, 0.5, 0.8, 0.95, 1.0})
+            for (Percentile kind : {Percentile::Cont, Percentile::Disc}) {
+                std::vector<WeightedValue> d = base, neg = base;
+                for (auto& r : neg) r.value = -r.value;
+                Estimate ed, ea;
+                ASSERT_TRUE(percentile(kind, f, design, 3, d.data(), d.size(), desc, ed).ok());
+                ASSERT_TRUE(percentile(kind, f, design, 3, neg.data(), neg.size(), Options(), ea).ok());
+                EXPECT_EQ(ed.estimate, -ea.estimate) << f;
+                EXPECT_EQ(ed.lower, -ea.upper) << f;
+                EXPECT_EQ(ed.upper, -ea.lower) << f;
+                EXPECT_EQ(ed.estimable, ea.estimable);
+                EXPECT_EQ(ed.se, ea.se);
+                EXPECT_LE(ed.lower, ed.estimate);
+                EXPECT_GE(ed.upper, ed.estimate);
+                checked_bounds += std::isfinite(ed.lower) && std::isfinite(ed.upper) && ed.lower < ed.upper;
+            }
+        EXPECT_GT(checked_bounds, 4);  // the comparison saw real intervals, not only infinite ones
+        // f = 0 DESC is the largest value seen: the population's largest is at
+        // least that, so the lower bound is the estimate and the upper unbounded.
+        std::vector<WeightedValue> d = base;
+        Estimate e;
+        ASSERT_TRUE(percentile(Percentile::Disc, 0.0, design, 3, d.data(), d.size(), desc, e).ok());
+        EXPECT_EQ(e.lower, e.estimate);
+        EXPECT_TRUE(std::isinf(e.upper) && e.upper > 0);
+    }
+}
+
 // ---- coverage simulation ------------------------------------------------------------
 
 namespace {
