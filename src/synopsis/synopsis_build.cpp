@@ -71,11 +71,21 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     // Privileges as for SELECT of these columns, then row-level security:
     // the parent's only, as a query on the parent checks them (children
     // are read with the parent's privileges and policies).
+    // Each column named by its argument (a stratify column is one of the
+    // columns); what the build derives beyond them (the default census'
+    // candidates, the sample relation's columns) is only what the builder
+    // may read (docs/aqp.md "Security").
     Oid user = GetUserId();
     if (pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK)
         for (int j = 0; j < d; ++j)
-            if (pg_attribute_aclcheck(relid, attnums[j], user, ACL_SELECT) != ACLCHECK_OK)
-                aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind), RelationGetRelationName(rel));
+            if (pg_attribute_aclcheck(relid, attnums[j], user, ACL_SELECT) != ACLCHECK_OK) {
+                bool stratifies = false;
+                for (int s = 0; s < n_stratify; ++s) stratifies |= stratify[s] == j;
+                const char* col = get_attname(relid, attnums[j], true);
+                ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                                errmsg("%s: permission denied for column \"%s\" of table %s (named in %s)", fn,
+                                       col ? col : "?", relname, stratifies ? "stratify" : "columns")));
+            }
     if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -92,6 +102,14 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     // parent's).
     Leaves leaves;
     open_leaves(&leaves, rel, relname, fn);
+    // Each partition is a stratum of its own: its rows' weights tell which
+    // partition holds them, i.e. their partition key.
+    const AttrNumber key = partition_key_hidden(relid, user);
+    if (key != InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("%s: permission denied for partition key column \"%s\" of table %s (a synopsis of a "
+                               "partitioned table keeps a stratum per partition)",
+                               fn, get_attname(relid, key, false), relname)));
     StatsMark mark;
     read_stats_mark(relid, &mark, leaves.members);
     const char* built_stale = build_snapshot_problem();
