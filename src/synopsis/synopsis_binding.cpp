@@ -88,9 +88,12 @@ AttrNumber hidden_in_root(Oid relid, Oid member, AttrNumber att, Oid role) {
 
 }  // namespace
 
-AttrNumber partition_key_hidden(Oid relid, Oid role) {
-    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE) return InvalidAttrNumber;
+AttrNumber leaf_strata_hidden(Oid relid, Oid role) {
     if (pg_class_aclcheck(relid, role, ACL_SELECT) == ACLCHECK_OK) return InvalidAttrNumber;
+    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)  // an inheritance parent: tableoid tells the child
+        return has_subclass(relid) && pg_attribute_aclcheck(relid, TableOidAttributeNumber, role, ACL_SELECT) != ACLCHECK_OK
+                   ? TableOidAttributeNumber
+                   : InvalidAttrNumber;
     // Every partitioned level: a sub-partition's leaves are strata too.
     List* members = find_all_inheritors(relid, NoLock, nullptr);
     ListCell* lc;
@@ -156,8 +159,8 @@ const char* table_synopsis_hidden_design(const TableSynopsis* ts, Oid role, cons
             }
         }
     }
-    if (hidden == InvalidAttrNumber && (hidden = partition_key_hidden(ts->relid, role)) != InvalidAttrNumber)
-        what = "the partition key of its per-partition strata";
+    if (hidden == InvalidAttrNumber && (hidden = leaf_strata_hidden(ts->relid, role)) != InvalidAttrNumber)
+        what = hidden < 0 ? "its strata per child table" : "the partition key of its per-partition strata";
     if (hidden == InvalidAttrNumber) return nullptr;
     const char* col = get_attname(ts->relid, hidden, true);
     return psprintf("%s follows column %s (%s), which role %s may not SELECT", phrase, col ? col : "?", what,

@@ -102,14 +102,15 @@ TableBuild* build_table_synopsis(Oid relid, int d, const AttrNumber* attnums, in
     // parent's).
     Leaves leaves;
     open_leaves(&leaves, rel, relname, fn);
-    // Each partition is a stratum of its own: its rows' weights tell which
-    // partition holds them, i.e. their partition key.
-    const AttrNumber key = partition_key_hidden(relid, user);
+    // Each leaf is a stratum of its own: its rows' weights tell which leaf
+    // holds them, i.e. their partition key (or tableoid).
+    const AttrNumber key = leaves.parent ? leaf_strata_hidden(relid, user) : InvalidAttrNumber;
     if (key != InvalidAttrNumber)
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("%s: permission denied for partition key column \"%s\" of table %s (a synopsis of a "
-                               "partitioned table keeps a stratum per partition)",
-                               fn, get_attname(relid, key, false), relname)));
+                        errmsg("%s: permission denied for %s \"%s\" of table %s (a synopsis of a %s keeps a stratum "
+                               "per %s)",
+                               fn, key < 0 ? "column" : "partition key column", get_attname(relid, key, false), relname,
+                               key < 0 ? "parent" : "partitioned table", key < 0 ? "child table" : "partition")));
     StatsMark mark;
     read_stats_mark(relid, &mark, leaves.members);
     const char* built_stale = build_snapshot_problem();

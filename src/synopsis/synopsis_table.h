@@ -98,17 +98,19 @@ bool table_synopsis_answers(Oid relid, Oid owner, Oid role);
 // non-stratify columns; the default, where it may have taken a census:
 // every numeric column of its sample relation, the candidates it decided
 // from) and a partitioned table's partition keys (each partition is a
-// stratum). nullptr when role (the RTE's checkAsUser, else the current
+// stratum; an inheritance parent's: tableoid). nullptr when role (the RTE's checkAsUser, else the current
 // user) may SELECT every one; else the reason, for last_run(): such a
 // synopsis does not answer that role (its weights tell which rows are in the
 // census or in which stratum).
 const char* table_synopsis_hidden_design(const TableSynopsis* ts, Oid role, const char* phrase);
 // Whether role may SELECT column att of relid (the table or the column).
 bool table_column_readable(Oid relid, AttrNumber att, Oid role);
-// The first column (relid's number) of the partition keys of relid and its
-// partitioned descendants that role may not SELECT; InvalidAttrNumber when
-// none (or relid is not partitioned).
-AttrNumber partition_key_hidden(Oid relid, Oid role);
+// What tells a parent's leaves apart (each is a stratum of its synopsis),
+// when role may not SELECT it: the first column (relid's number) of the
+// partition keys of a partitioned relid and its partitioned descendants;
+// tableoid (TableOidAttributeNumber) for an inheritance parent.
+// InvalidAttrNumber when role may read it (or relid is no parent).
+AttrNumber leaf_strata_hidden(Oid relid, Oid role);
 // Whether role may see the synopsis' catalog row (the policy of
 // approx_gpu.synopses: the owner's privileges or the table owner's).
 bool table_synopsis_visible(Oid relid, Oid owner, Oid role);

@@ -266,5 +266,27 @@ SET ROLE regress_bind_cols;
 SELECT (pg_temp.pay_count('public.bind_ppay', 'id < 5000')).answered_from AS with_key_answered_from;
 RESET ROLE;
 SELECT approx_gpu.drop_synopsis('ppay');
+-- an inheritance parent: each child is a stratum, which tableoid tells
+CREATE TABLE public.bind_ipay (id int, dept int);
+CREATE TABLE public.bind_ipay_c () INHERITS (public.bind_ipay);
+INSERT INTO public.bind_ipay SELECT id, dept FROM public.bind_pay WHERE id <= 10000;
+INSERT INTO public.bind_ipay_c SELECT id, dept FROM public.bind_pay WHERE id > 10000;
+GRANT SELECT (id, dept) ON public.bind_ipay TO regress_bind_cols;
+SELECT pg_stat_force_next_flush();
+SET ROLE regress_bind_cols;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'public.bind_ipay'::regclass, ARRAY['id', 'dept']::name[],
+                                                       1000, census => false)$$);
+RESET ROLE;
+SELECT (approx_gpu.create_synopsis('ipay', 'public.bind_ipay'::regclass, ARRAY['id', 'dept']::name[], 1000,
+                                   census => false)->>'strata')::int AS owner_child_strata;
+SET ROLE regress_bind_cols;
+SELECT * FROM pg_temp.pay_count('public.bind_ipay', 'id < 5000');
+RESET ROLE;
+GRANT SELECT (tableoid) ON public.bind_ipay TO regress_bind_cols;
+SET ROLE regress_bind_cols;
+SELECT (pg_temp.pay_count('public.bind_ipay', 'id < 5000')).answered_from AS with_tableoid_answered_from;
+RESET ROLE;
+SELECT approx_gpu.drop_synopsis('ipay');
+DROP TABLE public.bind_ipay_c, public.bind_ipay;
 DROP TABLE public.bind_ppay, public.bind_pay;
 DROP ROLE regress_bind_cols_member, regress_bind_cols;
