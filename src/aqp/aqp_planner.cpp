@@ -97,10 +97,14 @@ bool aqp_group_column_ok(const TableSynopsis* ts, int j) {
 }
 
 // nullptr when ts answers the query; else why not.
-static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* shape, Oid role) {
+// reader: the role the table is read as (the RTE's checkAsUser, else role).
+static const char* synopsis_unfit(const TableSynopsis* ts, const AqpQueryShape* shape, Oid role, Oid reader) {
     // Reasons name only a synopsis the role may see.
     const char* syn = table_synopsis_phrase(ts->relid, ts->owner, ts->name, role);
     if (ts->unusable != nullptr) return psprintf("%s unusable: %s", syn, ts->unusable);
+    // Its census or strata follow a column the reader may not SELECT.
+    const char* hidden = table_synopsis_hidden_design(ts, reader, syn);
+    if (hidden != nullptr) return hidden;
     ListCell* lc;
     foreach (lc, shape->group_vars) {
         Var* v = static_cast<Var*>(lfirst(lc));
@@ -302,13 +306,15 @@ void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* inp
         // (optimizer/plan/planner.c, utils/cache/plancache.c: dependsOnRole).
         if (n > 0) root->glob->dependsOnRole = true;
         Oid role = GetUserId();
+        const RangeTblEntry* rte = planner_rt_fetch(shape.rti, root);
+        const Oid reader = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : role;
         const TableSynopsis* chosen = nullptr;
         int candidates = 0;
         for (int i = 0; i < n && chosen == nullptr; ++i) {
             // Another role's synopsis answers only its builder: it behaves as missing.
             if (!table_synopsis_answers(list[i]->relid, list[i]->owner, role)) continue;
             ++candidates;
-            const char* why = synopsis_unfit(list[i], &shape, role);
+            const char* why = synopsis_unfit(list[i], &shape, role, reader);
             if (why == nullptr)
                 chosen = list[i];
             else if (reason == nullptr)

@@ -191,6 +191,24 @@ int aqp_sample_column(const TableSynopsis* ts, AttrNumber attno) {
     return 0;
 }
 
+// Why column a is not in ts's sample relation: its builder could not SELECT
+// it (a build keeps only the columns its builder may read; a column numbered
+// below a kept one existed at the build), or it was added after the build.
+static const char* missing_column(const TableSynopsis* ts, AttrNumber a, const char* name, const char* phrase) {
+    bool existed = false;
+    for (int k = 0; k < ts->sample_natts; ++k) existed |= ts->sample_attnum[k] > a;
+    if (existed || !table_column_readable(ts->relid, a, ts->owner))
+        return psprintf("column %s is not in the sample of %s: its builder could not SELECT it", name, phrase);
+    return psprintf("column %s was added after %s was built", name, phrase);
+}
+
+// A synopsis whose design follows a column the table's reader (the view
+// owner for a view's table, else the current user) may not SELECT does not
+// answer (docs/aqp.md "Security").
+static const char* design_hidden(const TableSynopsis* ts, const RangeTblEntry* rte, const char* phrase) {
+    return table_synopsis_hidden_design(ts, OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId(), phrase);
+}
+
 // nullptr when ts's sample answers for the table's columns in `attnos`.
 static const char* sample_unfit(const TableSynopsis* ts, Relation table, Relation sample, List* attnos,
                                 const char* phrase) {
@@ -207,7 +225,7 @@ static const char* sample_unfit(const TableSynopsis* ts, Relation table, Relatio
         AttrNumber a = static_cast<AttrNumber>(lfirst_int(lc));
         Form_pg_attribute ta = TupleDescAttr(td, a - 1);
         int k = aqp_sample_column(ts, a);
-        if (k == 0) return psprintf("column %s was added after %s was built", NameStr(ta->attname), phrase);
+        if (k == 0) return missing_column(ts, a, NameStr(ta->attname), phrase);
         Form_pg_attribute sa = TupleDescAttr(sd, k - 1);
         if (sa->atttypid != ta->atttypid || sa->atttypmod != ta->atttypmod || sa->attcollation != ta->attcollation)
             return psprintf("column %s changed type or collation since %s was built", NameStr(ta->attname), phrase);
@@ -329,7 +347,8 @@ bool aqp_sample_choose(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec
                 LockRelationOid(ts->sample_relid, AccessShareLock);
                 sample = try_relation_open(ts->sample_relid, NoLock);
             }
-            const char* unfit = sample_unfit(ts, table, sample, use.attnos, phrase);
+            const char* unfit = design_hidden(ts, rte, phrase);
+            if (unfit == nullptr) unfit = sample_unfit(ts, table, sample, use.attnos, phrase);
             if (unfit == nullptr) {  // the most recently built usable one
                 best = {q, ts, path, table, sample};
                 break;

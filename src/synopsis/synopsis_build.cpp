@@ -72,11 +72,21 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
     // Privileges as for SELECT of these columns, then row-level security:
     // the parent's only, as a query on the parent checks them (children
     // are read with the parent's privileges and policies).
+    // Each column named by its argument (a stratify column is one of the
+    // columns); what the build derives beyond them (the default census'
+    // candidates, the sample relation's columns) is only what the builder
+    // may read (docs/aqp.md "Security").
     Oid user = GetUserId();
     if (pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK)
         for (int j = 0; j < d; ++j)
-            if (pg_attribute_aclcheck(relid, attnums[j], user, ACL_SELECT) != ACLCHECK_OK)
-                aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind), RelationGetRelationName(rel));
+            if (pg_attribute_aclcheck(relid, attnums[j], user, ACL_SELECT) != ACLCHECK_OK) {
+                bool stratifies = false;
+                for (int s = 0; s < n_stratify; ++s) stratifies |= stratify[s] == j;
+                const char* col = get_attname(relid, attnums[j], true);
+                ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                                errmsg("%s: permission denied for column \"%s\" of table %s (named in %s)", fn,
+                                       col ? col : "?", relname, stratifies ? "stratify" : "columns")));
+            }
     if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -93,6 +103,15 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
     // parent's).
     Leaves leaves;
     open_leaves(&leaves, rel, relname, fn);
+    // Each leaf is a stratum of its own: its rows' weights tell which leaf
+    // holds them, i.e. their partition key (or tableoid).
+    const AttrNumber key = leaves.parent ? leaf_strata_hidden(relid, user) : InvalidAttrNumber;
+    if (key != InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("%s: permission denied for %s \"%s\" of table %s (a synopsis of a %s keeps a stratum "
+                               "per %s)",
+                               fn, key < 0 ? "column" : "partition key column", get_attname(relid, key, false), relname,
+                               key < 0 ? "parent" : "partitioned table", key < 0 ? "child table" : "partition")));
     StatsMark mark;
     read_stats_mark(relid, &mark, leaves.members);
     const char* built_stale = build_snapshot_problem();

@@ -60,6 +60,7 @@ struct Strata {
 // (synopsis_leaves.cpp). Each leaf is a stratum of its own (times the
 // stratify columns), so that its rows carry their own weight.
 struct Leaves {
+    Oid relid;                  // the relation the synopsis is of
     bool parent;                // rel has partitions or inheritance children
     int n;                      // leaves with storage
     Relation* rels;             // locked AccessShareLock to the end of the transaction
@@ -75,7 +76,8 @@ void close_leaves(Leaves* l, Relation rel);
 // census: the rows of each measure's census_size largest |values| become a
 // take-all stratum per leaf, kept whole; the other strata share what is
 // left of sample_size. On: the measures are the synopsis' Number columns
-// that are not stratify columns. Auto: every numeric column of the table,
+// that are not stratify columns. Auto: every numeric column of the table
+// the builder may SELECT,
 // only those census_pays accepts over every row the pass read, sharing the
 // census' tenth (none when the table has no more rows than sample_size:
 // the sample holds them all); s->census stays nullptr when none takes it.
@@ -131,9 +133,9 @@ struct CensusPass {
     AttrNumber read_att;  // the last column the pass must deform (max_att and the measures)
 };
 // The measures (On: the synopsis' Number columns; Auto: every numeric
-// column of the table; neither stratify columns nor dropped ones) and
-// their heaps; On without a measure is an ERROR.
-void census_begin(CensusPass* c, CensusMode census, TupleDesc desc, const ColumnPlan* cols, int d, int n_stratify,
+// column of relid the builder may SELECT; neither stratify columns nor
+// dropped ones) and their heaps; On without a measure is an ERROR.
+void census_begin(CensusPass* c, CensusMode census, Oid relid, TupleDesc desc, const ColumnPlan* cols, int d, int n_stratify,
                   const int* stratify, int32 sample_size, AttrNumber max_att, const char* fn);
 // Offers the scan's row to every measure's heap (c->t > 0).
 void census_offer_row(CensusPass* c, const Scan& scan, const char* relname, const char* fn);

@@ -153,7 +153,7 @@ int array_len(Datum d) {
 }
 
 // The catalog columns add_row reads (lookup's SELECT list).
-constexpr int kColumns = 23;
+constexpr int kColumns = 24;
 
 struct Fill {
     Entry* e;
@@ -226,6 +226,8 @@ void add_row(void* ctx, HeapTuple tup, TupleDesc desc) {
         ts.label_hash[c] = isnull[19] ? 0 : array_int8(v[19], c);
         ts.unusable = column_problem(ts, c, sv, isnull[13] ? nullptr : array_name(v[13], c));
     }
+    ts.census = isnull[23] ? static_cast<uint8>(CensusMode::Auto)
+                           : static_cast<uint8>(DatumGetBool(v[23]) ? CensusMode::On : CensusMode::Off);
     // The sample relation (0.7.0), trusted only as one made for this table
     // (a restore by a superuser keeps the source's OIDs). A relation dropped
     // later is the planner's check at execution (it locks and re-checks).
@@ -293,14 +295,15 @@ Entry* lookup(Oid relid) {
     const char* sql = approx_gpu_sql(
         psprintf("SELECT name, owner::pg_catalog.oid, %s, relation::pg_catalog.oid, attnums, "
                  "atttypes::pg_catalog.oid[], collations, stratify, rows_built, changes_built, "
-                 "pending_inserts, relfilenode, created, %s, %s FROM @extschema@.synopses s "
+                 "pending_inserts, relfilenode, created, %s, %s, %s FROM @extschema@.synopses s "
                  "WHERE relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY created DESC, name",
                  storage ? "(SELECT v.synopsis FROM @internal@.synopsis_values v "
                            "WHERE v.owner::pg_catalog.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid "
                            "AND v.name OPERATOR(pg_catalog.=) s.name)"
                          : "synopsis",
                  since_060,
-                 storage ? "sample_relid, sample_attnums" : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[]"),
+                 storage ? "sample_relid, sample_attnums" : "NULL::pg_catalog.oid, NULL::pg_catalog.int2[]",
+                 get_attnum(cat, "census") != InvalidAttrNumber ? "census" : "false"),
         nsp);
     as_table_owner(sql, 1, types, args, nullptr, nullptr, nullptr, 0, true, add_row, &f);
     MemoryContextSwitchTo(old);

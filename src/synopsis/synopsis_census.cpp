@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "access/table.h"
+#include "miscadmin.h"
 #include "utils/rel.h"
 }
 
@@ -17,10 +18,12 @@ namespace synopsis_glue {
 namespace {
 
 // Census measures: On, the synopsis' Number columns; Auto, every numeric
-// column of the table (the sample path aggregates any column of the sample
-// relation, not only those the synopsis names); both without stratify
-// columns and dropped ones.
-void census_measures(CensusPass* h, CensusMode census, TupleDesc desc, const ColumnPlan* cols, int d,
+// column of the table the builder may SELECT (the sample path aggregates
+// any column of the sample relation, not only those the synopsis names; a
+// census of a column the builder may not read would tell it, through the
+// rows that weigh 1, which rows hold that column's largest values); both
+// without stratify columns and dropped ones.
+void census_measures(CensusPass* h, CensusMode census, Oid relid, TupleDesc desc, const ColumnPlan* cols, int d,
                      int n_stratify, const int* stratify) {
     const int cap = census == CensusMode::On ? d : desc->natts;
     h->attnum = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * Max(cap, 1)));
@@ -42,7 +45,9 @@ void census_measures(CensusPass* h, CensusMode census, TupleDesc desc, const Col
     } else {
         for (int a = 1; a <= desc->natts; ++a) {
             Form_pg_attribute att = TupleDescAttr(desc, a - 1);
-            if (att->attisdropped || !is_measure_type(att->atttypid) || stratifies(a)) continue;
+            if (att->attisdropped || !is_measure_type(att->atttypid) || stratifies(a) ||
+                !table_column_readable(relid, a, GetUserId()))
+                continue;
             h->attnum[h->n_measures] = a;
             h->type[h->n_measures] = att->atttypid;
             h->name[h->n_measures++] = NameStr(att->attname);
@@ -67,13 +72,13 @@ int64 census_row_id(const Scan& scan) {
            ItemPointerGetOffsetNumber(tid);
 }
 
-void census_begin(CensusPass* c, CensusMode census, TupleDesc desc, const ColumnPlan* cols, int d, int n_stratify,
+void census_begin(CensusPass* c, CensusMode census, Oid relid, TupleDesc desc, const ColumnPlan* cols, int d, int n_stratify,
                   const int* stratify, int32 sample_size, AttrNumber max_att, const char* fn) {
     memset(c, 0, sizeof *c);
     c->mode = census;
     c->read_att = max_att;
     if (census == CensusMode::Off) return;
-    census_measures(c, census, desc, cols, d, n_stratify, stratify);
+    census_measures(c, census, relid, desc, cols, d, n_stratify, stratify);
     if (c->n_measures == 0 && census == CensusMode::On)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s: census needs a numeric column (int2, int4, int8, float4, float8, numeric) "

@@ -24,6 +24,7 @@ void open_leaves(Leaves* l, Relation rel, const char* relname, const char* fn) {
     const Oid relid = RelationGetRelid(rel);
     const bool partitioned = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
     List* members = partitioned || has_subclass(relid) ? find_all_inheritors(relid, AccessShareLock, nullptr) : NIL;
+    l->relid = relid;
     l->parent = partitioned || list_length(members) > 1;
     if (!l->parent) {
         l->n = 1;

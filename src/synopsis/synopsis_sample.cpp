@@ -1,7 +1,7 @@
 // The sample relation of a table synopsis (docs/synopsis.md "Storage"): the
-// model's sample rows with every live column of the table and the stratum
-// number last, an UNLOGGED table of approx_gpu_samples owned by the
-// extension's owner and a member of the extension (DROP EXTENSION drops it,
+// model's sample rows with every live column of the table its builder may
+// SELECT and the stratum number last, an UNLOGGED table of approx_gpu_samples
+// owned by the extension's owner and a member of the extension (DROP EXTENSION drops it,
 // pg_dump skips it, a user's DROP TABLE of it is refused). Made by a build,
 // dropped by refresh / drop_synopsis and, for a dropped table, by the
 // sql_drop event trigger (synopses_drop_samples): a DROP TABLE cannot
@@ -132,7 +132,8 @@ SampleRelation make_sample_relation(Relation rel, HeapTuple* rows, int64 m, cons
                    nullptr, nullptr, 0, false, read_int8, &number);
     char* name = psprintf("%s%" PRId64, name_prefix(relid), number);
 
-    // The table's live columns in attnum order: names, types, typmods, collations.
+    // The table's live columns the builder may SELECT (every synopsis column
+    // is one), in attnum order: names, types, typmods, collations.
     StringInfoData sql;
     initStringInfo(&sql);
     appendStringInfo(&sql, "CREATE UNLOGGED TABLE approx_gpu_samples.%s (", quote_identifier(name));
@@ -140,7 +141,7 @@ SampleRelation make_sample_relation(Relation rel, HeapTuple* rows, int64 m, cons
     int natts = 0;
     for (int a = 0; a < desc->natts; ++a) {
         Form_pg_attribute att = TupleDescAttr(desc, a);
-        if (att->attisdropped) continue;
+        if (att->attisdropped || !table_column_readable(relid, att->attnum, GetUserId())) continue;
         appendStringInfo(&sql, "%s %s%s, ", quote_identifier(NameStr(att->attname)),
                          format_type_extended(att->atttypid, att->atttypmod,
                                               FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),

@@ -70,7 +70,7 @@ void count_strata(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnP
     initStringInfo(&s->key);
     s->census = nullptr;
     CensusPass c;
-    census_begin(&c, census, desc, cols, d, n_stratify, stratify, sample_size, max_att, fn);
+    census_begin(&c, census, leaves->relid, desc, cols, d, n_stratify, stratify, sample_size, max_att, fn);
     HASHCTL ctl;
     memset(&ctl, 0, sizeof ctl);
     ctl.keysize = sizeof(char*);

@@ -38,6 +38,9 @@ struct TableSynopsis {
     // its first sample row.
     int n_stratify;
     int stratify[approx::synopsis::kMaxDim];
+    // The build's census => argument (synopsis_glue::CensusMode: 0 false or
+    // none recorded, 1 true, 2 NULL: the default, decided at the build).
+    uint8 census;
     approx::synopsis::Synopsis model;  // sample, strata, columns (pointers into the cache entry)
     // Freshness recorded at build (table_synopsis_staleness reads it).
     int64 rows_built;       // N
@@ -57,8 +60,8 @@ struct TableSynopsis {
     // A column dropped, retyped or re-collated since the build: never used.
     const char* unusable;  // nullptr: usable; else the reason
     // The sample relation (0.7.0; the sample path, aqp/aqp_sample_*.cpp): the
-    // model's sample rows with every column the table had at the build
-    // (sample attribute k + 1 holds table attribute sample_attnum[k], same
+    // model's sample rows with every column the table had at the build that
+    // its builder could SELECT (sample attribute k + 1 holds table attribute sample_attnum[k], same
     // name, type, typmod and collation) and, last (attribute sample_natts +
     // 1), the stratum number, int4: model stratum g is g + 1, a uniform
     // sample is stratum 1. InvalidOid: none (built before 0.7.0, or not
@@ -90,6 +93,24 @@ void table_synopsis_unpin(const TableSynopsis* ts);
 // plan that made it is role-dependent, and the executor checks again.
 bool table_synopsis_binds(Oid relid, Oid owner);
 bool table_synopsis_answers(Oid relid, Oid owner, Oid role);
+// Which columns a synopsis' design follows (docs/aqp.md "Security"): its
+// stratify columns, its census measures (census => true: its numeric
+// non-stratify columns; the default, where it may have taken a census:
+// every numeric column of its sample relation, the candidates it decided
+// from) and a partitioned table's partition keys (each partition is a
+// stratum; an inheritance parent's: tableoid). nullptr when role (the RTE's checkAsUser, else the current
+// user) may SELECT every one; else the reason, for last_run(): such a
+// synopsis does not answer that role (its weights tell which rows are in the
+// census or in which stratum).
+const char* table_synopsis_hidden_design(const TableSynopsis* ts, Oid role, const char* phrase);
+// Whether role may SELECT column att of relid (the table or the column).
+bool table_column_readable(Oid relid, AttrNumber att, Oid role);
+// What tells a parent's leaves apart (each is a stratum of its synopsis),
+// when role may not SELECT it: the first column (relid's number) of the
+// partition keys of a partitioned relid and its partitioned descendants;
+// tableoid (TableOidAttributeNumber) for an inheritance parent.
+// InvalidAttrNumber when role may read it (or relid is no parent).
+AttrNumber leaf_strata_hidden(Oid relid, Oid role);
 // Whether role may see the synopsis' catalog row (the policy of
 // approx_gpu.synopses: the owner's privileges or the table owner's).
 bool table_synopsis_visible(Oid relid, Oid owner, Oid role);

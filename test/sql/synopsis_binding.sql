@@ -155,3 +155,138 @@ RESET ROLE;
 SELECT count(*) AS synopses_left FROM approx_gpu.synopses WHERE owner::text LIKE 'regress_bind%';
 DROP TABLE public.bind_t;
 DROP ROLE regress_bind_deputy, regress_bind_owner, regress_bind_reader, regress_bind_other;
+
+-- ---- column privileges (issue 37, item 1): a build reads only what its
+-- builder may SELECT, and a synopsis whose census or strata follow a column
+-- the querying role may not SELECT does not answer that role. salary and
+-- grade are hidden from regress_bind_cols; salary has a tail (20 rows of
+-- 10^7), so the default census of a build that may read it keeps those rows
+-- whole (weight 1): a role that reads only id would learn who they are.
+CREATE ROLE regress_bind_cols;
+CREATE ROLE regress_bind_cols_member IN ROLE regress_bind_cols;  -- the builder's privileges and more
+CREATE TABLE public.bind_pay AS
+  SELECT g AS id, g % 5 AS dept, CASE WHEN g % 1000 = 0 THEN 1e7 ELSE g % 100 END::float8 AS salary,
+         g % 4 AS grade
+    FROM generate_series(1, 20000) g;
+GRANT SELECT (id, dept) ON public.bind_pay TO regress_bind_cols;
+GRANT SELECT ON public.bind_pay TO regress_bind_cols_member;
+SELECT pg_stat_force_next_flush();
+-- approx_count(*) over bind_pay (or a partitioned copy) with where it came from
+CREATE FUNCTION pg_temp.pay_count(tab text, cond text, OUT answered_from text, OUT reason text)
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('SELECT approx_gpu.approx_count(*) FROM %s WHERE %s', tab, cond);
+  answered_from := approx_gpu.last_run()->>'answered_from';
+  reason := approx_gpu.last_run()->>'reason';
+END $$;
+
+-- its own build: the default census' candidates are id and dept only (no
+-- tail: no census, no strata), and its sample relation holds id and dept
+SET ROLE regress_bind_cols;
+SELECT (approx_gpu.create_synopsis('cols_syn', 'public.bind_pay'::regclass, ARRAY['id', 'dept']::name[],
+                                   1000)->>'strata')::int AS own_strata;
+RESET ROLE;
+SELECT array_agg(a.attname ORDER BY a.attnum) AS sample_columns
+  FROM approx_gpu.synopses s JOIN pg_attribute a ON a.attrelid = s.sample_relid AND a.attnum > 0
+ WHERE s.name = 'cols_syn';
+-- a member with the table's every column: the builder's synopsis answers it,
+-- but holds no salary (the exact path says why)
+SET ROLE regress_bind_cols_member;
+SET approx_gpu.box_path = off;
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'id < 5000');
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'salary > 50');
+RESET approx_gpu.box_path;
+-- a column it names explicitly that it may not SELECT: 42501 naming it
+SET ROLE regress_bind_cols;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'public.bind_pay'::regclass,
+                                                       ARRAY['id', 'salary']::name[], 1000, census => true)$$);
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'public.bind_pay'::regclass, ARRAY['id', 'grade']::name[],
+                                                       1000, stratify => ARRAY['grade']::name[])$$);
+SELECT approx_gpu.drop_synopsis('cols_syn');
+
+-- the owner's synopses: the default census follows salary (a candidate),
+-- census => true a synopsis column, stratify grade; none answers
+-- regress_bind_cols (exact path, on the box path and on the sample path);
+-- census => false on the same columns (a uniform sample) does
+RESET ROLE;
+SELECT (approx_gpu.create_synopsis('pay_auto', 'public.bind_pay'::regclass, ARRAY['id', 'dept']::name[],
+                                   1000)->>'strata')::int AS owner_auto_strata;
+SET ROLE regress_bind_cols;
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'id < 5000');
+SET approx_gpu.box_path = off;
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'id < 5000');
+RESET approx_gpu.box_path;
+-- the owner itself is answered
+RESET ROLE;
+SELECT (pg_temp.pay_count('public.bind_pay', 'id < 5000')).answered_from AS owner_answered_from;
+SELECT approx_gpu.drop_synopsis('pay_auto');
+SELECT (approx_gpu.create_synopsis('pay_on', 'public.bind_pay'::regclass, ARRAY['id', 'dept', 'salary']::name[],
+                                   1000, census => true)->>'strata')::int AS owner_on_strata;
+SET ROLE regress_bind_cols;
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'id < 5000');
+RESET ROLE;
+SELECT approx_gpu.drop_synopsis('pay_on');
+SELECT (approx_gpu.create_synopsis('pay_grade', 'public.bind_pay'::regclass, ARRAY['id', 'grade']::name[],
+                                   1000, stratify => ARRAY['grade']::name[])->>'strata')::int AS owner_grade_strata;
+SET ROLE regress_bind_cols;
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'id < 5000');
+SET approx_gpu.box_path = off;
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'id < 5000');
+RESET approx_gpu.box_path;
+RESET ROLE;
+SELECT approx_gpu.drop_synopsis('pay_grade');
+SELECT (approx_gpu.create_synopsis('pay_uniform', 'public.bind_pay'::regclass, ARRAY['id', 'dept', 'salary']::name[],
+                                   1000, census => false)->>'strata')::int AS owner_uniform_strata;
+SET ROLE regress_bind_cols;
+SELECT * FROM pg_temp.pay_count('public.bind_pay', 'id < 5000');
+RESET ROLE;
+SELECT approx_gpu.drop_synopsis('pay_uniform');
+
+-- a partitioned table keyed by the hidden grade: each partition is a
+-- stratum, so its rows' weights tell their grade. The role's build is
+-- refused; the owner's synopsis does not answer it
+CREATE TABLE public.bind_ppay (id int, dept int, salary float8, grade int) PARTITION BY LIST (grade);
+CREATE TABLE public.bind_ppay_01 PARTITION OF public.bind_ppay FOR VALUES IN (0, 1);
+CREATE TABLE public.bind_ppay_23 PARTITION OF public.bind_ppay FOR VALUES IN (2, 3);
+INSERT INTO public.bind_ppay SELECT id, dept, salary, grade FROM public.bind_pay;
+GRANT SELECT (id, dept) ON public.bind_ppay TO regress_bind_cols;
+SELECT pg_stat_force_next_flush();
+SET ROLE regress_bind_cols;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'public.bind_ppay'::regclass, ARRAY['id', 'dept']::name[],
+                                                       1000, census => false)$$);
+RESET ROLE;
+SELECT (approx_gpu.create_synopsis('ppay', 'public.bind_ppay'::regclass, ARRAY['id', 'dept']::name[], 1000,
+                                   census => false)->>'strata')::int AS owner_partition_strata;
+SET ROLE regress_bind_cols;
+SELECT * FROM pg_temp.pay_count('public.bind_ppay', 'id < 5000');
+-- granted the key, it is answered
+RESET ROLE;
+GRANT SELECT (grade) ON public.bind_ppay TO regress_bind_cols;
+SET ROLE regress_bind_cols;
+SELECT (pg_temp.pay_count('public.bind_ppay', 'id < 5000')).answered_from AS with_key_answered_from;
+RESET ROLE;
+SELECT approx_gpu.drop_synopsis('ppay');
+-- an inheritance parent: each child is a stratum, which tableoid tells
+CREATE TABLE public.bind_ipay (id int, dept int);
+CREATE TABLE public.bind_ipay_c () INHERITS (public.bind_ipay);
+INSERT INTO public.bind_ipay SELECT id, dept FROM public.bind_pay WHERE id <= 10000;
+INSERT INTO public.bind_ipay_c SELECT id, dept FROM public.bind_pay WHERE id > 10000;
+GRANT SELECT (id, dept) ON public.bind_ipay TO regress_bind_cols;
+SELECT pg_stat_force_next_flush();
+SET ROLE regress_bind_cols;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'public.bind_ipay'::regclass, ARRAY['id', 'dept']::name[],
+                                                       1000, census => false)$$);
+RESET ROLE;
+SELECT (approx_gpu.create_synopsis('ipay', 'public.bind_ipay'::regclass, ARRAY['id', 'dept']::name[], 1000,
+                                   census => false)->>'strata')::int AS owner_child_strata;
+SET ROLE regress_bind_cols;
+SELECT * FROM pg_temp.pay_count('public.bind_ipay', 'id < 5000');
+RESET ROLE;
+GRANT SELECT (tableoid) ON public.bind_ipay TO regress_bind_cols;
+SET ROLE regress_bind_cols;
+SELECT (pg_temp.pay_count('public.bind_ipay', 'id < 5000')).answered_from AS with_tableoid_answered_from;
+RESET ROLE;
+SELECT approx_gpu.drop_synopsis('ipay');
+DROP TABLE public.bind_ipay_c, public.bind_ipay;
+DROP TABLE public.bind_ppay, public.bind_pay;
+DROP ROLE regress_bind_cols_member, regress_bind_cols;
