@@ -103,6 +103,8 @@ port = $port
 max_worker_processes = 8
 max_parallel_workers = 4
 fsync = off
+# the SQLSTATE of every logged error: test/run fails on an internal one (XX000)
+log_line_prefix = '%m [%p] %e '
 approx_gpu.device = '$device'
 ${EXTRA_CONF:-}
 CONF

@@ -288,31 +288,23 @@ double aqp_sample_domain_groups(const char* sql, ParamListInfo params) {
     // A data exception (class 22: division by zero, a bad cast) means no
     // bound; anything else (a cancel, 55P03 lock not available, 53200 out of
     // memory, ...) is the query's error (PL/pgSQL's exec_stmt_block pattern).
-    MemoryContext cxt = CurrentMemoryContext;
-    ResourceOwner owner = CurrentResourceOwner;
-    double groups = -1;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(cxt);
-    PG_TRY();
-    {
-        groups = count_groups(sql, n, types, values, nulls);
-        ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(cxt);
-        CurrentResourceOwner = owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(cxt);
-        ErrorData* e = CopyErrorData();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(cxt);
-        CurrentResourceOwner = owner;
-        if (ERRCODE_TO_CATEGORY(e->sqlerrcode) != ERRCODE_DATA_EXCEPTION) ReThrowError(e);
-        elog(DEBUG1, "approx aggregate: no bound on the groups: %s", e->message);
-        FreeErrorData(e);
-        groups = -1;
-    }
-    PG_END_TRY();
-    return groups;
+    struct Count {
+        const char* sql;
+        int n;
+        Oid* types;
+        Datum* values;
+        const char* nulls;
+        double groups;
+    } call{sql, n, types, values, nulls, -1};
+    ErrorData* e = aqp_sample_in_subtransaction(
+        [](void* arg) {
+            Count* c = static_cast<Count*>(arg);
+            c->groups = count_groups(c->sql, c->n, c->types, c->values, c->nulls);
+        },
+        &call);
+    if (e == nullptr) return call.groups;
+    if (ERRCODE_TO_CATEGORY(e->sqlerrcode) != ERRCODE_DATA_EXCEPTION) ReThrowError(e);
+    elog(DEBUG1, "approx aggregate: no bound on the groups: %s", e->message);
+    FreeErrorData(e);
+    return -1;
 }

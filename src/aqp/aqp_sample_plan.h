@@ -60,3 +60,8 @@ AqpPercentileOrder aqp_percentile_order(const Aggref* a);
 
 // The sample column (1-based) holding the table's attribute; 0: none.
 int aqp_sample_column(const TableSynopsis* ts, AttrNumber attno);
+
+// Runs fn(arg) in a subtransaction (PL/pgSQL's exec_stmt_block pattern):
+// nullptr when it returned, else its error, copied, after the rollback (the
+// caller re-throws what it must not swallow: ReThrowError).
+ErrorData* aqp_sample_in_subtransaction(void (*fn)(void*), void* arg);

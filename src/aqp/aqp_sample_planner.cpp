@@ -47,18 +47,15 @@ static PlannedStmt* plan_over_sample(Query* copy, const char* query_string, int 
 
 // ---- the hook ----------------------------------------------------------------------------
 
-// Plans the copy inside a subtransaction: an unexpected error there means
-// the exact path, not a failed query (a cancel still cancels).
-static PlannedStmt* try_plan_over_sample(Query* copy, const char* query_string, int cursor_options,
-                                         ParamListInfo params, AqpSampleSpec* spec, const char** reason) {
+ErrorData* aqp_sample_in_subtransaction(void (*fn)(void*), void* arg) {
     MemoryContext cxt = CurrentMemoryContext;
     ResourceOwner owner = CurrentResourceOwner;
-    PlannedStmt* result = nullptr;
+    ErrorData* volatile error = nullptr;  // set in PG_CATCH, read after the longjmp
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(cxt);
     PG_TRY();
     {
-        result = plan_over_sample(copy, query_string, cursor_options, params, spec, reason);
+        fn(arg);
         ReleaseCurrentSubTransaction();
         MemoryContextSwitchTo(cxt);
         CurrentResourceOwner = owner;
@@ -66,19 +63,42 @@ static PlannedStmt* try_plan_over_sample(Query* copy, const char* query_string, 
     PG_CATCH();
     {
         MemoryContextSwitchTo(cxt);
-        ErrorData* e = CopyErrorData();
+        error = CopyErrorData();
         FlushErrorState();
         RollbackAndReleaseCurrentSubTransaction();
         MemoryContextSwitchTo(cxt);
         CurrentResourceOwner = owner;
-        if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
-            e->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-            ReThrowError(e);
-        *reason = psprintf("planning over the sample failed: %s", e->message);
-        result = nullptr;
     }
     PG_END_TRY();
-    return result;
+    return error;
+}
+
+// Plans the copy inside a subtransaction: an unexpected error there means
+// the exact path, not a failed query (a cancel still cancels).
+struct PlanOverSample {
+    Query* copy;
+    const char* query_string;
+    int cursor_options;
+    ParamListInfo params;
+    AqpSampleSpec* spec;
+    const char** reason;
+    PlannedStmt* result;
+};
+static PlannedStmt* try_plan_over_sample(Query* copy, const char* query_string, int cursor_options,
+                                         ParamListInfo params, AqpSampleSpec* spec, const char** reason) {
+    PlanOverSample call{copy, query_string, cursor_options, params, spec, reason, nullptr};
+    ErrorData* e = aqp_sample_in_subtransaction(
+        [](void* arg) {
+            PlanOverSample* c = static_cast<PlanOverSample*>(arg);
+            c->result = plan_over_sample(c->copy, c->query_string, c->cursor_options, c->params, c->spec, c->reason);
+        },
+        &call);
+    if (e == nullptr) return call.result;
+    if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+        e->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+        ReThrowError(e);
+    *reason = psprintf("planning over the sample failed: %s", e->message);
+    return nullptr;
 }
 
 // Planning under this hook (0: the library was loaded by this very

@@ -79,6 +79,16 @@ struct CvResult {
     std::vector<double> t, se_t, p;
 };
 
+// out sized for nb boxes and cands candidates, every entry 0.
+void reset_result(CvResult& out, size_t nb, int cands) {
+    out.cands = cands;
+    out.a.assign(nb * cands, 0);
+    out.se.assign(nb * cands, 0);
+    out.t.assign(nb, 0);
+    out.se_t.assign(nb, 0);
+    out.p.assign(nb, 0);
+}
+
 // One box's result from its sums over all rows (s_all, ss_all per
 // candidate) and over its held-out fold (s_f, ss_f); edge_in(e): does edge
 // row e lie in the box.
@@ -109,29 +119,21 @@ void finish_box(int64_t m, const Folds& folds, const CvBoxes& boxes, size_t b, i
     }
 }
 
-// in(i, b): row i lies in box b exactly; mass(i, b, c): candidate c's mass of
-// row i in box b (candidate 0 is the exact indicator). rows(b) gives the
-// positions [begin, end) in `order` (nullptr: the identity over all m rows)
-// outside which every candidate's mass is exactly 0, so that only those rows
-// are visited (the sums are the same).
-template <class In, class Mass, class Rows>
+// Row by row over all m rows (the joint check's multi-column boxes; 1-D
+// boxes: cross_validate_1d). in(i, b): row i lies in box b exactly;
+// mass(i, b, c): candidate c's mass of row i in box b (candidate 0 is the
+// exact indicator).
+template <class In, class Mass>
 Status cross_validate(int64_t m, const Folds& folds, const CvBoxes& boxes, int cands, const ExecContext& ctx, In in,
-                      Mass mass, const int64_t* order, Rows rows, CvResult& out) {
+                      Mass mass, CvResult& out) {
     const size_t nb = boxes.size();
-    out.cands = cands;
-    out.a.assign(nb * cands, 0);
-    out.se.assign(nb * cands, 0);
-    out.t.assign(nb, 0);
-    out.se_t.assign(nb, 0);
-    out.p.assign(nb, 0);
+    reset_result(out, nb, cands);
     return parallel_for(ctx, nb, [&](size_t b, size_t) -> Status {
         if (ctx.cancelled()) return cancelled_status();
         const int f = boxes.fold[b];
         double s_all[kModes + 1] = {0}, ss_all[kModes + 1] = {0}, s_f[kModes + 1] = {0}, ss_f[kModes + 1] = {0};
         double exact_all = 0, exact_f = 0;
-        const std::pair<int64_t, int64_t> range = rows(b);
-        for (int64_t pos = range.first; pos < range.second; ++pos) {
-            const int64_t i = order ? order[pos] : pos;
+        for (int64_t i = 0; i < m; ++i) {
             const bool held_out = folds.of[i] == f;
             if (in(i, b)) {
                 exact_all += 1;
@@ -209,12 +211,7 @@ ValueRuns value_runs(const double* x, const int64_t* order, int64_t m, const Fol
 Status cross_validate_1d(const double* x, const int64_t* order, int64_t m, const Folds& folds, const CvBoxes& boxes,
                          int cands, const math::ColumnParams& cp, const ExecContext& ctx, CvResult& out) {
     const size_t nb = boxes.size();
-    out.cands = cands;
-    out.a.assign(nb * cands, 0);
-    out.se.assign(nb * cands, 0);
-    out.t.assign(nb, 0);
-    out.se_t.assign(nb, 0);
-    out.p.assign(nb, 0);
+    reset_result(out, nb, cands);
     std::vector<std::vector<double>> fold_values(kFolds);
     for (int64_t k = 0; k < m; ++k) fold_values[folds.of[order[k]]].push_back(x[order[k]]);
     std::vector<ValueRuns> runs(static_cast<size_t>(cands));
@@ -590,7 +587,7 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
                                 &policy[b * d], p, unused);
                 return p;
             },
-            nullptr, [&](size_t) { return std::make_pair(int64_t{0}, mj); }, r));
+            r));
         Comparison plain = compare(r, 0, 0), mixed = compare(r, 1, 0);
         s.joint_cv[0] = plain.rms;
         s.joint_cv[1] = mixed.rms;
