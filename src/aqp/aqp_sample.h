@@ -4,7 +4,8 @@
 // the exact plan. Planner side: aqp_sample_planner.cpp (the hook),
 // aqp_sample_survey.cpp (the table and its synopsis), aqp_sample_rewrite.cpp
 // (the copy over the sample), internal header aqp_sample_plan.h; the node:
-// aqp_sample_scan.cpp (with the missing-groups rule), its spec as nodes in
+// aqp_sample_scan.cpp, the rules that judge its answer (missing groups,
+// empty executions, unseen strata): aqp_sample_verdict.cpp, its spec as nodes in
 // aqp_plan_spec.cpp (beside the box path's); the weighted
 // aggregates: aqp_sample_aggregates.cpp, their design stack and guard:
 // aqp_sample_design.cpp, the measures whose spread they borrow:
@@ -81,6 +82,9 @@ Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void
 namespace approx::sample {
 struct StratumSpread;
 }
+namespace approx::synopsis {
+struct Synopsis;
+}
 approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int n_strata, List* measures,
                                                           MemoryContext result_cxt);
 
@@ -108,6 +112,25 @@ const char* aqp_sample_state_problem(int n_strata, int n_measures);
 // approx_gpu.sample_spread_cache_size (kB, superuser): the spreads a backend keeps.
 extern int aqp_sample_max_state_kb;
 extern int aqp_sample_spread_cache_kb;
+
+// The rules that judge the sample plan's answer (aqp_sample_verdict.cpp),
+// for the node: each gives why the exact plan must answer, or nullptr.
+struct AqpSampleVerdict {
+    const AqpSampleSpec* spec;
+    const approx::synopsis::Synopsis* model;  // the pinned synopsis' model
+    Tuplestorestate* store;                   // the sample plan's rows (before the node's LIMIT)
+    TupleTableSlot* slot;                     // a slot for them
+    ParamListInfo params;                     // the statement's, for the group bound
+    double allowed;                           // the groups the other tables allow (-1: no bound)
+    bool allowed_read;                        // allowed is counted (at most once per statement)
+};
+// The groups the other tables allow (aqp_sample_domain_groups), counted once.
+double aqp_sample_groups_allowed(AqpSampleVerdict* v);
+// Before the sample plan runs: under the guard a GROUP BY that may miss
+// groups and has no group bound to prove otherwise.
+const char* aqp_sample_groups_unbounded(AqpSampleVerdict* v);
+// After it ran, with the LIMIT / OFFSET the node applies.
+const char* aqp_sample_verdict(AqpSampleVerdict* v, int64 offset, int64 count);
 
 // Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params);

@@ -114,15 +114,12 @@ struct ApproxSampleState {
     int64 returned, skipped, groups;
     int64 executions;  // of an ungrouped aggregated level in the sample plan (aqp.h)
     int64 limit_count, limit_offset;  // spec.limit_* evaluated (-1: no limit)
-    double allowed;                   // the groups the other tables allow (-1: no answer)
-    bool allowed_read;
+    AqpSampleVerdict verdict;          // the rules that judge the sample plan's answer
 };
 
 static void fall_back(ApproxSampleState* st, const char* reason) {
     if (st->fallback == nullptr) st->fallback = reason;
 }
-
-static double groups_allowed(ApproxSampleState* st);
 
 static void sample_begin(CustomScanState* node, EState* estate, int eflags) {
     ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
@@ -133,9 +130,10 @@ static void sample_begin(CustomScanState* node, EState* estate, int eflags) {
     // (aqp_sample_domain_groups), which parallel mode does not allow: a
     // statement that runs in parallel mode (a Gather in its exact plan, a
     // parallel CREATE TABLE AS) counts them now, before ExecutorRun enters it.
+    st->verdict = {&st->spec, nullptr, nullptr, nullptr, estate->es_param_list_info, -1, false};
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && st->spec.domain_sql != nullptr &&
         estate->es_plannedstmt->parallelModeNeeded && !IsInParallelMode())
-        groups_allowed(st);
+        aqp_sample_groups_allowed(&st->verdict);
 }
 
 // The design of the pinned synopsis' sample: per stratum N_s and m_s.
@@ -179,72 +177,6 @@ static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
     return k + st->spec.hidden_columns == nested->natts;
 }
 
-// The groups the other tables allow (aqp_sample_domain_groups), read at
-// most once per run of the sample plan; -1: no bound.
-static double groups_allowed(ApproxSampleState* st) {
-    if (!st->allowed_read && st->spec.domain_sql != nullptr)
-        st->allowed = aqp_sample_domain_groups(st->spec.domain_sql, st->css.ss.ps.state->es_param_list_info);
-    else if (!st->allowed_read)
-        st->allowed = -1;
-    st->allowed_read = true;
-    return st->allowed;
-}
-
-// A GROUP BY over a sample smaller than the table returns only the groups
-// the sample saw; a missing group has no interval to warn of it. When the
-// groups seen once and twice estimate (Chao1) that more than
-// approx_gpu.max_missing_groups of the groups are missing, or no sample row
-// reached any aggregate (grouped or not), the exact plan answers (docs/aqp.md,
-// "Missing groups").
-static const char* missing_groups(ApproxSampleState* st) {
-    if (aqp_max_missing_groups >= 1 || st->ts->model.m >= st->ts->model.n_rows) return nullptr;
-    const char* chao1 = aqp_missing_groups_reason(aqp_sample_guard_groups(), st->spec.grouped);
-    if (chao1 != nullptr || !st->spec.grouped) return chao1;
-    // Chao1 counts what the seen groups show; groups rare next to a
-    // dominant one leave no singletons. When the keys are other tables'
-    // columns, the groups those tables allow bound the answer from above
-    // (the groups seen: the sample plan's rows, before the node's LIMIT).
-    if (st->spec.domain_sql == nullptr) return nullptr;
-    double seen = static_cast<double>(tuplestore_tuple_count(st->store));
-    double allowed = groups_allowed(st);
-    if (!(allowed > 0) || !(seen < (1 - aqp_max_missing_groups) * allowed)) return nullptr;
-    return psprintf("the sample saw %.0f of the up to %.0f groups the other tables allow (approx_gpu.max_missing_groups "
-                    "is %g)",
-                    seen, allowed, aqp_max_missing_groups);
-}
-
-// "No sample row reached the aggregates" holds per execution of an
-// ungrouped aggregated level: a correlated subquery runs it once per outer
-// row, and an execution no sample row reached answers 0 (or NULL) where the
-// rows may hold a few. The nested plan runs them all, so one such execution
-// sends the statement to the exact plan (as missing_groups does for one).
-static const char* empty_executions(const ApproxSampleState* st) {
-    if (aqp_max_missing_groups >= 1 || st->ts->model.m >= st->ts->model.n_rows) return nullptr;
-    AqpSampleExecutions x = aqp_sample_guard_executions();
-    if (x.empty == 0 || x.total < 2) return nullptr;  // one execution: missing_groups says it
-    return psprintf("no sample row reached the aggregates in %lld of their %lld executions (the sample cannot tell "
-                    "zero from a few rows)",
-                    static_cast<long long>(x.empty), static_cast<long long>(x.total));
-}
-
-// Under the guard a GROUP BY over every stratify column skips the
-// missing-groups fallback: a group's rows lie in its strata. A stratum with
-// no sample row in the answer (the WHERE kept none) may still hold rows
-// that pass, a group the answer lacks, unless the sample holds it whole.
-static const char* unseen_strata(const ApproxSampleState* st) {
-    const approx::synopsis::Synopsis& m = st->ts->model;
-    if (!(aqp_max_relative_error > 0) || !st->spec.grouped || !st->spec.groups_within_strata || m.m >= m.n_rows)
-        return nullptr;
-    int unseen = 0;
-    for (int g = 0; g < m.n_strata; ++g)
-        unseen += m.strata[g].end - m.strata[g].begin < m.strata[g].n_rows && !aqp_sample_guard_stratum_seen(g);
-    if (unseen == 0) return nullptr;
-    return psprintf("%d %s not sampled whole %s no sample row in the answer: %s groups may be missing "
-                    "(approx_gpu.max_relative_error is set)",
-                    unseen, unseen == 1 ? "stratum" : "strata", unseen == 1 ? "has" : "have",
-                    unseen == 1 ? "its" : "their");
-}
-
 // The plan's measures whose spread the final functions may borrow: all of
 // them for the role the plan was made for (aqp_sample_rewrite.cpp decided
 // for it), none for another (a cursor fetched after SET ROLE): a list of
@@ -254,34 +186,6 @@ static List* measures_for_role(const AqpSampleSpec& spec) {
     List* none = NIL;
     for (int j = 0; j < list_length(spec.measures); ++j) none = lappend(none, nullptr);
     return none;
-}
-
-// The guard promises every group within the bound: a group the sample
-// never saw cannot be bounded, so a GROUP BY over a sample smaller than the
-// table runs the exact plan unless the groups lie within the strata or the
-// groups the other tables allow, read now, are all among those the sample
-// saw (docs/aqp.md, "Error bounds"). Build-time keys would not do: an insert
-// brings new ones.
-static const char* kMayMissGroups = "GROUP BY over a sample that may miss groups (approx_gpu.max_relative_error is set)";
-static bool guard_needs_groups(const ApproxSampleState* st) {
-    return aqp_max_relative_error > 0 && st->spec.grouped && !st->spec.groups_within_strata &&
-           st->ts->model.m < st->ts->model.n_rows;
-}
-
-// With the guard set, after the sample plan ran: every group seen, and
-// what the query does with the approximate values judged
-// (aqp_sample_judge.cpp); nullptr: the sample answers.
-static const char* guard_judgement(ApproxSampleState* st) {
-    if (!(aqp_max_relative_error > 0)) return nullptr;
-    if (guard_needs_groups(st)) {
-        double allowed = groups_allowed(st);
-        double seen = static_cast<double>(tuplestore_tuple_count(st->store));
-        if (!(allowed > 0)) return kMayMissGroups;
-        if (seen < allowed)
-            return psprintf("%s: the sample saw %.0f of the up to %.0f groups the other tables allow", kMayMissGroups,
-                            seen, allowed);
-    }
-    return aqp_sample_judge(&st->spec, st->store, st->nested_slot, st->limit_offset, st->limit_count);
 }
 
 // The LIMIT / OFFSET the node applies, evaluated with the statement's
@@ -323,7 +227,9 @@ static void run_sample_plan(ApproxSampleState* st) {
     if (stale != nullptr) return fall_back(st, psprintf("%s: %s", syn, stale));
     // Under the guard a GROUP BY needs the groups' bound, and what the query
     // does with the estimates must be one the guard can judge (guard_judgement).
-    if (guard_needs_groups(st) && spec.domain_sql == nullptr) return fall_back(st, kMayMissGroups);
+    st->verdict.model = &st->ts->model;
+    const char* unbounded = aqp_sample_groups_unbounded(&st->verdict);
+    if (unbounded != nullptr) return fall_back(st, unbounded);
     if (aqp_max_relative_error > 0 && spec.unjudged != nullptr) return fall_back(st, spec.unjudged);
     // The plan cache locked the outer statement's relations, not this one.
     LockRelationOid(spec.sample_relid, AccessShareLock);
@@ -361,14 +267,10 @@ static void run_sample_plan(ApproxSampleState* st) {
     if (guard != nullptr) return fall_back(st, guard);
     if (!eval_limits(st)) return fall_back(st, "a negative LIMIT or OFFSET");
     st->executions = aqp_sample_guard_executions().total;
-    const char* empty = empty_executions(st);
-    if (empty != nullptr) return fall_back(st, empty);
-    const char* strata = unseen_strata(st);
-    if (strata != nullptr) return fall_back(st, strata);
-    const char* missing = missing_groups(st);
-    if (missing != nullptr) return fall_back(st, missing);
-    const char* judged = guard_judgement(st);
-    if (judged != nullptr) return fall_back(st, judged);
+    st->verdict.store = st->store;
+    st->verdict.slot = st->nested_slot;
+    const char* verdict = aqp_sample_verdict(&st->verdict, st->limit_offset, st->limit_count);
+    if (verdict != nullptr) return fall_back(st, verdict);
     if (!map_columns(st, nested)) return fall_back(st, "the sample plan's columns differ from the query's");
     st->groups = tuplestore_tuple_count(st->store);
     last_run_rows("approx aggregate", nullptr);  // a fresh record
