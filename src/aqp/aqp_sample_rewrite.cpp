@@ -21,7 +21,6 @@ extern "C" {
 #include "optimizer/optimizer.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
-#include "utils/acl.h"
 #include "utils/rls.h"
 #include "utils/fmgroids.h"
 }
@@ -152,14 +151,12 @@ static bool spread_borrowable(const AqpSampleChoice& best, Oid role) {
 // Could the role read every column of measure m (over the sample's columns)
 // in the table itself?
 static bool measure_readable(Node* m, const WeightContext* c) {
-    const Oid relid = c->ts->relid;
-    if (pg_class_aclcheck(relid, c->role, ACL_SELECT) == ACLCHECK_OK) return true;
     List* vars = pull_var_clause(m, 0);
     ListCell* lc;
     foreach (lc, vars) {
         const Var* v = static_cast<Var*>(lfirst(lc));
         if (v->varattno < 1 || v->varattno > c->ts->sample_natts ||
-            pg_attribute_aclcheck(relid, c->ts->sample_attnum[v->varattno - 1], c->role, ACL_SELECT) != ACLCHECK_OK)
+            !table_column_readable(c->ts->relid, c->ts->sample_attnum[v->varattno - 1], c->role))
             return false;
     }
     return true;
