@@ -13,6 +13,7 @@
 
 #include "kde.hpp"
 #include "moments.hpp"
+#include "parallel.hpp"
 #include "service.hpp"
 #include "synopsis_internal.hpp"
 #include "synopsis_math.hpp"
@@ -359,47 +360,66 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                 columns[j][i] = v;
             }
         std::vector<std::vector<double>> values(d);
-        std::vector<bool> constant(d), exact(d);
+        std::vector<char> constant(d), exact(d);
         std::vector<size_t> n_distinct(d);
         std::vector<std::vector<double>> distinct(d);
-        for (int j = 0; j < d; ++j) {
-            Column& c = s.cols[j];
-            const bool categorical = c.categorical;
-            c = Column();
-            c.categorical = categorical;
-            std::vector<double>& x = values[j];
-            for (double v : columns[j])
-                if (!std::isnan(v)) x.push_back(v);
-            c.null_count = static_cast<int64_t>(m - x.size());
-            if (x.empty()) {  // every value NULL: exact, statistics 0
-                constant[j] = exact[j] = true;
-                c.density_h = c.box_h = 1e-9;
-                continue;
-            }
-            c.min = c.max = x[0];
-            for (double v : x) {
-                c.min = std::min(c.min, v);
-                c.max = std::max(c.max, v);
-            }
-            const stats::ColumnMoments mom = stats::column_moments(x.data(), x.size());
-            c.mean = mom.mean_units();
-            c.sd = mom.sd_units();
-            if (!std::isfinite(c.sd))
-                return Status::Error(StatusCode::OutOfRange,
-                                     "sample column %d: the standard deviation overflows double precision "
-                                     "(values from %.17g to %.17g)",
-                                     j + 1, c.min, c.max);
-            distinct[j] = distinct_sorted(x.data(), x.size());
-            n_distinct[j] = distinct[j].size();
-            constant[j] = n_distinct[j] < 2;
-            exact[j] = constant[j] || categorical;
-            if (constant[j]) {
-                c.density_h = c.box_h = 1e-9 * std::max(1.0, std::fabs(c.min));
-            } else if (categorical) {
-                c.density_h = c.box_h = kCategoricalBandwidth;  // never smoothed: a formality
-            }
-            if (ctx.cancelled()) return cancelled_status();
-        }
+        // The columns are independent (statistics, distinct values, then
+        // bandwidths): one thread each, up to cpu_threads; the first failing
+        // column (in column order) is the error.
+        ExecContext col_ctx = ctx;
+        col_ctx.cpu_threads = std::max(1, ctx.cpu_threads / d);
+        ExecContext per_column = ctx;
+        per_column.cpu_threads = std::min(std::max(1, ctx.cpu_threads), d);
+        std::vector<Status> column_status(static_cast<size_t>(d));
+        auto first_failure = [&]() -> Status {
+            for (const Status& st : column_status)
+                if (!st.ok()) return st;
+            return Status::Ok();
+        };
+        APPROX_TRY(parallel_for(per_column, static_cast<size_t>(d), [&](size_t jj, size_t) -> Status {
+            const int j = static_cast<int>(jj);
+            column_status[j] = [&]() -> Status {
+                Column& c = s.cols[j];
+                const bool categorical = c.categorical;
+                c = Column();
+                c.categorical = categorical;
+                std::vector<double>& x = values[j];
+                for (double v : columns[j])
+                    if (!std::isnan(v)) x.push_back(v);
+                c.null_count = static_cast<int64_t>(m - x.size());
+                if (x.empty()) {  // every value NULL: exact, statistics 0
+                    constant[j] = exact[j] = true;
+                    c.density_h = c.box_h = 1e-9;
+                    return Status::Ok();
+                }
+                c.min = c.max = x[0];
+                for (double v : x) {
+                    c.min = std::min(c.min, v);
+                    c.max = std::max(c.max, v);
+                }
+                const stats::ColumnMoments mom = stats::column_moments(x.data(), x.size());
+                c.mean = mom.mean_units();
+                c.sd = mom.sd_units();
+                if (!std::isfinite(c.sd))
+                    return Status::Error(StatusCode::OutOfRange,
+                                         "sample column %d: the standard deviation overflows double precision "
+                                         "(values from %.17g to %.17g)",
+                                         j + 1, c.min, c.max);
+                distinct[j] = distinct_sorted(x.data(), x.size());
+                n_distinct[j] = distinct[j].size();
+                constant[j] = n_distinct[j] < 2;
+                exact[j] = constant[j] || categorical;
+                if (constant[j]) {
+                    c.density_h = c.box_h = 1e-9 * std::max(1.0, std::fabs(c.min));
+                } else if (categorical) {
+                    c.density_h = c.box_h = kCategoricalBandwidth;  // never smoothed: a formality
+                }
+                return Status::Ok();
+            }();
+            return Status::Ok();
+        }));
+        APPROX_TRY(first_failure());
+        if (ctx.cancelled()) return cancelled_status();
         // Bandwidths of the non-constant columns.
         if (method == Bandwidth::Lscv) {
             std::vector<int> cols;
@@ -441,12 +461,27 @@ Status finalize(Synopsis& s, Bandwidth method, Smoothing smoothing, const ExecCo
                 for (int j : cols) s.cols[j].density_h = s.cols[j].box_h = r.h * rescale * s.cols[j].sd;
             }
         } else {
-            for (int j = 0; j < d; ++j)
-                if (!exact[j]) {
-                    APPROX_TRY(kde_column_bandwidths(values[j].data(), values[j].size(), method, ctx,
-                                                     s.cols[j].density_h, s.cols[j].box_h));
-                    account();
-                }
+            // Binned plug-ins and rules of thumb: CPU work, column by column
+            // in parallel, each reporting into a record of its own.
+            std::vector<RunStats> col_stats(static_cast<size_t>(d));
+            APPROX_TRY(parallel_for(per_column, static_cast<size_t>(d), [&](size_t j, size_t) -> Status {
+                column_status[j] = Status::Ok();
+                if (exact[j]) return Status::Ok();
+                ExecContext one = col_ctx;
+                one.stats = &col_stats[j];
+                column_status[j] = kde_column_bandwidths(values[j].data(), values[j].size(), method, one,
+                                                         s.cols[j].density_h, s.cols[j].box_h);
+                return Status::Ok();
+            }));
+            APPROX_TRY(first_failure());
+            for (const RunStats& st : col_stats) {
+                kde_stats.ms_transfer += st.ms_transfer;
+                if (st.device == Device::Gpu) kde_stats.device = Device::Gpu;
+                kde_stats.cpu_threads = std::max(kde_stats.cpu_threads, st.cpu_threads);
+                if (kde_stats.notice[0] == '\0' && st.notice[0] != '\0')
+                    std::snprintf(kde_stats.notice, sizeof kde_stats.notice, "%s", st.notice);
+            }
+            account();
         }
         for (int j = 0; j < d; ++j) {
             Column& c = s.cols[j];

@@ -363,6 +363,119 @@ static void make_exact(Column& c) {
     c.interval_scale = 1;
 }
 
+// One column's guard: exact vs smoothed on 1-D boxes (choose_modes). x: the
+// column's m rows in the common folds (NaN = NULL); u: its 2 kFolds
+// kBoxesPerFold uniforms for the boxes' widths and positions. The rows are
+// sorted once, by value then row: that order gives the sorted values, each
+// fold's sorted rows (the box edges) and cross_validate_1d's order.
+static Status guard_column(Column& col, const double* x, int64_t m, const Folds& folds, const double* u,
+                           const ExecContext& ctx) {
+    // A column with NULLs is cross-validated on its non-NULL rows
+    // (compacted, each in the fold of its row).
+    const Folds* fp = &folds;
+    std::vector<double> compact;
+    Folds column_folds;
+    if (std::any_of(x, x + m, [](double v) { return std::isnan(v); })) {
+        column_folds.rows.assign(kFolds, {});
+        for (int64_t i = 0; i < m; ++i) {
+            if (std::isnan(x[i])) continue;
+            const int f = folds.of[i];
+            column_folds.rows[f].push_back(static_cast<int64_t>(compact.size()));
+            column_folds.of.push_back(f);
+            compact.push_back(x[i]);
+        }
+        m = static_cast<int64_t>(compact.size());
+        x = compact.data();
+        fp = &column_folds;
+    }
+    const Folds& cfolds = *fp;
+    std::vector<int64_t> order(static_cast<size_t>(m));
+    {
+        std::vector<std::pair<double, int64_t>> keyed(static_cast<size_t>(m));
+        for (int64_t i = 0; i < m; ++i) keyed[i] = {x[i], i};
+        std::sort(keyed.begin(), keyed.end());
+        for (int64_t i = 0; i < m; ++i) order[i] = keyed[i].second;
+    }
+    if (ctx.cancelled()) return cancelled_status();
+    std::vector<double> sorted(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i) sorted[i] = x[order[i]];
+    const double shift = log_shift(sorted);
+    std::vector<double>().swap(sorted);
+    std::vector<double> t(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i) t[i] = std::log(x[i] + shift);
+    // The log scale's bandwidth: the same cdf plug-in on t. Where it
+    // cannot be computed the log candidate is simply not offered.
+    double log_h = 0;
+    Status st =
+        kde::plugin_bandwidth_binned(t.data(), static_cast<size_t>(m), kde::PluginTarget::Distribution, ctx, log_h);
+    std::vector<double>().swap(t);
+    if (ctx.cancelled()) return cancelled_status();
+    const bool have_log = st.ok() && std::isfinite(log_h) && log_h > 0;
+    // The candidates as three columns of one ColumnParams.
+    math::ColumnParams cp = {};
+    for (int c = 0; c < kModes; ++c) {
+        cp.h[c] = col.box_h;
+        cp.lower[c] = col.min;
+        cp.upper[c] = col.max;
+    }
+    cp.discrete[0] = 1;
+    cp.transform[2] = 1;
+    cp.shift[2] = shift;
+    cp.h[2] = have_log ? log_h : 1.0;
+    cp.lower[2] = std::log(col.min + shift);
+    cp.upper[2] = std::log(col.max + shift);
+    const int cands = have_log ? 3 : 2;
+
+    // Boxes per fold, edges at held-out values (the fold's rows in value order).
+    CvBoxes boxes;
+    boxes.dims = 1;
+    std::vector<std::vector<int64_t>> fold_rows(kFolds);
+    for (int f = 0; f < kFolds; ++f) fold_rows[f].reserve(cfolds.rows[f].size());
+    for (int64_t r : order) fold_rows[cfolds.of[r]].push_back(r);
+    for (int f = 0; f < kFolds; ++f) {
+        const std::vector<int64_t>& rows = fold_rows[f];
+        const double n_f = static_cast<double>(rows.size());
+        for (int k = 0; k < kBoxesPerFold; ++k, u += 2) {
+            double w = kMinWidth * std::pow(kMaxWidth / kMinWidth, u[0]);
+            double at = u[1] * (1 - w);
+            size_t lo_pos = static_cast<size_t>(at * (n_f - 1));
+            size_t hi_pos = std::max(lo_pos + 1, static_cast<size_t>((at + w) * (n_f - 1)));
+            hi_pos = std::min(hi_pos, rows.size() - 1);
+            boxes.lo.push_back(x[rows[lo_pos]]);
+            boxes.hi.push_back(x[rows[hi_pos]]);
+            boxes.fold.push_back(f);
+            boxes.edges.push_back({rows[lo_pos], rows[hi_pos]});
+        }
+    }
+    std::vector<std::vector<int64_t>>().swap(fold_rows);
+    CvResult r;
+    APPROX_TRY(cross_validate_1d(x, order.data(), m, cfolds, boxes, cands, cp, ctx, r));
+    Comparison cmp[kModes];
+    for (int c = 0; c < cands; ++c) {
+        cmp[c] = compare(r, c, 0);
+        col.cv_error[c] = cmp[c].rms;
+    }
+    // The best smoothed candidate, taken only when it beats exact by
+    // more than one standard error of the paired difference.
+    int best = 1;
+    if (cands > 2 && cmp[2].mean_diff < cmp[1].mean_diff) best = 2;
+    double lambda = 1, coverage = -1;
+    if (cmp[best].mean_diff + cmp[best].se_diff < 0) {
+        calibrate(r, best, lambda, coverage);
+        col.mode = best == 2 ? Mode::LogKde : Mode::Kde;
+        col.discrete = false;
+        col.interval_scale = lambda;
+        if (best == 2) {
+            col.shift = shift;
+            col.log_h = log_h;
+        }
+    } else {
+        calibrate(r, 0, lambda, coverage);  // reported only: exact keeps the plain interval
+    }
+    col.cv_coverage = coverage;
+    return Status::Ok();
+}
+
 Status choose_modes(Synopsis& s, const double* const* columns, const bool* constant, uint64_t seed,
                     const ExecContext& ctx) {
     return guarded([&]() -> Status {
@@ -390,107 +503,41 @@ Status choose_modes(Synopsis& s, const double* const* columns, const bool* const
         };
 
         // ---- per column: Exact vs Kde vs LogKde on 1-D boxes
+        // The columns are independent: they run in parallel, each with its
+        // share of the threads. The random box positions are drawn here, in
+        // column order, so that the decisions do not depend on the threads.
+        std::vector<int> guarded_cols;
+        std::vector<std::vector<double>> uniforms(d);
         for (int j = 0; j < d; ++j) {
             if (constant[j]) continue;
-            Column& col = s.cols[j];
-            // A column with NULLs is cross-validated on its non-NULL rows
-            // (compacted, each in the fold of its row).
             const double* x = columns[j];
-            int64_t m = s.m;
-            const Folds* fp = &folds;
-            std::vector<double> compact;
-            Folds column_folds;
-            if (std::any_of(x, x + m, [](double v) { return std::isnan(v); })) {
-                column_folds.rows.assign(kFolds, {});
-                for (int64_t i = 0; i < m; ++i) {
-                    if (std::isnan(x[i])) continue;
-                    const int f = folds.of[i];
-                    column_folds.rows[f].push_back(static_cast<int64_t>(compact.size()));
-                    column_folds.of.push_back(f);
-                    compact.push_back(x[i]);
+            std::vector<int64_t> per_fold(kFolds, 0);
+            int64_t values = 0;
+            for (int64_t i = 0; i < m; ++i)
+                if (!std::isnan(x[i])) {
+                    ++per_fold[folds.of[i]];
+                    ++values;
                 }
-                m = static_cast<int64_t>(compact.size());
-                bool enough = m >= kMinRows;
-                for (const auto& rows : column_folds.rows) enough = enough && rows.size() >= 3;
-                if (!enough) continue;  // too little evidence: exact
-                x = compact.data();
-                fp = &column_folds;
-            }
-            const Folds& cfolds = *fp;
-            std::vector<double> sorted(x, x + m);
-            std::sort(sorted.begin(), sorted.end());
-            const double shift = log_shift(sorted);
-            std::vector<double> t(static_cast<size_t>(m));
-            for (int64_t i = 0; i < m; ++i) t[i] = std::log(x[i] + shift);
-            // The log scale's bandwidth: the same cdf plug-in on t. Where it
-            // cannot be computed the log candidate is simply not offered.
-            double log_h = 0;
-            Status st = kde::plugin_bandwidth_binned(t.data(), static_cast<size_t>(m), kde::PluginTarget::Distribution,
-                                                     ctx, log_h);
-            if (ctx.cancelled()) return cancelled_status();
-            const bool have_log = st.ok() && std::isfinite(log_h) && log_h > 0;
-            // The candidates as three columns of one ColumnParams.
-            math::ColumnParams cp = {};
-            for (int c = 0; c < kModes; ++c) {
-                cp.h[c] = col.box_h;
-                cp.lower[c] = col.min;
-                cp.upper[c] = col.max;
-            }
-            cp.discrete[0] = 1;
-            cp.transform[2] = 1;
-            cp.shift[2] = shift;
-            cp.h[2] = have_log ? log_h : 1.0;
-            cp.lower[2] = std::log(col.min + shift);
-            cp.upper[2] = std::log(col.max + shift);
-            const int cands = have_log ? 3 : 2;
-
-            CvBoxes boxes;
-            boxes.dims = 1;
-            for (int f = 0; f < kFolds; ++f) {
-                std::vector<int64_t> rows = fold_sorted(x, cfolds, f);
-                const double n_f = static_cast<double>(rows.size());
-                for (int k = 0; k < kBoxesPerFold; ++k) {
-                    double w = kMinWidth * std::pow(kMaxWidth / kMinWidth, rng.uniform());
-                    double u = rng.uniform() * (1 - w);
-                    size_t lo_pos = static_cast<size_t>(u * (n_f - 1));
-                    size_t hi_pos = std::max(lo_pos + 1, static_cast<size_t>((u + w) * (n_f - 1)));
-                    hi_pos = std::min(hi_pos, rows.size() - 1);
-                    boxes.lo.push_back(x[rows[lo_pos]]);
-                    boxes.hi.push_back(x[rows[hi_pos]]);
-                    boxes.fold.push_back(f);
-                    boxes.edges.push_back({rows[lo_pos], rows[hi_pos]});
-                }
-            }
-            // Rows in value order (cross_validate_1d's runs and searches).
-            std::vector<int64_t> order(static_cast<size_t>(m));
-            for (int64_t i = 0; i < m; ++i) order[i] = i;
-            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x[a] < x[b]; });
-            CvResult r;
-            APPROX_TRY(cross_validate_1d(x, order.data(), m, cfolds, boxes, cands, cp, ctx, r));
-            Comparison cmp[kModes];
-            for (int c = 0; c < cands; ++c) {
-                cmp[c] = compare(r, c, 0);
-                col.cv_error[c] = cmp[c].rms;
-            }
-            // The best smoothed candidate, taken only when it beats exact by
-            // more than one standard error of the paired difference.
-            int best = 1;
-            if (cands > 2 && cmp[2].mean_diff < cmp[1].mean_diff) best = 2;
-            double lambda = 1, coverage = -1;
-            if (cmp[best].mean_diff + cmp[best].se_diff < 0) {
-                calibrate(r, best, lambda, coverage);
-                col.mode = best == 2 ? Mode::LogKde : Mode::Kde;
-                col.discrete = false;
-                col.interval_scale = lambda;
-                if (best == 2) {
-                    col.shift = shift;
-                    col.log_h = log_h;
-                }
-            } else {
-                calibrate(r, 0, lambda, coverage);  // reported only: exact keeps the plain interval
-            }
-            col.cv_coverage = coverage;
+            bool enough = values == m || values >= kMinRows;
+            for (int64_t n : per_fold) enough = enough && (values == m || n >= 3);
+            if (!enough) continue;  // too little evidence: exact
+            guarded_cols.push_back(j);
+            uniforms[j].resize(2 * kFolds * kBoxesPerFold);
+            for (double& u : uniforms[j]) u = rng.uniform();
         }
+        const int n_guarded = static_cast<int>(guarded_cols.size());
+        ExecContext col_ctx = ctx;
+        col_ctx.stats = nullptr;
+        col_ctx.cpu_threads = std::max(1, ctx.cpu_threads / std::max(1, n_guarded));
+        ExecContext outer_ctx = ctx;
+        outer_ctx.cpu_threads = std::min(std::max(1, ctx.cpu_threads), std::max(1, n_guarded));
+        std::vector<Status> column_status(static_cast<size_t>(n_guarded));
+        APPROX_TRY(parallel_for(outer_ctx, static_cast<size_t>(n_guarded), [&](size_t task, size_t) -> Status {
+            column_status[task] = guard_column(s.cols[guarded_cols[task]], columns[guarded_cols[task]], m, folds,
+                                               uniforms[guarded_cols[task]].data(), col_ctx);
+            return Status::Ok();
+        }));
+        for (const Status& st : column_status) APPROX_TRY(st);
 
         // ---- joint check on multi-column boxes: the chosen modes against the plain sample
         int smoothed = 0;
