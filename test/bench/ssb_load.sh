@@ -55,8 +55,10 @@ copy_in() {  # TABLE [SHARD]: one COPY session
 stages=()
 t0=$(now)
 persist="SET UNLOGGED"; [ "$LOGGED" = 1 ] && persist="SET LOGGED"
-alters=(-c "ALTER TABLE lineorder $persist")
-for t in $dims; do alters+=(-c "ALTER TABLE $t DROP CONSTRAINT ${t}_pkey, $persist"); done
+# autovacuum stays off the tables until they are vacuumed here (it would
+# analyze lineorder halfway through the load, and wait for or on stage 4)
+alters=(-c "ALTER TABLE lineorder $persist, SET (autovacuum_enabled = off)")
+for t in $dims; do alters+=(-c "ALTER TABLE $t DROP CONSTRAINT ${t}_pkey, $persist, SET (autovacuum_enabled = off)"); done
 PGOPTIONS="-c search_path=$SCHEMA,public -c client_min_messages=warning" psql \
   -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" -c "CREATE SCHEMA $SCHEMA" -f test/workloads/ssb_schema.sql "${alters[@]}"
 stages+=("schema $(secs "$t0") s")
@@ -80,11 +82,12 @@ for t in lineorder $dims; do psql -c "$what $SCHEMA.$t" & pids+=($!); done
 waitall "${pids[@]}" || { echo "ssb_load: $what failed"; exit 1; }
 stages+=("analyze $(secs "$t0") s ($what, one session per table)")
 
+for t in lineorder $dims; do psql -c "ALTER TABLE $SCHEMA.$t RESET (autovacuum_enabled)"; done
 psql -c "COMMENT ON TABLE $SCHEMA.lineorder IS \$\$ssbgen(sf $SF, seed $SEED, skew $skew)\$\$"
 echo "-- ssb_load: SF $SF $VARIANT (skew $skew, seed $SEED) into schema $SCHEMA, $(nproc) cores, $SSBGEN"
 for s in "${stages[@]}"; do echo "   $s"; done
 psql -At -F ' ' <<SQL | sed 's/^/   /'
-SELECT c.relname, c.reltuples::bigint || ' rows', pg_size_pretty(pg_total_relation_size(c.oid))
+SELECT c.relname, '~' || c.reltuples::bigint || ' rows', pg_size_pretty(pg_total_relation_size(c.oid))
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = '$SCHEMA' AND c.relkind = 'r' ORDER BY pg_total_relation_size(c.oid) DESC;
 SELECT 'total', pg_size_pretty(sum(pg_total_relation_size(c.oid)))
