@@ -13,10 +13,12 @@
 # A column passes when rows are equal and every other statistic agrees within
 # sampling noise: NULL and top shares within 4 binomial standard errors (plus
 # 0.001), means within 4 standard errors of the difference, distinct counts
-# within 4·sqrt(d) + 1% of d, min and max equal (columns of random digits or
-# heavy tails, where the extremes are one draw's luck, within 5% of the range:
-# c_address, s_address, c_phone, s_phone, lo_extendedprice, lo_ordtotalprice,
-# lo_revenue). Prints one line per column and a last line "N of M columns
+# within 4·sqrt(d) + 1% of d, min and max equal, except where the extremes are
+# one draw's luck (printed, not compared): random digits (c_address,
+# s_address, c_phone, s_phone), the heavy tails (lo_extendedprice,
+# lo_ordtotalprice, lo_revenue: the maximum of Pareto draws below the cap
+# varies by tens of percent between samples) and lo_commitdate (its extremes
+# need the first or last order day and the extreme lag, 1 row in 146,705). Prints one line per column and a last line "N of M columns
 # agree"; exits 1 when any does not. Against PGHOST/PGPORT/PGUSER/PGDATABASE.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,22 +41,20 @@ out=$(mktemp); trap 'rm -f "$out"' EXIT
 psql -At <<'SQL' >"$out"
 -- one column's statistics; x: the value the mean is taken of
 CREATE FUNCTION pg_temp.colstats(sch text, tab text, col text, typ text,
-    OUT n bigint, OUT nulls bigint, OUT nd bigint, OUT lo text, OUT hi text, OUT lo_f float8, OUT hi_f float8,
+    OUT n bigint, OUT nulls bigint, OUT nd bigint, OUT lo text, OUT hi text,
     OUT mean float8, OUT sd float8, OUT top text, OUT tops float8[])
 LANGUAGE plpgsql AS $$
 DECLARE
-    num boolean := typ IN ('integer', 'bigint');
     x text := CASE WHEN typ = 'boolean' THEN format('%I::int::float8', col)
                    WHEN typ LIKE 'character%' OR typ = 'text' THEN format('length(%I)::float8', col)
                    ELSE format('%I::float8', col) END;
-    f text := CASE WHEN num THEN format('min(%1$I)::float8, max(%1$I)::float8', col) ELSE 'NULL::float8, NULL::float8' END;
     r text := quote_ident(sch) || '.' || quote_ident(tab);
     mm text := CASE WHEN typ = 'boolean' THEN format('bool_and(%1$I)::text, bool_or(%1$I)::text', col)
                     ELSE format('min(%1$I)::text, max(%1$I)::text', col) END;
 BEGIN
-    EXECUTE format('SELECT count(*), count(*) - count(%2$I), count(DISTINCT %2$I), %5$s,
-                           %4$s, avg(%3$s), coalesce(stddev_samp(%3$s), 0) FROM %1$s', r, col, x, f, mm)
-       INTO n, nulls, nd, lo, hi, lo_f, hi_f, mean, sd;
+    EXECUTE format('SELECT count(*), count(*) - count(%2$I), count(DISTINCT %2$I), %4$s,
+                           avg(%3$s), coalesce(stddev_samp(%3$s), 0) FROM %1$s', r, col, x, mm)
+       INTO n, nulls, nd, lo, hi, mean, sd;
     EXECUTE format('SELECT (array_agg(v ORDER BY c DESC, v))[1], array_agg(c ORDER BY c DESC)
                       FROM (SELECT %2$I::text AS v, count(*)::float8 / %3$s AS c FROM %1$s WHERE %2$I IS NOT NULL
                              GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3) t', r, col, n)
@@ -73,7 +73,7 @@ s AS (
            LATERAL pg_temp.colstats('ssbchk_cpp_' || v, tab, col, typ) b),
 c AS (
     SELECT *, col IN ('c_address', 's_address', 'c_phone', 's_phone', 'lo_extendedprice', 'lo_ordtotalprice',
-                      'lo_revenue') AS loose,
+                      'lo_revenue', 'lo_commitdate') AS loose,
            array_remove(ARRAY[
              CASE WHEN (a).n <> (b).n THEN 'rows' END,
              CASE WHEN pg_temp.pdiff((a).nulls::float8 / (a).n, (b).nulls::float8 / (b).n, (a).n) THEN 'nulls' END,
@@ -89,10 +89,8 @@ c AS (
       FROM s),
 d AS (
     SELECT *, bad || array_remove(ARRAY[
-             CASE WHEN ((a).lo IS DISTINCT FROM (b).lo OR (a).hi IS DISTINCT FROM (b).hi)
-                       AND NOT (loose AND ((a).lo_f IS NULL OR
-                                greatest(abs((a).lo_f - (b).lo_f), abs((a).hi_f - (b).hi_f))
-                                  <= 0.05 * ((a).hi_f - (a).lo_f))) THEN 'min/max' END]::text[], NULL) AS why
+             CASE WHEN ((a).lo IS DISTINCT FROM (b).lo OR (a).hi IS DISTINCT FROM (b).hi) AND NOT loose
+                  THEN 'min/max' END]::text[], NULL) AS why
       FROM c)
 SELECT format('%-7s %-28s rows %s/%s nulls %s/%s distinct %s/%s min %s/%s max %s/%s mean %s/%s top %s %s/%s: %s',
               v, tab || '.' || col, (a).n, (b).n, (a).nulls, (b).nulls, (a).nd, (b).nd,
