@@ -7,7 +7,11 @@
 # (prepare.sh puts it into .device/bin.tar.xz):
 #   run(command="bash test/gpu/ssb_device.sh", carry=[".device"])
 # The cluster is stopped and removed at the end unless KEEP=1; CONF adds
-# postgresql.conf lines to those below.
+# postgresql.conf lines to those below. QUERIES=1: after each load, lineorder's
+# exact row count and the 13 SSB queries (test/workloads/ssb) exact with
+# max_parallel_workers_per_gather = WORKERS (8): rows, and planning + execution
+# ms of one EXPLAIN ANALYZE after one warm-up run (a first look, not the
+# acceptance table's medians).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/approx_out}; mkdir -p "$OUT"
@@ -30,4 +34,15 @@ for v in ${VARIANTS:-uniform skewed}; do
   t0=$(date +%s.%N)
   SF=${SF:-10} VARIANT=$v test/bench/ssb_load.sh
   echo "   all stages $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s; data directory $(du -sh "$W/data" | cut -f1)"
+  [ "${QUERIES:-0}" = 1 ] || continue
+  schema=ssb; [ "$v" = skewed ] && schema=ssb_skew
+  echo "   lineorder: $(psql -XAt -c "SELECT count(*) FROM $schema.lineorder") rows (count(*))"
+  for f in $(ls test/workloads/ssb/q*.sql | sort -V); do
+    export PGOPTIONS="-c search_path=$schema -c max_parallel_workers_per_gather=${WORKERS:-8}"
+    rows=$(psql -XAt -f "$f" | wc -l)
+    ms=$(psql -XAt -c "EXPLAIN ANALYZE $(sed 's/;[[:space:]]*$//' "$f")" |
+         awk '/^(Planning|Execution) Time:/ { t += $3 } END { printf "%.1f", t }')
+    echo "   $(basename "$f" .sql): $rows rows, $ms ms exact (${WORKERS:-8} workers)"
+    unset PGOPTIONS
+  done
 done
