@@ -133,7 +133,12 @@ build/%_bench: test/bench/%_bench.cpp test/bench/gpu_bench.hpp $(ENGINE_OBJS) $(
 	@mkdir -p build
 	$(TEST_CXX) -O3 -o $@ $< $(ENGINE_OBJS) $(BENCH_CUDA_OBJS) $(CUDA_LIBS) -lpthread
 
-bench: $(BENCH_BINS)
+# The SSB data generator (test/bench/ssb_load.sh): plain C++, no engine.
+build/ssbgen: test/bench/ssbgen.cpp
+	@mkdir -p build
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $<
+
+bench: $(BENCH_BINS) build/ssbgen
 
 .PHONY: unit bench
 

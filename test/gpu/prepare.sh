@@ -30,7 +30,7 @@ for f in "$STAGE_WORK/stage$PKGLIBDIR"/*.so; do
 done
 PG_CONFIG="$STAGE_WORK/stage$BINDIR/pg_config" "$SHARED/tools/pg-bundle" "$DEST/pg.tar.xz"
 cp "$SHARED/tools/pg-unbundle" "$DEST/"
-cp build/unit_tests build/*_bench "$DEST/bin/" 2>/dev/null || true
+cp build/unit_tests build/*_bench build/ssbgen "$DEST/bin/" 2>/dev/null || true
 # Every binary embeds every engine's GPU code: strip and compress them to
 # stay well inside what one device call may carry.
 strip "$DEST"/bin/*

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SSB generated and loaded on the GPU machine (issue 39 item 4): a private
+# cluster (test/lib.sh start_cluster) from the PostgreSQL bundle of
+# test/gpu/prepare.sh, then test/bench/ssb_load.sh per variant (VARIANTS,
+# default "uniform skewed"; SF default 10) with the disk use after each. Needs
+# .device/pg.tar.xz, .device/pg-unbundle and build/ssbgen or .device/bin/ssbgen
+# (prepare.sh puts it into .device/bin.tar.xz):
+#   run(command="bash test/gpu/ssb_device.sh", carry=[".device"])
+# The cluster is stopped and removed at the end unless KEEP=1; CONF adds
+# postgresql.conf lines to those below. QUERIES=1: after each load, lineorder's
+# exact row count and the 13 SSB queries (test/workloads/ssb) exact with
+# max_parallel_workers_per_gather = WORKERS (8): rows, and planning + execution
+# ms of one EXPLAIN ANALYZE after one warm-up run (a first look, not the
+# acceptance table's medians).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/approx_out}; mkdir -p "$OUT"
+source .device/pg-unbundle .device/pg.tar.xz >/dev/null
+[ -f .device/bin.tar.xz ] && tar -C .device -xJf .device/bin.tar.xz
+export PG_RUN_USER=pgrun
+. test/lib.sh; pg_user
+PG_BIN=$(dirname "$(command -v postgres)")
+W=$(mktemp -d); chmod 755 "$W"
+[ "${KEEP:-0}" = 1 ] || trap 'stop_cluster; rm -rf "$W"' EXIT
+EXTRA_CONF="shared_buffers = '32GB'
+max_connections = 200
+max_worker_processes = 24
+max_parallel_workers = 20
+max_parallel_maintenance_workers = 8
+${CONF:-}" start_cluster "$W" cpu
+export PGDATABASE=postgres
+echo "$(nproc) cores, $(free -g | awk '/Mem:/ { print $2 }') GiB, disk: $(df -h "$W" | awk 'NR == 2 { print $4 " free of " $2 }'), $(postgres --version)"
+for v in ${VARIANTS:-uniform skewed}; do
+  t0=$(date +%s.%N)
+  SF=${SF:-10} VARIANT=$v test/bench/ssb_load.sh
+  echo "   all stages $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s; data directory $(du -sh "$W/data" | cut -f1)"
+  [ "${QUERIES:-0}" = 1 ] || continue
+  schema=ssb; [ "$v" = skewed ] && schema=ssb_skew
+  echo "   lineorder: $(psql -XAt -c "SELECT count(*) FROM $schema.lineorder") rows (count(*))"
+  for f in $(ls test/workloads/ssb/q*.sql | sort -V); do
+    export PGOPTIONS="-c search_path=$schema -c max_parallel_workers_per_gather=${WORKERS:-8}"
+    rows=$(psql -XAt -f "$f" | wc -l)
+    ms=$(psql -XAt -c "EXPLAIN ANALYZE $(sed 's/;[[:space:]]*$//' "$f")" |
+         awk '/^(Planning|Execution) Time:/ { t += $3 } END { printf "%.1f", t }')
+    echo "   $(basename "$f" .sql): $rows rows, $ms ms exact (${WORKERS:-8} workers)"
+    unset PGOPTIONS
+  done
+done
