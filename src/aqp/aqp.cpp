@@ -2,7 +2,7 @@
 // planner hook and the CustomScan methods, registered from _PG_init.
 #include "runtime/runtime.h"
 #include "aqp/aqp.h"
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 extern "C" {
 #include "optimizer/planner.h"

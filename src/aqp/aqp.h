@@ -65,8 +65,8 @@ struct AqpAgg {
 // _ci form; cached OIDs, reset on any pg_proc change).
 bool aqp_lookup_aggregate(Oid fnoid, AqpAgg* out);
 
-// ---- the sample path's weighted aggregates (aqp_sample_design.cpp: the design stack,
-// ---- the guard, the OIDs; aqp_sample_aggregates.cpp: the aggregates; the estimates
+// ---- the sample path's weighted aggregates (sample/design.cpp: the design stack,
+// ---- the guard, the OIDs; sample/aggregates.cpp: the aggregates; the estimates
 // ---- and intervals: src/core/sample_estimate.hpp) -----------------------------------------
 // The sample path (aqp_sample_*.cpp) plans the query again with the sampled
 // table replaced by its sample relation and each approx_* Aggref by its
@@ -153,7 +153,7 @@ AqpSampleExecutions aqp_sample_guard_executions(void);
 void aqp_sample_guard_saw_stratum(int32 s);
 bool aqp_sample_guard_stratum_seen(int32 s);
 // The Aggref location that marks the sample plan's own unfiltered
-// sample_count beside FILTERed aggregates (aqp_sample_rewrite.cpp): it
+// sample_count beside FILTERed aggregates (sample/rewrite.cpp): it
 // reports its group's rows and strata, never trips the guard, and its
 // column is junk.
 constexpr int kAqpGroupRowsLocation = -2;
@@ -172,7 +172,7 @@ Oid aqp_sample_aggregate(AqpAgg agg);
 
 // How the node answers: the box path (this node, AqpPlanSpec), or the sample
 // path (a separately planned statement over the sample: the "Approx Sample
-// Scan", whose spec is AqpSampleSpec, aqp_sample.h); each kind has its own
+// Scan", whose spec is AqpSampleSpec, sample/internal.h); each kind has its own
 // branch in the writer and reader, and the two share the synopsis' identity.
 enum AqpPlanKind { AQP_PLAN_BOXES = 1, AQP_PLAN_SAMPLE = 2 };
 
@@ -239,7 +239,7 @@ AqpPlanSpec* aqp_plan_spec_deform(List* priv, List* values);
 // lists, and the group columns' Vars that become custom_scan_tlist's first entries.
 enum AqpPathSlot { AQP_PATH_SPEC = 0, AQP_PATH_VALUES, AQP_PATH_GROUP_VARS };
 
-// ---- in aqp_query_shape.cpp ----------------------------------------------------------
+// ---- in box/query_shape.cpp ----------------------------------------------------------
 // Recognition of the query the box path answers, or why not.
 
 // One WHERE clause as a condition on a column of the table.
@@ -268,7 +268,7 @@ struct AqpQueryShape {
 bool aqp_mentions_approx(Node* node);
 // Does this query level filter, limit or compare its rows (WHERE, JOIN ...
 // ON, HAVING, LIMIT / OFFSET, DISTINCT, set operations)? A level above
-// approx_* aggregates that does acts on estimates (aqp_sample_judge.cpp).
+// approx_* aggregates that does acts on estimates (sample/judge.cpp).
 bool aqp_query_filters_rows(const Query* q);
 // nullptr and *shape filled in when the query has the shape (some synopsis
 // may answer it), else the reason.
@@ -278,7 +278,7 @@ bool aqp_is_number_type(Oid type);
 // added (int2/4/8, float4, numeric -> float8): the Var, or nullptr.
 Var* aqp_strip_to_var(Node* node);
 
-// ---- in aqp_planner.cpp ----------------------------------------------------------------
+// ---- in box/planner.cpp ----------------------------------------------------------------
 // The create_upper_paths_hook: the query's shape, the synopsis that answers it,
 // the CustomPath over a fresh exact child; else the reason for last_run().
 extern create_upper_paths_hook_type aqp_prev_upper_paths_hook;
@@ -296,11 +296,11 @@ bool aqp_row_security_applies(const RangeTblEntry* rte, bool* env_dependent);
 void aqp_upper_paths(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_rel, RelOptInfo* output_rel,
                      void* extra);
 
-// ---- in aqp_scan.cpp -----------------------------------------------------------------
+// ---- in box/scan.cpp -----------------------------------------------------------------
 // The CustomPath's plan, the CustomScan's methods and EXPLAIN.
 extern const CustomPathMethods aqp_path_methods;
 void aqp_scan_register(void);
 
-// ---- in aqp_scan_exec.cpp, aqp_boxes.cpp (aqp_scan_state.h) -----------------------------
+// ---- in box/scan_exec.cpp, box/boxes.cpp (box/scan_state.h) -----------------------------
 // The executor: the boxes of the conditions and groups, the engine's
 // estimates, the rows or the fallback to the exact child plan.

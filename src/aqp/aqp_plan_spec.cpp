@@ -3,7 +3,7 @@
 // form_pgstrom_plan_info / deform_pgstrom_plan_info do for its CustomScans
 // (heterodb/pg-strom, src/gpu_join.c): the "Approx Synopsis Scan"
 // (AqpPlanSpec, aqp.h) and the "Approx Sample Scan" (AqpSampleSpec,
-// aqp_sample.h). The lists hold Integer, Boolean, String, Const and List nodes
+// sample/internal.h). The lists hold Integer, Boolean, String, Const and List nodes
 // (and the sample plan, a PlannedStmt) only, so copyObject (the plan cache),
 // outfuncs and readfuncs reproduce them; the box path's expressions go to
 // custom_exprs, where setrefs fixes them. Layout of a private list:
@@ -26,7 +26,7 @@
 //     having_column, List having_checks, String unjudged ("": none)), then
 //     the sample plan (PlannedStmt).
 #include "aqp/aqp.h"
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

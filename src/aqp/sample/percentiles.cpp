@@ -3,7 +3,7 @@
 // partial aggregation: ordered-set answers need every value); the final
 // function asks the engine (core/sample_estimate.hpp) for the weighted
 // percentile and its Woodruff interval.
-#include "aqp/aqp_sample_aggregates.h"
+#include "aqp/sample/aggregates.h"
 
 #include "runtime/aggregate_state.h"
 

@@ -3,16 +3,16 @@
 // again with the sampled table replaced by its sample relation and each
 // approx_* Aggref by its weighted form (aqp.h), and returns the exact plan
 // under an "Approx Sample Scan" that runs the sample plan first
-// (aqp_sample_scan.cpp).
+// (sample/scan.cpp).
 //
-// Files: the survey and the choice of the table (aqp_sample_survey.cpp), the
-// rewrite of the copy (aqp_sample_rewrite.cpp), this hook. The exact plan
+// Files: the survey and the choice of the table (sample/survey.cpp), the
+// rewrite of the copy (sample/rewrite.cpp), this hook. The exact plan
 // comes first, from the untouched Query (standard_planner scribbles on its
 // input, so the copy is taken before). The copy is planned separately by
 // standard_planner into its own PlannedStmt (no merging of range tables,
 // PARAM_EXEC or subplan ids), kept in the node's custom_private and run
 // nested by the executor.
-#include "aqp/aqp_sample_plan.h"
+#include "aqp/sample/plan.h"
 
 extern "C" {
 #include "access/xact.h"

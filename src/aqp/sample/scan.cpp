@@ -1,5 +1,5 @@
 // The "Approx Sample Scan": the top node of a statement the sample path
-// answers (aqp_sample_planner.cpp). Its outer child is the exact plan; its
+// answers (sample/planner.cpp). Its outer child is the exact plan; its
 // custom_private holds the sample plan, a PlannedStmt of its own. On the
 // first row it pins the synopsis, locks the sample relation, pushes the
 // sample's design for the weighted aggregates and runs the sample plan
@@ -13,7 +13,7 @@
 // ruleutils.c set_deparse_plan: outer_plan = lefttree); the target list =
 // INDEX_VAR references to custom_scan_tlist (no projection). The child
 // hangs on lefttree, initialised and ended by this node.
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "synopsis/synopsis_table.h"
 
@@ -178,7 +178,7 @@ static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
 }
 
 // The plan's measures whose spread the final functions may borrow: all of
-// them for the role the plan was made for (aqp_sample_rewrite.cpp decided
+// them for the role the plan was made for (sample/rewrite.cpp decided
 // for it), none for another (a cursor fetched after SET ROLE): a list of
 // as many nullptrs, so that the aggregates' measure numbers stay valid.
 static List* measures_for_role(const AqpSampleSpec& spec) {

@@ -1,16 +1,16 @@
 // The sample path (DESIGN.md "Approximate aggregates in plain SQL"): the
 // query planned again over the sampled table's sample relation with the
 // weighted aggregates (aqp.h), run nested by an "Approx Sample Scan" over
-// the exact plan. Planner side: aqp_sample_planner.cpp (the hook),
-// aqp_sample_survey.cpp (the table and its synopsis), aqp_sample_rewrite.cpp
-// (the copy over the sample), internal header aqp_sample_plan.h; the node:
-// aqp_sample_scan.cpp, the rules that judge its answer (missing groups,
-// empty executions, unseen strata): aqp_sample_verdict.cpp, its spec as nodes in
+// the exact plan. Planner side: sample/planner.cpp (the hook),
+// sample/survey.cpp (the table and its synopsis), sample/rewrite.cpp
+// (the copy over the sample), internal header sample/plan.h; the node:
+// sample/scan.cpp, the rules that judge its answer (missing groups,
+// empty executions, unseen strata): sample/verdict.cpp, its spec as nodes in
 // aqp_plan_spec.cpp (beside the box path's); the weighted
-// aggregates: aqp_sample_aggregates.cpp, their design stack and guard:
-// aqp_sample_design.cpp, the measures whose spread they borrow:
-// aqp_sample_measure.cpp; what the guard judges beyond each interval
-// (ranking under LIMIT, HAVING): aqp_sample_judge.cpp.
+// aggregates: sample/aggregates.cpp, their design stack and guard:
+// sample/design.cpp, the measures whose spread they borrow:
+// sample/measure.cpp; what the guard judges beyond each interval
+// (ranking under LIMIT, HAVING): sample/judge.cpp.
 #pragma once
 
 #include "aqp/aqp.h"
@@ -41,16 +41,16 @@ struct AqpSampleSpec {
     bool groups_within_strata;  // GROUP BY includes every stratify column (AqpSampleDesign)
     bool role_dependent;  // planning only: a synopsis of some role was considered
     // SQL counting the groups the other tables allow (an upper bound), or
-    // nullptr: some group key is not a dimension's (aqp_sample_domain.cpp).
+    // nullptr: some group key is not a dimension's (sample/domain.cpp).
     const char* domain_sql;
     // The SUM / AVG arguments whose spread the final functions borrow, over
-    // the sample relation's columns (aqp_sample_measure.cpp); the weighted
+    // the sample relation's columns (sample/measure.cpp); the weighted
     // aggregates name theirs by position (AqpSampleDesign::measures). Only
     // those the role the plan was made for (spread_role) may borrow: another
-    // role running the plan borrows none (aqp_sample_rewrite.cpp).
+    // role running the plan borrows none (sample/rewrite.cpp).
     List* measures;
     Oid spread_role;
-    // What the guard judges besides each interval (aqp_sample_judge.cpp).
+    // What the guard judges besides each interval (sample/judge.cpp).
     // The sample plan's output has hidden_columns more columns than the
     // query's, after them: rank_column (1-based, 0: none), the interval
     // (_ci) of the approximate aggregate the LIMIT ranks by, rank_desc its
@@ -69,7 +69,7 @@ struct AqpSampleSpec {
 };
 
 // An aggregate argument as a measure over the sample relation's columns
-// (aqp_sample_measure.cpp): a copy when it is numeric columns, constants,
+// (sample/measure.cpp): a copy when it is numeric columns, constants,
 // built-in + - * / and casts between numeric types, each Var replaced by
 // map_var's answer; nullptr otherwise (or when map_var gives nullptr).
 Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void* arg);
@@ -89,7 +89,7 @@ approx::sample::StratumSpread** aqp_sample_measure_spreads(Oid sample_relid, int
                                                           MemoryContext result_cxt);
 
 // The guard's judgement of ranking and HAVING over approximate aggregates
-// (aqp_sample_judge.cpp). At planning, after the weighted forms replaced the
+// (sample/judge.cpp). At planning, after the weighted forms replaced the
 // approx_* Aggrefs of q (the aggregated level of the statement copy): adds
 // the hidden columns and fills the spec's judgement fields.
 // At execution, with the guard set: nullptr when every row the node returns
@@ -113,7 +113,7 @@ const char* aqp_sample_state_problem(int n_strata, int n_measures);
 extern int aqp_sample_max_state_kb;
 extern int aqp_sample_spread_cache_kb;
 
-// The rules that judge the sample plan's answer (aqp_sample_verdict.cpp),
+// The rules that judge the sample plan's answer (sample/verdict.cpp),
 // for the node: each gives why the exact plan must answer, or nullptr.
 struct AqpSampleVerdict {
     const AqpSampleSpec* spec;

@@ -4,7 +4,7 @@
 // around the nested execution and pops it after; an error between the two
 // leaves entries behind, which the (sub)transaction's abort removes
 // (RegisterXactCallback / RegisterSubXactCallback, access/xact.h).
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "core/sample_estimate.hpp"
 
@@ -146,7 +146,7 @@ const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, 
     return nullptr;
 }
 
-// How many sample rows the groups' answers rest on (aqp_sample_scan.cpp's
+// How many sample rows the groups' answers rest on (sample/scan.cpp's
 // missing-groups rule), each group counted once. The final functions of one
 // group run one after another in aggregate order (nodeAgg.c,
 // finalize_aggregates), so a call from the same Agg with a higher aggno is

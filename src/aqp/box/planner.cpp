@@ -1,6 +1,6 @@
 // The planner side of approximate aggregates in SQL: a
 // create_upper_paths_hook that, at UPPERREL_GROUP_AGG, takes a query of the
-// shape the box path answers (aqp_query_shape.cpp) and adds a CustomPath
+// shape the box path answers (box/query_shape.cpp) and adds a CustomPath
 // answering it from the most recently built fresh synopsis of the table
 // covering every column it mentions, among those that may answer the
 // current role (table_synopsis_answers: the table owner's and its own).
@@ -14,7 +14,7 @@
 // child is a fresh AggPath over input_rel's cheapest path (add_path may
 // pfree a path already in output_rel once ours dominates it).
 #include "aqp/aqp.h"
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "synopsis/synopsis_table.h"
 
@@ -80,7 +80,7 @@ static const char* encoding_mismatch(const TableSynopsis* ts, int col, const Aqp
 // GROUP BY takes a column by its type, never by the synopsis' choice of
 // smoothing (which the user cannot predict): dictionary columns and whole
 // numbers (integers, dates, timestamps); the groups' boxes treat them as exact
-// (aqp_scan_exec.cpp, run_estimates).
+// (box/scan_exec.cpp, run_estimates).
 bool aqp_group_column_ok(const TableSynopsis* ts, int j) {
     if (ts->encoding[j] == ValueEncoding::Dictionary) return true;
     switch (ts->atttype[j]) {

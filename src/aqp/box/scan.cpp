@@ -3,7 +3,7 @@
 // box in one engine call per aggregate kind; falls back to its child (the
 // exact aggregation plan) when the synopsis is gone, stale, or an answer is
 // less precise than approx_gpu.max_relative_error allows. This file holds its
-// plan, its methods and EXPLAIN; the executor is aqp_scan_exec.cpp.
+// plan, its methods and EXPLAIN; the executor is box/scan_exec.cpp.
 //
 // Plan shape (PostgreSQL 15, nodes/extensible.h, executor/nodeCustom.c,
 // optimizer/plan/setrefs.c set_customscan_references): scanrelid = 0;
@@ -13,7 +13,7 @@
 // node produces. custom_private is the plan spec (aqp_plan_spec.cpp);
 // custom_exprs hold its comparison values (Consts, Params, stable
 // expressions), fixed by setrefs and evaluated at executor start.
-#include "aqp/aqp_scan_state.h"
+#include "aqp/box/scan_state.h"
 
 static constexpr const char* kNodeName = "Approx Synopsis Scan";
 extern const CustomScanMethods aqp_scan_methods;

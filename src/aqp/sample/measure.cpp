@@ -9,7 +9,7 @@
 // arithmetic in double precision (an overflow becomes an infinity, a
 // division by zero a non-finite value: the row is left out), and only the
 // built-in + - * / and casts between numeric types qualify.
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "core/sample_estimate.hpp"
 
