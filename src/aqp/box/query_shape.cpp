@@ -1,10 +1,10 @@
-// Recognition of the query shape the box path answers (AqpQueryShape, aqp.h):
+// Recognition of the query shape the box path answers (AqpQueryShape, box/internal.h):
 //   SELECT [group cols,] approx_*(...) FROM t WHERE <AND of col op value>
 //   [GROUP BY plain columns] [HAVING ...]
 // read from the planner's structures at UPPERREL_GROUP_AGG: the range table,
 // the grouping clause, the target list and HAVING's aggregates, t's
 // baserestrictinfo. Anything else gives the reason last_run() reports.
-#include "aqp/aqp.h"
+#include "aqp/box/internal.h"
 #include "synopsis/synopsis_codec.h"
 
 extern "C" {

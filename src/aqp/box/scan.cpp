@@ -10,7 +10,7 @@
 // custom_scan_tlist = the group Vars, then every Aggref of the target list
 // and HAVING, so that setrefs turns the target list and the HAVING qual into
 // INDEX_VAR references to it and ExecScan evaluates them over the tuples this
-// node produces. custom_private is the plan spec (aqp_plan_spec.cpp);
+// node produces. custom_private is the plan spec (box/spec.cpp);
 // custom_exprs hold its comparison values (Consts, Params, stable
 // expressions), fixed by setrefs and evaluated at executor start.
 #include "aqp/box/scan_state.h"
@@ -107,3 +107,7 @@ static Node* create_aqp_state(CustomScan* cs) {
 const CustomScanMethods aqp_scan_methods = {kNodeName, create_aqp_state};
 
 void aqp_scan_register(void) { RegisterCustomScanMethods(&aqp_scan_methods); }
+
+bool aqp_is_box_scan(const CustomScan* cs) {
+    return cs->methods != nullptr && strcmp(cs->methods->CustomName, kNodeName) == 0;
+}

@@ -3,7 +3,7 @@
 // translation of its conditions and groups into boxes (box/boxes.cpp).
 #pragma once
 
-#include "aqp/aqp.h"
+#include "aqp/box/internal.h"
 
 #include "synopsis/synopsis_table.h"
 

@@ -1,4 +1,4 @@
-// The weighted (Horvitz-Thompson) aggregates of the sample path (aqp.h):
+// The weighted (Horvitz-Thompson) aggregates of the sample path (sample/internal.h):
 // sample_count / sample_sum / sample_avg (internal state: per stratum the
 // moments of the group's rows; combine, serialise, deserialise: the nested
 // plan may be parallel), each with its _ci form, and the argument and
@@ -259,7 +259,7 @@ void sample_aggs::check_stratum_in_design(int32 s, const AqpSampleDesign* d, con
 // approx_gpu.max_relative_error set, trips the guard where the interval is
 // too wide or the sample cannot bound the answer (box/scan_exec.cpp's rule).
 Datum sample_aggs::answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, const char* fn) {
-    // The group this final function answers for (aqp.h): its Agg and aggno.
+    // The group this final function answers for (sample/internal.h): its Agg and aggno.
     Aggref* aggref = AggGetAggref(fcinfo);
     AggState* agg = fcinfo->context != nullptr && IsA(fcinfo->context, AggState)
                         ? reinterpret_cast<AggState*>(fcinfo->context)

@@ -4,7 +4,7 @@
 // the answer they return.
 #pragma once
 
-#include "aqp/aqp.h"
+#include "aqp/sample/internal.h"
 
 extern "C" {
 #include "fmgr.h"

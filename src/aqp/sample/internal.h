@@ -1,19 +1,8 @@
-// The sample path (DESIGN.md "Approximate aggregates in plain SQL"): the
-// query planned again over the sampled table's sample relation with the
-// weighted aggregates (aqp.h), run nested by an "Approx Sample Scan" over
-// the exact plan. Planner side: sample/planner.cpp (the hook),
-// sample/survey.cpp (the table and its synopsis), sample/rewrite.cpp
-// (the copy over the sample), internal header sample/plan.h; the node:
-// sample/scan.cpp, the rules that judge its answer (missing groups,
-// empty executions, unseen strata): sample/verdict.cpp, its spec as nodes in
-// aqp_plan_spec.cpp (beside the box path's); the weighted
-// aggregates: sample/aggregates.cpp, their design stack and guard:
-// sample/design.cpp, the measures whose spread they borrow:
-// sample/measure.cpp; what the guard judges beyond each interval
-// (ranking under LIMIT, HAVING): sample/judge.cpp.
+// Declarations the sample path's files share (aqp/sample.h lists them);
+// included only inside src/aqp/sample/.
 #pragma once
 
-#include "aqp/aqp.h"
+#include "aqp/sample.h"
 
 extern "C" {
 #include "nodes/params.h"
@@ -22,8 +11,101 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
+// ---- the sample path's weighted aggregates (sample/design.cpp: the design stack,
+// ---- the guard, the OIDs; sample/aggregates.cpp: the aggregates; the estimates
+// ---- and intervals: src/core/sample_estimate.hpp) -----------------------------------------
+// The sample path (src/aqp/sample/) plans the query again with the sampled
+// table replaced by its sample relation and each approx_* Aggref by its
+// weighted (Horvitz-Thompson) form, which also takes the row's stratum and
+// the sample relation's OID (a Const):
+//   approx_gpu_internal.sample_count(int4 stratum, oid sample)         COUNT(*); COUNT(expr) with
+//                                                                       FILTER (WHERE expr IS NOT NULL)
+//   approx_gpu_internal.sample_sum(float8 x, int4 stratum, oid sample, int4 measure)
+//                                                                also sample_avg; measure: which of
+//                                                                the design's measures x is (1-based;
+//                                                                0: none), for its spread
+//   approx_gpu_internal.sample_percentile_cont(float8 x, int4 stratum, oid sample, float8 fraction)
+//                                                                also _disc (plain aggregates:
+//                                                                the fraction is a direct argument;
+//                                                                ORDER BY x DESC / USING > passes
+//                                                                the stratum negated, -s: strata are
+//                                                                >= 1, so no signature of its own;
+//                                                                another USING operator: exact path)
+// and each its _ci form (approx_estimate). Their final functions read the
+// design of their sample: per stratum s = 1..n_strata the table's rows N_s
+// and the sample's rows m_s (weights N_s / m_s, computed at query time).
+struct AqpSampleDesign {
+    Oid sample_relid;
+    int n_strata;
+    const double* rows;     // N_s, n_strata entries
+    const double* sampled;  // m_s
+    // Every group's rows lie in the strata where the sample saw the group
+    // (e.g. GROUP BY includes the stratify columns or the partition key):
+    // intervals then allow nothing for strata a group was not seen in;
+    // otherwise each stratum not sampled whole may hold rows of any group
+    // that the sample missed, and its intervals say so.
+    bool groups_within_strata = false;
+    // The sample plan's measures: the SUM / AVG arguments that are
+    // arithmetic over the sample's columns (aqp_sample_measure_copy), owned
+    // by the plan, valid while the design is pushed.
+    List* measures = NIL;
+};
+// The sample plan's node pushes the design around its nested execution (a
+// stack: nested sample plans); final functions find theirs by sample_relid
+// (none: ERROR 55000, the aggregates are for sample plans only). Reset at
+// transaction end; a subtransaction's abort drops what it pushed. Final
+// functions must run in the backend that pushed (a Finalize Aggregate above
+// Gather does; a single-copy Gather of debug_parallel_query would not).
+// Transition functions need no design (parallel workers have none); a row's
+// stratum outside 1..n_strata is ERROR 22023 at the final function.
+void aqp_sample_design_push(const AqpSampleDesign* design);  // copied; ERROR 22023 if malformed
+void aqp_sample_design_pop(void);
+// The innermost pushed design of sample_relid, or nullptr.
+const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid);
+// The spread of the design's measure number `measure` per stratum
+// (core/sample_estimate.hpp: n_strata entries): at the first call, for all
+// the design's measures, from what this backend kept or one pass over the
+// sample (aqp_sample_measure_spreads); nullptr for measure 0, a measure the
+// pass cannot evaluate, or no design. A measure outside the design's list
+// is ERROR 22023 naming fn.
+namespace approx::sample {
+struct StratumSpread;
+}
+const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, int measure, const char* fn);
+// The guard, read by the node after the nested run: with
+// approx_gpu.max_relative_error set, a final function whose group's interval
+// is too wide (or that the sample cannot estimate) records why; the node then
+// runs the exact plan instead.
+void aqp_sample_guard_reset(void);
+void aqp_sample_guard_trip(const char* reason);  // the first reason is kept
+const char* aqp_sample_guard_reason(void);        // nullptr: not tripped
+// Each final function also reports its group's sample rows (agg: the
+// AggState, aggno: the Aggref's; plain: an ungrouped Agg): consecutive
+// reports of one Agg with rising aggno are one group, whose count is the
+// most rows any of its aggregates saw. Groups resting on 1 and on 2 sample
+// rows estimate how many groups the sample missed; a plain Agg's group is
+// one execution of the aggregated level (a correlated subquery runs it once
+// per outer row), empty when no sample row reached it. Reset with the guard.
+// (AqpSampleGroups: aqp.h, beside the missing-groups rule.)
+struct AqpSampleExecutions {
+    int64 total, empty;  // of ungrouped aggregated levels
+};
+void aqp_sample_guard_count_group(const void* agg, int aggno, bool plain, double sample_rows);
+AqpSampleGroups aqp_sample_guard_groups(void);
+AqpSampleExecutions aqp_sample_guard_executions(void);
+// The strata (0-based) the final functions saw sample rows of.
+void aqp_sample_guard_saw_stratum(int32 s);
+bool aqp_sample_guard_stratum_seen(int32 s);
+// The Aggref location that marks the sample plan's own unfiltered
+// sample_count beside FILTERed aggregates (sample/rewrite.cpp): it
+// reports its group's rows and strata, never trips the guard, and its
+// column is junk.
+constexpr int kAqpGroupRowsLocation = -2;
+// The pg_proc OID of the weighted form of `agg` (cached, reset on any pg_proc change).
+Oid aqp_sample_aggregate(AqpAgg agg);
+
 // What the node needs besides the two plans (custom_private, as plain nodes:
-// aqp_sample_spec_form in aqp_plan_spec.cpp, plan kind AQP_PLAN_SAMPLE).
+// aqp_sample_spec_form in sample/spec.cpp, plan kind AQP_PLAN_SAMPLE).
 struct AqpSampleSpec {
     Oid relid;  // the synopsis, pinned again by this identity at execution
     Oid owner;
@@ -79,9 +161,6 @@ Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void
 // result_cxt; entry j is nullptr when measure j is not one the pass can
 // evaluate. Raises nothing the measures' arithmetic could (it runs in
 // double precision).
-namespace approx::sample {
-struct StratumSpread;
-}
 namespace approx::synopsis {
 struct Synopsis;
 }
@@ -135,28 +214,12 @@ const char* aqp_sample_verdict(AqpSampleVerdict* v, int64 offset, int64 count);
 // Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params);
 
-// approx_gpu.box_path (default on): off sends the box path's queries to the sample path.
-extern bool aqp_box_path_enabled;
-// approx_gpu.box_path_max_groups (default 16): a GROUP BY with more groups in
-// the sample goes to the sample path (a box per group costs a pass over the sample each).
-extern int aqp_box_path_max_groups;
-
-// Why the box path did not answer the statement being planned (nullptr:
-// it did not look); the sample path's own reason is added to it.
-extern const char* aqp_box_path_reason;
-
-// Settings, the planner hook, the node's methods (from aqp_init).
-void aqp_sample_init(void);
+// The node's methods (from aqp_sample_init).
 void aqp_sample_scan_register(void);
-// False while planning a statement the hook did not see: the library was
-// loaded by that statement's planning (the aggregates' support function).
-bool aqp_sample_path_considered(void);
-// Is this CustomScan the box path's node?
-bool aqp_is_box_scan(const CustomScan* cs);
 // The exact statement with an Approx Sample Scan on top that runs `sample`
 // first; plan-cache dependencies merged.
 PlannedStmt* aqp_sample_wrap(PlannedStmt* exact, PlannedStmt* sample, const AqpSampleSpec* spec, int cursor_options);
-// The node's custom_private: the spec and the sample plan (aqp_plan_spec.cpp);
+// The node's custom_private: the spec and the sample plan (sample/spec.cpp);
 // the reader takes the nodes back (they are not copied).
 List* aqp_sample_spec_form(const AqpSampleSpec* spec, PlannedStmt* sample);
 void aqp_sample_spec_deform(List* priv, AqpSampleSpec* spec, PlannedStmt** sample);

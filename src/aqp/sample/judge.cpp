@@ -111,29 +111,6 @@ List* having_check(Query* q, Node* c, AqpSampleSpec* spec) {
 
 }  // namespace
 
-// A level above the aggregated one that filters, limits or compares rows
-// (the guard judges only the aggregated level's own LIMIT and HAVING).
-static bool jointree_filters(Node* jt) {
-    if (jt == nullptr) return false;
-    if (IsA(jt, FromExpr)) {
-        FromExpr* f = reinterpret_cast<FromExpr*>(jt);
-        ListCell* lc;
-        foreach (lc, f->fromlist)
-            if (jointree_filters(static_cast<Node*>(lfirst(lc)))) return true;
-        return f->quals != nullptr;
-    }
-    if (IsA(jt, JoinExpr)) {
-        JoinExpr* j = reinterpret_cast<JoinExpr*>(jt);
-        return j->quals != nullptr || jointree_filters(j->larg) || jointree_filters(j->rarg);
-    }
-    return false;
-}
-bool aqp_query_filters_rows(const Query* q) {
-    return q->limitCount != nullptr || q->limitOffset != nullptr || q->havingQual != nullptr ||
-           q->distinctClause != NIL || q->setOperations != nullptr ||
-           jointree_filters(reinterpret_cast<Node*>(q->jointree));
-}
-
 namespace {
 
 struct Above {

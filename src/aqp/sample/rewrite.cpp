@@ -7,7 +7,7 @@
 // the join tree: the executor checks the caller's privileges on it
 // (ExecCheckRTPerms reads requiredPerms / selectedCols / checkAsUser from every
 // RTE_RELATION), the plan cache locks it and the plan depends on it. Each
-// approx_* Aggref becomes its weighted form (aqp.h).
+// approx_* Aggref becomes its weighted form (sample/internal.h).
 #include "aqp/sample/plan.h"
 
 extern "C" {
@@ -226,7 +226,7 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
         case AQP_PERCENTILE_DISC: {
             Expr* fraction = static_cast<Expr*>(linitial(a->aggdirectargs));
             // ORDER BY x DESC / USING >: the stratum goes in negated (strata
-            // are >= 1, so its sign is free; aqp.h); sample/survey.cpp
+            // are >= 1, so its sign is free; sample/internal.h); sample/survey.cpp
             // sent any other ordering operator to the exact path.
             if (aqp_percentile_order(a) == AqpPercentileOrder::Descending)
                 stratum = reinterpret_cast<Expr*>(makeFuncExpr(F_INT4UM, INT4OID, list_make1(stratum), InvalidOid,
@@ -240,7 +240,7 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
     return reinterpret_cast<Node*>(n);
 }
 
-// The missing-groups rule counts a group's sample rows (aqp.h); a FILTER
+// The missing-groups rule counts a group's sample rows (sample/internal.h); a FILTER
 // hides some from its aggregate, so beside FILTERed aggregates the grouped
 // top level gets an unfiltered sample_count as a junk column: it reports the
 // group's rows, is marked by its location and trips no guard.

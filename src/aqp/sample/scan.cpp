@@ -40,10 +40,6 @@ extern "C" {
 static constexpr const char* kNodeName = "Approx Sample Scan";
 extern const CustomScanMethods aqp_sample_scan_methods;
 
-bool aqp_is_box_scan(const CustomScan* cs) {
-    return cs->methods != nullptr && strcmp(cs->methods->CustomName, "Approx Synopsis Scan") == 0;
-}
-
 // ---- plan ---------------------------------------------------------------------------
 
 static int max_node_id(Plan* p) {
@@ -112,7 +108,7 @@ struct ApproxSampleState {
     TupleTableSlot* nested_slot;
     int* column_of;  // scan attribute -> sample plan's output column (0-based), -1: junk (NULL)
     int64 returned, skipped, groups;
-    int64 executions;  // of an ungrouped aggregated level in the sample plan (aqp.h)
+    int64 executions;  // of an ungrouped aggregated level in the sample plan (sample/internal.h)
     int64 limit_count, limit_offset;  // spec.limit_* evaluated (-1: no limit)
     AqpSampleVerdict verdict;          // the rules that judge the sample plan's answer
 };
