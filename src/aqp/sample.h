@@ -17,7 +17,9 @@
 //   aggregates     sample/percentiles.cpp (internal header
 //                  sample/aggregates.h), their design stack and guard:
 //                  sample/design.cpp, the measures whose spread they borrow:
-//                  sample/measure.cpp
+//                  sample/measure.cpp (the planner's copy over the sample),
+//                  sample/measure_spread.cpp (the pass over the sample at
+//                  execution, the spreads each backend keeps)
 // Declarations they share: sample/internal.h (included only inside
 // src/aqp/sample/).
 #pragma once

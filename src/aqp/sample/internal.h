@@ -155,12 +155,19 @@ struct AqpSampleSpec {
 // built-in + - * / and casts between numeric types, each Var replaced by
 // map_var's answer; nullptr otherwise (or when map_var gives nullptr).
 Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void* arg);
-// One pass over the sample relation: per measure (aqp_sample_measure_copy's
-// copies over this relation's columns) and stratum (1..n_strata, its last
-// column) the moments of the measure's finite values on every row, in
-// result_cxt; entry j is nullptr when measure j is not one the pass can
-// evaluate. Raises nothing the measures' arithmetic could (it runs in
-// double precision).
+// What qualifies, for the copy and for the pass that evaluates it
+// (sample/measure.cpp): a built-in arithmetic operator over numeric types,
+// its symbol ('\0': not one); a built-in cast from one numeric type to
+// another; an integer type.
+char aqp_sample_measure_operator(const OpExpr* op);
+bool aqp_sample_measure_cast(const FuncExpr* f);
+bool aqp_sample_integer_type(Oid type);
+// One pass over the sample relation (sample/measure_spread.cpp): per
+// measure (aqp_sample_measure_copy's copies over this relation's columns)
+// and stratum (1..n_strata, its last column) the moments of the measure's
+// finite values on every row, in result_cxt; entry j is nullptr when
+// measure j is not one the pass can evaluate. Raises nothing the measures'
+// arithmetic could (it runs in double precision).
 namespace approx::synopsis {
 struct Synopsis;
 }
@@ -181,10 +188,11 @@ const char* aqp_sample_judge(const AqpSampleSpec* spec, Tuplestorestate* store, 
 bool aqp_sample_having_passes(const AqpSampleSpec* spec, TupleTableSlot* slot);
 // Which approx_* aggregate a weighted Aggref stands for (false: none).
 bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
-// The bytes a statement's spread pass over n_strata strata holds for
-// n_measures measures, and why that is past approx_gpu.sample_max_state
-// (nullptr: within it): the planner takes the exact path with that reason,
-// and a plan made under a larger setting falls back at execution.
+// The bytes a statement's spread pass (sample/measure_spread.cpp) over
+// n_strata strata holds for n_measures measures, and why that is past
+// approx_gpu.sample_max_state (nullptr: within it): the planner takes the
+// exact path with that reason, and a plan made under a larger setting falls
+// back at execution.
 double aqp_sample_state_bytes(int n_strata, int n_measures);
 const char* aqp_sample_state_problem(int n_strata, int n_measures);
 // approx_gpu.sample_max_state (kB, superuser): that budget;
