@@ -37,10 +37,11 @@ else
 WITH_CUDA  ?= 1
 endif
 
-# Glue: src/*.cpp and one folder per feature (src/<feature>/*.cpp); src/core/
-# is the engines' folder and is listed apart (globbing src/*/*.cpp alone would
-# build the engines twice and link gpu_none.cpp's CPU stubs beside CUDA's).
-GLUE_DIRS   = $(filter-out src/core/,$(sort $(dir $(wildcard src/*/*.cpp))))
+# Glue: src/*.cpp and one folder per feature (src/<feature>/*.cpp), with one
+# level of subfolders (src/aqp/box/*.cpp); src/core/ is the engines' folder and
+# is listed apart (globbing src/*/*.cpp alone would build the engines twice and
+# link gpu_none.cpp's CPU stubs beside CUDA's).
+GLUE_DIRS   = $(filter-out src/core/%,$(sort $(dir $(wildcard src/*/*.cpp src/*/*/*.cpp))))
 GLUE_SRCS   = $(wildcard src/*.cpp) $(foreach d,$(GLUE_DIRS),$(wildcard $(d)*.cpp))
 GLUE_HDRS   = $(wildcard src/*.h) $(foreach d,$(GLUE_DIRS),$(wildcard $(d)*.h))
 CORE_SRCS   = $(filter-out src/core/gpu_none.cpp,$(wildcard src/core/*.cpp))
@@ -70,7 +71,7 @@ NVCC_ARCH   = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
 NVCCFLAGS   = -std=c++17 -O3 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -DAPPROX_WITH_CUDA \
               -I$(CUDA_HOME)/include/cccl -Isrc -I. --expt-relaxed-constexpr -lineinfo
 
-EXTRA_CLEAN = build src/*.bc src/*/*.bc test/bench/*.o test/unit/*.o
+EXTRA_CLEAN = build src/*.bc src/*/*.bc src/*/*/*.bc test/bench/*.o test/unit/*.o
 
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)

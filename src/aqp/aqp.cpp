@@ -1,17 +1,14 @@
-// The aqp feature's entry point (files listed in aqp.h): its settings, the
-// planner hook and the CustomScan methods, registered from _PG_init.
+// The aqp feature's entry point (aqp.h): the shared settings, then each
+// path's settings, hook and CustomScan methods (aqp/box.h, aqp/sample.h),
+// then the planner hook that chooses between them, registered from _PG_init.
 #include "runtime/runtime.h"
 #include "aqp/aqp.h"
-#include "aqp/aqp_sample.h"
-
-extern "C" {
-#include "optimizer/planner.h"
-}
+#include "aqp/box.h"
+#include "aqp/sample.h"
 
 void aqp_init(void) {
     aqp_define_settings();
-    aqp_scan_register();
-    aqp_prev_upper_paths_hook = create_upper_paths_hook;
-    create_upper_paths_hook = aqp_upper_paths;
+    aqp_box_init();
     aqp_sample_init();
+    aqp_planner_init();
 }

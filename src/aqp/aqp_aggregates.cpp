@@ -1,8 +1,8 @@
 // The approx_* aggregates over rows: run over rows they give the exact answer
 // (count(*) and count(x) as float8, sum and avg like sum(float8) and
 // avg(float8), the percentiles as percentile_cont / percentile_disc, the _ci
-// forms with lower = upper = estimate). The planner hook and the CustomScan
-// (aqp.h lists their files) answer the same Aggrefs from a synopsis.
+// forms with lower = upper = estimate). The planner hooks and the CustomScans
+// of the two paths (aqp.h) answer the same Aggrefs from a synopsis.
 //
 // The transition functions carry a planner support function,
 // approx_gpu_aqp_support: the planner calls it while costing aggregates
@@ -33,7 +33,7 @@ extern "C" {
 
 double aqp_confidence = 0.95;
 double aqp_max_relative_error = 0;
-int aqp_box_memory_limit_kb = 256 * 1024;
+double aqp_max_missing_groups = 0.05;
 
 // ---- transition and final functions ------------------------------------------------
 
@@ -215,12 +215,11 @@ void aqp_define_settings(void) {
                              "When a group's half-width at approx_gpu.confidence exceeds this fraction of its "
                              "estimate, or its box holds no sample row, the query runs over the rows instead.",
                              &aqp_max_relative_error, 0, 0, 1e6, PGC_USERSET, 0, nullptr, nullptr, nullptr);
-    // Superuser-only: the conditions' text decides how many boxes a query
-    // builds (two 4,096-value IN lists: 2^24), so no role may raise this.
-    DefineCustomIntVariable("approx_gpu.box_memory_limit",
-                            "Memory the boxes of one synopsis answer may take (groups x condition boxes).",
-                            "A query whose boxes would need more runs over the rows instead (last_run() says why).",
-                            &aqp_box_memory_limit_kb, 256 * 1024, 64, INT_MAX, PGC_SUSET, GUC_UNIT_KB, nullptr, nullptr,
-                            nullptr);
+    DefineCustomRealVariable("approx_gpu.max_missing_groups",
+                             "Largest estimated share of groups a GROUP BY over a sample may miss; more runs the "
+                             "exact plan.",
+                             "Estimated from the groups the sample saw once and twice (Chao1). 1: never fall back "
+                             "for missing groups.",
+                             &aqp_max_missing_groups, 0.05, 0.0, 1.0, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     CacheRegisterSyscacheCallback(PROCOID, forget_agg_oids, 0);
 }

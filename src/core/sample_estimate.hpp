@@ -1,6 +1,6 @@
 // Weighted (Horvitz-Thompson) aggregates over a stratified sample, with
 // honest intervals: the sample path's COUNT / SUM / AVG and percentiles
-// (plain C++ API, no PostgreSQL; the glue is src/aqp/aqp_sample_aggregates.cpp).
+// (plain C++ API, no PostgreSQL; the glue is src/aqp/sample/aggregates.cpp).
 //
 // A group's state is, per stratum s it touched, the moments of its rows
 // there (rows outside the group count as y = 0 and need no state). With the

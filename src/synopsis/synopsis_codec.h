@@ -5,7 +5,7 @@
 // query, a comparison value of any comparable type -> the column's number or
 // code; and back, a number or code -> a Datum of the column's type (group
 // keys out of the CustomScan). The build (synopsis_build.cpp), the box path
-// (aqp/aqp_boxes.cpp) and the cache's callers use these; nothing else
+// (aqp/box/boxes.cpp) and the cache's callers use these; nothing else
 // converts. test/sql/synopsis_codec.sql checks the round trip of every type.
 //
 // Numbers are float8: int8, timestamp and timestamptz values beyond 2^53 share

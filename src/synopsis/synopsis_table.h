@@ -4,7 +4,7 @@
 // side (synopsis_catalog.cpp / synopsis_named.cpp / synopsis_table_sql.cpp /
 // synopsis_cache.cpp: build, refresh, drop, freshness, the per-backend cache;
 // synopsis_codec.cpp: the values' conversions) and the planner side
-// (aqp/aqp_planner.cpp, aqp/aqp_scan.cpp, aqp/aqp_boxes.cpp).
+// (aqp/box/planner.cpp, aqp/box/scan.cpp, aqp/box/boxes.cpp).
 #pragma once
 
 #include "runtime/runtime.h"

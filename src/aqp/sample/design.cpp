@@ -1,10 +1,10 @@
 // The sample path's design stack, its guard and the OIDs of the weighted
-// aggregates (aqp.h, "the sample path's weighted aggregates"). The stack
+// aggregates (sample/internal.h, "the sample path's weighted aggregates"). The stack
 // lives in TopMemoryContext: the sample plan's node pushes its design
 // around the nested execution and pops it after; an error between the two
 // leaves entries behind, which the (sub)transaction's abort removes
 // (RegisterXactCallback / RegisterSubXactCallback, access/xact.h).
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "core/sample_estimate.hpp"
 
@@ -146,7 +146,7 @@ const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, 
     return nullptr;
 }
 
-// How many sample rows the groups' answers rest on (aqp_sample_scan.cpp's
+// How many sample rows the groups' answers rest on (sample/scan.cpp's
 // missing-groups rule), each group counted once. The final functions of one
 // group run one after another in aggregate order (nodeAgg.c,
 // finalize_aggregates), so a call from the same Agg with a higher aggno is
@@ -214,21 +214,6 @@ AqpSampleGroups aqp_sample_guard_groups(void) {
 AqpSampleExecutions aqp_sample_guard_executions(void) {
     close_group();
     return {executions, empty_executions};
-}
-
-// Chao1 (bias-corrected, Chao 1984/2005): f1 (f1 - 1) / (2 (f2 + 1)) groups unseen.
-const char* aqp_missing_groups_reason(AqpSampleGroups g, bool grouped) {
-    if (g.seen == 0)
-        return grouped ? "no sample row reached a group (the sample cannot tell an empty answer from a missed one)"
-                       : "no sample row reached the aggregates (the sample cannot tell zero from a few rows)";
-    if (!grouped) return nullptr;
-    double unseen = approx::sample::unseen_groups(g.once, g.twice);
-    double share = unseen / (static_cast<double>(g.seen) + unseen);
-    if (!(share > aqp_max_missing_groups)) return nullptr;
-    return psprintf("the sample missed an estimated %.0f%% of the groups (%.0f%% of the answers rest on one sample row; "
-                    "approx_gpu.max_missing_groups is %g)",
-                    100 * share, 100.0 * static_cast<double>(g.once) / static_cast<double>(g.seen),
-                    aqp_max_missing_groups);
 }
 
 void aqp_sample_guard_trip(const char* reason) {

@@ -1,10 +1,10 @@
 // The helpers the sample path's weighted aggregates share
-// (aqp_sample_aggregates.cpp: COUNT / SUM / AVG; aqp_sample_percentiles.cpp:
+// (sample/aggregates.cpp: COUNT / SUM / AVG; sample/percentiles.cpp:
 // percentiles): their arguments, the design their final functions find, and
 // the answer they return.
 #pragma once
 
-#include "aqp/aqp.h"
+#include "aqp/sample/internal.h"
 
 extern "C" {
 #include "fmgr.h"

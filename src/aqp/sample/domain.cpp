@@ -1,4 +1,4 @@
-// The group domain of a GROUP BY over the sample (aqp_sample_plan.h): when
+// The group domain of a GROUP BY over the sample (sample/plan.h): when
 // every group key is an expression over one other table of the query (a
 // dimension, read in full), the groups the query can return are among the
 // combinations of those tables' key values that pass each table's own
@@ -12,7 +12,7 @@
 // path, as ri_triggers.c builds its queries); the node runs it through SPI
 // with the statement's snapshot and parameters and pg_catalog, pg_temp as
 // the search path.
-#include "aqp/aqp_sample_plan.h"
+#include "aqp/sample/plan.h"
 
 extern "C" {
 #include "catalog/namespace.h"

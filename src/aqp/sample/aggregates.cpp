@@ -1,13 +1,13 @@
-// The weighted (Horvitz-Thompson) aggregates of the sample path (aqp.h):
+// The weighted (Horvitz-Thompson) aggregates of the sample path (sample/internal.h):
 // sample_count / sample_sum / sample_avg (internal state: per stratum the
 // moments of the group's rows; combine, serialise, deserialise: the nested
 // plan may be parallel), each with its _ci form, and the argument and
 // final-function helpers they share with sample_percentile_cont / _disc
-// (aqp_sample_percentiles.cpp; aqp_sample_aggregates.h). The
+// (sample/percentiles.cpp; sample/aggregates.h). The
 // transition functions need no design (a parallel worker has none); the
 // final functions find it by the sample's OID and ask the engine
 // (core/sample_estimate.hpp) for the estimate and interval.
-#include "aqp/aqp_sample_aggregates.h"
+#include "aqp/sample/aggregates.h"
 
 #include <cmath>
 
@@ -257,9 +257,9 @@ void sample_aggs::check_stratum_in_design(int32 s, const AqpSampleDesign* d, con
 
 // The engine's answer as the aggregate's result; with
 // approx_gpu.max_relative_error set, trips the guard where the interval is
-// too wide or the sample cannot bound the answer (aqp_scan_exec.cpp's rule).
+// too wide or the sample cannot bound the answer (box/scan_exec.cpp's rule).
 Datum sample_aggs::answer(FunctionCallInfo fcinfo, const smp::Estimate& e, bool ci, const char* fn) {
-    // The group this final function answers for (aqp.h): its Agg and aggno.
+    // The group this final function answers for (sample/internal.h): its Agg and aggno.
     Aggref* aggref = AggGetAggref(fcinfo);
     AggState* agg = fcinfo->context != nullptr && IsA(fcinfo->context, AggState)
                         ? reinterpret_cast<AggState*>(fcinfo->context)

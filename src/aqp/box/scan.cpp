@@ -3,17 +3,17 @@
 // box in one engine call per aggregate kind; falls back to its child (the
 // exact aggregation plan) when the synopsis is gone, stale, or an answer is
 // less precise than approx_gpu.max_relative_error allows. This file holds its
-// plan, its methods and EXPLAIN; the executor is aqp_scan_exec.cpp.
+// plan, its methods and EXPLAIN; the executor is box/scan_exec.cpp.
 //
 // Plan shape (PostgreSQL 15, nodes/extensible.h, executor/nodeCustom.c,
 // optimizer/plan/setrefs.c set_customscan_references): scanrelid = 0;
 // custom_scan_tlist = the group Vars, then every Aggref of the target list
 // and HAVING, so that setrefs turns the target list and the HAVING qual into
 // INDEX_VAR references to it and ExecScan evaluates them over the tuples this
-// node produces. custom_private is the plan spec (aqp_plan_spec.cpp);
+// node produces. custom_private is the plan spec (box/spec.cpp);
 // custom_exprs hold its comparison values (Consts, Params, stable
 // expressions), fixed by setrefs and evaluated at executor start.
-#include "aqp/aqp_scan_state.h"
+#include "aqp/box/scan_state.h"
 
 static constexpr const char* kNodeName = "Approx Synopsis Scan";
 extern const CustomScanMethods aqp_scan_methods;
@@ -107,3 +107,7 @@ static Node* create_aqp_state(CustomScan* cs) {
 const CustomScanMethods aqp_scan_methods = {kNodeName, create_aqp_state};
 
 void aqp_scan_register(void) { RegisterCustomScanMethods(&aqp_scan_methods); }
+
+bool aqp_is_box_scan(const CustomScan* cs) {
+    return cs->methods != nullptr && strcmp(cs->methods->CustomName, kNodeName) == 0;
+}

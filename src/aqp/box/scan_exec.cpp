@@ -1,9 +1,9 @@
-// The executor of the "Approx Synopsis Scan" (aqp_scan_state.h): at start,
-// the plan's spec, the pinned synopsis and its boxes (aqp_boxes.cpp); on the
+// The executor of the "Approx Synopsis Scan" (box/scan_state.h): at start,
+// the plan's spec, the pinned synopsis and its boxes (box/boxes.cpp); on the
 // first row, the engine's estimates of every box, then the rows (one per
 // group present in the sample) or the decision to fall back to the child
 // plan, whose rows are then returned as they are.
-#include "aqp/aqp_scan_state.h"
+#include "aqp/box/scan_state.h"
 
 #include <cmath>
 

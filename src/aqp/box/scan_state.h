@@ -1,9 +1,9 @@
 // The "Approx Synopsis Scan" node's executor state, shared by its plan and
-// EXPLAIN (aqp_scan.cpp), its executor (aqp_scan_exec.cpp) and the
-// translation of its conditions and groups into boxes (aqp_boxes.cpp).
+// EXPLAIN (box/scan.cpp), its executor (box/scan_exec.cpp) and the
+// translation of its conditions and groups into boxes (box/boxes.cpp).
 #pragma once
 
-#include "aqp/aqp.h"
+#include "aqp/box/internal.h"
 
 #include "synopsis/synopsis_table.h"
 
@@ -66,10 +66,10 @@ inline void fall_back(AqpScanState* st, const char* reason) {
 
 // The candidate groups (st->keys) and every group's boxes (st->lo, st->hi,
 // st->nulls, st->stratum) from the spec's conditions; an inexpressible
-// condition or too many boxes: fall_back (aqp_boxes.cpp).
+// condition or too many boxes: fall_back (box/boxes.cpp).
 void build_boxes(AqpScanState* st);
 
-// The executor's callbacks (aqp_scan_exec.cpp).
+// The executor's callbacks (box/scan_exec.cpp).
 void aqp_begin(CustomScanState* node, EState* estate, int eflags);
 TupleTableSlot* aqp_exec(CustomScanState* node);
 void aqp_end(CustomScanState* node);

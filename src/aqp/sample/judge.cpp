@@ -1,5 +1,5 @@
 // The guard's judgement of what a query does with approximate values beyond
-// returning them (aqp_sample.h; docs/aqp.md, "Error bounds"). An interval
+// returning them (sample/internal.h; docs/aqp.md, "Error bounds"). An interval
 // within approx_gpu.max_relative_error on every row does not make the rows
 // right when the query ranks by the estimates (ORDER BY approx_avg(x) DESC
 // LIMIT 10 keeps the groups whose noise was largest) or filters on them
@@ -9,7 +9,7 @@
 //   sort key, no other key approximate) is answered only when the intervals
 //   separate the rows it keeps from the others: for DESC the smallest lower
 //   bound before each cut exceeds the largest upper bound after it; the
-//   group set is complete by the guard's own rule (aqp_sample_scan.cpp);
+//   group set is complete by the guard's own rule (sample/scan.cpp);
 // - a HAVING whose conjuncts over approx_* aggregates are each `aggregate op
 //   constant` is answered only when no group's interval straddles a
 //   threshold; the HAVING moves out of the sample plan (a hidden boolean
@@ -20,7 +20,7 @@
 // The intervals reach the node as hidden columns: the _ci twin of the
 // aggregate, appended to the sample plan's target list (its transition state
 // is shared with the aggregate's own: nodeAgg.c finds them compatible).
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include <algorithm>
 
@@ -110,29 +110,6 @@ List* having_check(Query* q, Node* c, AqpSampleSpec* spec) {
 }
 
 }  // namespace
-
-// A level above the aggregated one that filters, limits or compares rows
-// (the guard judges only the aggregated level's own LIMIT and HAVING).
-static bool jointree_filters(Node* jt) {
-    if (jt == nullptr) return false;
-    if (IsA(jt, FromExpr)) {
-        FromExpr* f = reinterpret_cast<FromExpr*>(jt);
-        ListCell* lc;
-        foreach (lc, f->fromlist)
-            if (jointree_filters(static_cast<Node*>(lfirst(lc)))) return true;
-        return f->quals != nullptr;
-    }
-    if (IsA(jt, JoinExpr)) {
-        JoinExpr* j = reinterpret_cast<JoinExpr*>(jt);
-        return j->quals != nullptr || jointree_filters(j->larg) || jointree_filters(j->rarg);
-    }
-    return false;
-}
-bool aqp_query_filters_rows(const Query* q) {
-    return q->limitCount != nullptr || q->limitOffset != nullptr || q->havingQual != nullptr ||
-           q->distinctClause != NIL || q->setOperations != nullptr ||
-           jointree_filters(reinterpret_cast<Node*>(q->jointree));
-}
 
 namespace {
 

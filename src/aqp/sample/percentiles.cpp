@@ -1,9 +1,9 @@
-// The sample path's weighted percentiles (aqp.h): sample_percentile_cont /
+// The sample path's weighted percentiles (sample/internal.h): sample_percentile_cont /
 // _disc and their _ci forms. The state is the group's values and strata (no
 // partial aggregation: ordered-set answers need every value); the final
 // function asks the engine (core/sample_estimate.hpp) for the weighted
 // percentile and its Woodruff interval.
-#include "aqp/aqp_sample_aggregates.h"
+#include "aqp/sample/aggregates.h"
 
 #include "runtime/aggregate_state.h"
 

@@ -1,10 +1,10 @@
-// Recognition of the query shape the box path answers (AqpQueryShape, aqp.h):
+// Recognition of the query shape the box path answers (AqpQueryShape, box/internal.h):
 //   SELECT [group cols,] approx_*(...) FROM t WHERE <AND of col op value>
 //   [GROUP BY plain columns] [HAVING ...]
 // read from the planner's structures at UPPERREL_GROUP_AGG: the range table,
 // the grouping clause, the target list and HAVING's aggregates, t's
 // baserestrictinfo. Anything else gives the reason last_run() reports.
-#include "aqp/aqp.h"
+#include "aqp/box/internal.h"
 #include "synopsis/synopsis_codec.h"
 
 extern "C" {
@@ -202,7 +202,7 @@ static bool parse_clause(AqpQueryShape* shape, Node* clause) {
         return false;
     }
     // The comparison's collation, as GROUP BY's below (char(n) values are
-    // refused per synopsis: aqp_planner.cpp, encoding_mismatch).
+    // refused per synopsis: box/planner.cpp, encoding_mismatch).
     const char* problem = synopsis_glue::dictionary_equality_problem(InvalidOid, -1, c->collation);
     if (problem != nullptr) {
         shape->reason = psprintf("%s on column %s", problem, get_attname(shape->relid, c->attno, false));
@@ -289,7 +289,7 @@ const char* aqp_recognise_query(PlannerInfo* root, RelOptInfo* input_rel, RelOpt
     if (parse->rowMarks != NIL) return "FOR UPDATE / SHARE";
     if (parse->cteList != NIL) return "WITH query";
     // What a query does with the estimates beyond returning them: the
-    // sample path judges it under approx_gpu.max_relative_error (aqp_sample_judge.cpp).
+    // sample path judges it under approx_gpu.max_relative_error (sample/judge.cpp).
     if (aqp_mentions_approx(parse->havingQual)) return "HAVING over approx_* aggregates (the sample path judges it)";
     if (parse->limitCount != nullptr || parse->limitOffset != nullptr) {
         ListCell* lc;

@@ -2,8 +2,8 @@
 // synopsis' encoded columns: values encoded as the synopsis stores them
 // (numbers, dates, dictionary codes; synopsis/synopsis_codec.h), each
 // column's condition as a set of intervals, the candidate groups from the
-// sample, one box per group and interval combination (aqp_scan_state.h).
-#include "aqp/aqp_scan_state.h"
+// sample, one box per group and interval combination (box/scan_state.h).
+#include "aqp/box/scan_state.h"
 
 #include <cmath>
 

@@ -1,15 +1,16 @@
-// The measures whose spread per stratum the sample path's SUM / AVG borrow
-// (core/sample_estimate.hpp, Options::spread): an aggregate's argument when
-// it is arithmetic over the sampled table's numeric columns. The planner
-// side copies such an argument over the sample relation's columns
-// (aqp_sample_measure_copy); the final side evaluates it on every sample
-// row, whatever the query's WHERE (aqp_sample_measure_spreads). That pass
-// sees rows the query never evaluates, so it must not raise what the query
-// would not: it runs none of the expression's functions but their
-// arithmetic in double precision (an overflow becomes an infinity, a
-// division by zero a non-finite value: the row is left out), and only the
-// built-in + - * / and casts between numeric types qualify.
-#include "aqp/aqp_sample.h"
+// The spread pass of the sample path's measures (sample/measure.cpp: what
+// qualifies, the planner's copy over the sample relation): at execution the
+// final side evaluates each copy on every sample row, whatever the query's
+// WHERE (aqp_sample_measure_spreads), for the moments per stratum that the
+// SUM / AVG intervals borrow (core/sample_estimate.hpp, Options::spread),
+// kept per backend and sample relation. That pass sees rows the query never
+// evaluates, so it must not raise what the query would not: it runs none of
+// the expression's functions but their arithmetic in double precision (an
+// overflow becomes an infinity, a division by zero a non-finite value: the
+// row is left out). Also the memory a statement's pass may hold
+// (approx_gpu.sample_max_state) and the spreads a backend keeps
+// (approx_gpu.sample_spread_cache_size).
+#include "aqp/sample/internal.h"
 
 #include "core/sample_estimate.hpp"
 
@@ -20,9 +21,7 @@
 extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
-#include "access/transam.h"
 #include "catalog/pg_type.h"
-#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/lsyscache.h"
 #include "utils/inval.h"
@@ -35,80 +34,6 @@ extern "C" {
 
 int aqp_sample_max_state_kb = 65536;
 int aqp_sample_spread_cache_kb = 16384;
-
-namespace {
-
-bool numeric_type(Oid type) { return synopsis_glue::is_measure_type(getBaseType(type)); }
-bool integer_type(Oid type) {
-    Oid t = getBaseType(type);
-    return t == INT2OID || t == INT4OID || t == INT8OID;
-}
-
-// A built-in arithmetic operator's symbol ('\0': not one).
-char arithmetic_symbol(const OpExpr* op) {
-    if (op->opno >= FirstNormalObjectId || !numeric_type(op->opresulttype)) return '\0';
-    ListCell* lc;
-    foreach (lc, op->args)
-        if (!numeric_type(exprType(static_cast<Node*>(lfirst(lc))))) return '\0';
-    char* name = get_opname(op->opno);
-    if (name == nullptr || strlen(name) != 1 || strchr("+-*/", name[0]) == nullptr) return '\0';
-    if (list_length(op->args) == 1 && name[0] != '-' && name[0] != '+') return '\0';
-    return name[0];
-}
-
-// A built-in cast from one numeric type to another.
-bool numeric_cast(const FuncExpr* f) {
-    return f->funcid < FirstNormalObjectId && list_length(f->args) == 1 &&
-           (f->funcformat == COERCE_IMPLICIT_CAST || f->funcformat == COERCE_EXPLICIT_CAST) &&
-           numeric_type(f->funcresulttype) && numeric_type(exprType(static_cast<Node*>(linitial(f->args))));
-}
-
-}  // namespace
-
-Node* aqp_sample_measure_copy(Node* e, Node* (*map_var)(const Var*, void*), void* arg) {
-    if (e == nullptr) return nullptr;
-    switch (nodeTag(e)) {
-        case T_Var: {
-            const Var* v = reinterpret_cast<Var*>(e);
-            return numeric_type(v->vartype) ? map_var(v, arg) : nullptr;
-        }
-        case T_Const: {
-            Const* c = reinterpret_cast<Const*>(e);
-            return !c->constisnull && numeric_type(c->consttype) ? reinterpret_cast<Node*>(copy_node(c)) : nullptr;
-        }
-        case T_RelabelType: {
-            RelabelType* r = reinterpret_cast<RelabelType*>(e);
-            if (!numeric_type(r->resulttype)) return nullptr;
-            Node* inner = aqp_sample_measure_copy(reinterpret_cast<Node*>(r->arg), map_var, arg);
-            if (inner == nullptr) return nullptr;
-            RelabelType* out = copy_node(r);
-            out->arg = reinterpret_cast<Expr*>(inner);
-            return reinterpret_cast<Node*>(out);
-        }
-        case T_FuncExpr:
-        case T_OpExpr: {
-            List* args = IsA(e, FuncExpr) ? reinterpret_cast<FuncExpr*>(e)->args : reinterpret_cast<OpExpr*>(e)->args;
-            if (IsA(e, FuncExpr) ? !numeric_cast(reinterpret_cast<FuncExpr*>(e))
-                                 : arithmetic_symbol(reinterpret_cast<OpExpr*>(e)) == '\0')
-                return nullptr;
-            List* copied = NIL;
-            ListCell* lc;
-            foreach (lc, args) {
-                Node* a = aqp_sample_measure_copy(static_cast<Node*>(lfirst(lc)), map_var, arg);
-                if (a == nullptr) return nullptr;
-                copied = lappend(copied, a);
-            }
-            Node* out = copy_node(e);
-            if (IsA(out, FuncExpr))
-                reinterpret_cast<FuncExpr*>(out)->args = copied;
-            else
-                reinterpret_cast<OpExpr*>(out)->args = copied;
-            return out;
-        }
-        default:
-            return nullptr;
-    }
-}
 
 // ---- the pass over the sample ---------------------------------------------------------
 
@@ -161,14 +86,16 @@ bool compile(const Node* e, TupleDesc desc, Program* p) {
         case T_RelabelType: return compile(reinterpret_cast<const Node*>(reinterpret_cast<const RelabelType*>(e)->arg), desc, p);
         case T_FuncExpr: {
             const FuncExpr* f = reinterpret_cast<const FuncExpr*>(e);
-            if (!numeric_cast(f) || !compile(static_cast<const Node*>(linitial(f->args)), desc, p)) return false;
-            if (integer_type(f->funcresulttype) && !integer_type(exprType(static_cast<Node*>(linitial(f->args)))))
+            if (!aqp_sample_measure_cast(f) || !compile(static_cast<const Node*>(linitial(f->args)), desc, p))
+                return false;
+            if (aqp_sample_integer_type(f->funcresulttype) &&
+                !aqp_sample_integer_type(exprType(static_cast<Node*>(linitial(f->args)))))
                 p->emit({Step::Round, 0, InvalidOid, 0});
             return true;
         }
         case T_OpExpr: {
             const OpExpr* op = reinterpret_cast<const OpExpr*>(e);
-            const char s = arithmetic_symbol(op);
+            const char s = aqp_sample_measure_operator(op);
             if (s == '\0') return false;
             ListCell* lc;
             foreach (lc, op->args)
@@ -179,7 +106,7 @@ bool compile(const Node* e, TupleDesc desc, Program* p) {
             }
             p->emit({s == '+' ? Step::Add : s == '-' ? Step::Sub : s == '*' ? Step::Mul : Step::Div, 0, InvalidOid, 0});
             // integer division truncates
-            if (s == '/' && integer_type(op->opresulttype)) p->emit({Step::Truncate, 0, InvalidOid, 0});
+            if (s == '/' && aqp_sample_integer_type(op->opresulttype)) p->emit({Step::Truncate, 0, InvalidOid, 0});
             return true;
         }
         default:

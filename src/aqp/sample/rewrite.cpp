@@ -1,4 +1,4 @@
-// The sample path's rewrite of the copied Query (aqp_sample_plan.h): the
+// The sample path's rewrite of the copied Query (sample/plan.h): the
 // sampled table's range-table entry becomes a subquery over the sample
 // relation whose target list reproduces the table's attribute layout (NULL
 // for dropped columns) plus the stratum, so that every Var of the table keeps
@@ -7,8 +7,8 @@
 // the join tree: the executor checks the caller's privileges on it
 // (ExecCheckRTPerms reads requiredPerms / selectedCols / checkAsUser from every
 // RTE_RELATION), the plan cache locks it and the plan depends on it. Each
-// approx_* Aggref becomes its weighted form (aqp.h).
-#include "aqp/aqp_sample_plan.h"
+// approx_* Aggref becomes its weighted form (sample/internal.h).
+#include "aqp/sample/plan.h"
 
 extern "C" {
 #include "access/relation.h"
@@ -138,7 +138,7 @@ static Node* measure_var(const Var* v, void* arg) {
 // security_barrier view lies between the aggregates and the table and no
 // row-level security binds the role the plan is made for on the table (that
 // role's column privileges: measure_readable). Decided per plan, for its
-// role; the executor borrows nothing for another (aqp_sample_scan.cpp).
+// role; the executor borrows nothing for another (sample/scan.cpp).
 static bool spread_borrowable(const AqpSampleChoice& best, Oid role) {
     ListCell* lc;
     foreach (lc, best.path) {
@@ -226,7 +226,7 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
         case AQP_PERCENTILE_DISC: {
             Expr* fraction = static_cast<Expr*>(linitial(a->aggdirectargs));
             // ORDER BY x DESC / USING >: the stratum goes in negated (strata
-            // are >= 1, so its sign is free; aqp.h); aqp_sample_survey.cpp
+            // are >= 1, so its sign is free; sample/internal.h); sample/survey.cpp
             // sent any other ordering operator to the exact path.
             if (aqp_percentile_order(a) == AqpPercentileOrder::Descending)
                 stratum = reinterpret_cast<Expr*>(makeFuncExpr(F_INT4UM, INT4OID, list_make1(stratum), InvalidOid,
@@ -240,7 +240,7 @@ static Node* weighted_aggref(Aggref* a, const AqpAgg& agg, WeightContext* c) {
     return reinterpret_cast<Node*>(n);
 }
 
-// The missing-groups rule counts a group's sample rows (aqp.h); a FILTER
+// The missing-groups rule counts a group's sample rows (sample/internal.h); a FILTER
 // hides some from its aggregate, so beside FILTERed aggregates the grouped
 // top level gets an unfiltered sample_count as a junk column: it reports the
 // group's rows, is marked by its location and trips no guard.

@@ -1,10 +1,10 @@
 // The sample path's survey: which query level aggregates approx_*, which
 // table under it has a synopsis whose sample answers for the caller, and
 // every reason the statement must keep the exact path instead
-// (aqp_sample_plan.h). Views reach the planner expanded (rewriteHandler.c)
+// (sample/plan.h). Views reach the planner expanded (rewriteHandler.c)
 // into subqueries: the table may sit in row-preserving FROM subqueries below
 // the aggregated level.
-#include "aqp/aqp_sample_plan.h"
+#include "aqp/sample/plan.h"
 
 extern "C" {
 #include "access/relation.h"

@@ -1,11 +1,11 @@
-// The rules that judge the sample plan's answer once it ran (aqp_sample.h,
-// AqpSampleVerdict), for the Approx Sample Scan (aqp_sample_scan.cpp): a
+// The rules that judge the sample plan's answer once it ran (sample/internal.h,
+// AqpSampleVerdict), for the Approx Sample Scan (sample/scan.cpp): a
 // group the sample missed (Chao1, the groups the other tables allow), an
 // execution no sample row reached, a stratum with no sample row under the
 // guard, and under the guard whatever the query does with the estimates
-// (aqp_sample_judge.cpp). Each gives the reason the exact plan answers
+// (sample/judge.cpp). Each gives the reason the exact plan answers
 // instead, or nullptr (docs/aqp.md, "Missing groups", "Error bounds").
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "core/synopsis.hpp"
 
@@ -93,7 +93,7 @@ static bool guard_needs_groups(const AqpSampleVerdict* v) {
 
 // With the guard set, after the sample plan ran: every group seen, and
 // what the query does with the approximate values judged
-// (aqp_sample_judge.cpp); nullptr: the sample answers.
+// (sample/judge.cpp); nullptr: the sample answers.
 static const char* guard_judgement(AqpSampleVerdict* v, int64 offset, int64 count) {
     if (!(aqp_max_relative_error > 0)) return nullptr;
     if (guard_needs_groups(v)) {

@@ -1,10 +1,10 @@
 // Internal to the sample path's planner side: the survey of the query and
-// the choice of the sampled table (aqp_sample_survey.cpp), the rewrite of
-// the copy over the sample (aqp_sample_rewrite.cpp), the hook that plans
-// both (aqp_sample_planner.cpp).
+// the choice of the sampled table (sample/survey.cpp), the rewrite of
+// the copy over the sample (sample/rewrite.cpp), the hook that plans
+// both (sample/planner.cpp).
 #pragma once
 
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "synopsis/synopsis_table.h"
 
@@ -48,12 +48,12 @@ bool aqp_sample_choose(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec
 bool aqp_sample_rewrite(Query* copy, AqpSampleChoice* choice, AqpSampleSpec* spec, const char** reason);
 
 // The SQL that counts the groups the other tables allow for q's GROUP BY
-// (aqp_sample_domain.cpp): every key an expression over one table joined by
+// (sample/domain.cpp): every key an expression over one table joined by
 // inner joins that is not the sampled one (sampled_rti); nullptr otherwise.
 char* aqp_sample_domain_sql(Query* q, Index sampled_rti);
 
 // The order of a percentile Aggref's WITHIN GROUP (ORDER BY x ...)
-// (aqp_sample_survey.cpp): float8's < (ASC, USING <), its > (DESC, USING >),
+// (sample/survey.cpp): float8's < (ASC, USING <), its > (DESC, USING >),
 // or another operator's (USING a custom btree class's operator: the exact path).
 enum class AqpPercentileOrder { Ascending, Descending, Other };
 AqpPercentileOrder aqp_percentile_order(const Aggref* a);

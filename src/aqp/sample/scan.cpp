@@ -1,5 +1,5 @@
 // The "Approx Sample Scan": the top node of a statement the sample path
-// answers (aqp_sample_planner.cpp). Its outer child is the exact plan; its
+// answers (sample/planner.cpp). Its outer child is the exact plan; its
 // custom_private holds the sample plan, a PlannedStmt of its own. On the
 // first row it pins the synopsis, locks the sample relation, pushes the
 // sample's design for the weighted aggregates and runs the sample plan
@@ -13,7 +13,7 @@
 // ruleutils.c set_deparse_plan: outer_plan = lefttree); the target list =
 // INDEX_VAR references to custom_scan_tlist (no projection). The child
 // hangs on lefttree, initialised and ended by this node.
-#include "aqp/aqp_sample.h"
+#include "aqp/sample/internal.h"
 
 #include "synopsis/synopsis_table.h"
 
@@ -39,10 +39,6 @@ extern "C" {
 
 static constexpr const char* kNodeName = "Approx Sample Scan";
 extern const CustomScanMethods aqp_sample_scan_methods;
-
-bool aqp_is_box_scan(const CustomScan* cs) {
-    return cs->methods != nullptr && strcmp(cs->methods->CustomName, "Approx Synopsis Scan") == 0;
-}
 
 // ---- plan ---------------------------------------------------------------------------
 
@@ -112,7 +108,7 @@ struct ApproxSampleState {
     TupleTableSlot* nested_slot;
     int* column_of;  // scan attribute -> sample plan's output column (0-based), -1: junk (NULL)
     int64 returned, skipped, groups;
-    int64 executions;  // of an ungrouped aggregated level in the sample plan (aqp.h)
+    int64 executions;  // of an ungrouped aggregated level in the sample plan (sample/internal.h)
     int64 limit_count, limit_offset;  // spec.limit_* evaluated (-1: no limit)
     AqpSampleVerdict verdict;          // the rules that judge the sample plan's answer
 };
@@ -178,7 +174,7 @@ static bool map_columns(ApproxSampleState* st, TupleDesc nested) {
 }
 
 // The plan's measures whose spread the final functions may borrow: all of
-// them for the role the plan was made for (aqp_sample_rewrite.cpp decided
+// them for the role the plan was made for (sample/rewrite.cpp decided
 // for it), none for another (a cursor fetched after SET ROLE): a list of
 // as many nullptrs, so that the aggregates' measure numbers stay valid.
 static List* measures_for_role(const AqpSampleSpec& spec) {
