@@ -44,7 +44,7 @@ if [ "$LARGE" != 0 ]; then
                                        ($k + 1)::int8 * $LARGE_ROWS / $sessions) i) g" &
     done
     wait
-    echo "large: generated $LARGE_ROWS rows in $(echo "$(date +%s.%N) - $t0" | bc) s ($sessions sessions)"
+    echo "large: generated $LARGE_ROWS rows in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s ($sessions sessions)"
   }
   psql -c 'VACUUM bld_large'
 fi
