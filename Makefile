@@ -46,6 +46,9 @@ GLUE_HDRS   = $(wildcard src/*.h) $(foreach d,$(GLUE_DIRS),$(wildcard $(d)*.h))
 # Engines in rooms of their own (src/core/starjoin/) are picked up too.
 CORE_SRCS   = $(filter-out src/core/gpu_none.cpp,$(wildcard src/core/*.cpp) $(wildcard src/core/*/*.cpp))
 CORE_HDRS   = $(wildcard src/core/*.hpp) $(wildcard src/core/*/*.hpp)
+# A room's headers are its own objects' (and the glue's) dependency only.
+ROOM_HDRS   = $(wildcard src/core/*/*.hpp)
+ROOM_OBJS   = $(patsubst %.cpp,%.o,$(wildcard src/core/*/*.cpp))
 CUDA_SRCS   = $(wildcard cuda/*.cu)
 CORE_OBJS   = $(CORE_SRCS:.cpp=.o)
 ifeq ($(WITH_CUDA),1)
@@ -84,10 +87,13 @@ include $(PGXS)
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) approx_gpu.control
 	cat $(SQL_PARTS) > $@
 
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(CORE_HDRS)
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+# cuda/<room>.cu includes its room's headers.
+$(patsubst src/core/%/,cuda/%.o,$(sort $(dir $(ROOM_HDRS)))): $(ROOM_HDRS)
 
-$(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(GLUE_HDRS) $(CORE_HDRS)
+$(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(GLUE_HDRS) $(wildcard src/core/*.hpp)
+$(GLUE_SRCS:.cpp=.o) $(ROOM_OBJS): $(ROOM_HDRS)
 
 # Objects differ with and without CUDA: build/with_cuda holds the value and is
 # rewritten (newer mtime) when it changes, so every object is rebuilt.

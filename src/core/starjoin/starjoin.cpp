@@ -230,6 +230,26 @@ void fill_result(const PlanShape& plan, const GroupLayout& g, const std::vector<
     }
 }
 
+void finish_groups(const PlanShape& plan, const GroupLayout& g, const uint64_t* keys, uint64_t groups,
+                   const std::vector<int64_t>& rows, const std::vector<Acc>& acc, Result& out) {
+    const size_t S = static_cast<size_t>(plan.n_strata), M = static_cast<size_t>(plan.n_measures);
+    std::vector<uint64_t> packed;
+    std::vector<int64_t> grows;
+    std::vector<Acc> gacc;
+    for (uint64_t i = 0; i < groups; ++i) {
+        const size_t c0 = static_cast<size_t>(i) * S;
+        int64_t total = 0;
+        for (size_t s = 0; s < S; ++s) total += rows[c0 + s];
+        if (total == 0) continue;
+        packed.push_back(keys ? keys[i] : i);
+        grows.insert(grows.end(), rows.begin() + static_cast<std::ptrdiff_t>(c0),
+                     rows.begin() + static_cast<std::ptrdiff_t>(c0 + S));
+        gacc.insert(gacc.end(), acc.begin() + static_cast<std::ptrdiff_t>(c0 * M),
+                    acc.begin() + static_cast<std::ptrdiff_t>((c0 + S) * M));
+    }
+    fill_result(plan, g, packed, grows, gacc, out);
+}
+
 void serialize(const Plan& plan, std::vector<uint8_t>& out) {
     const PlanShape& shape = plan;
     uint32_t head[4] = {kPlanMagic, static_cast<uint32_t>(sizeof(PlanShape)), static_cast<uint32_t>(plan.code.size()),

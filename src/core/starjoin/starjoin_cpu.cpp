@@ -334,22 +334,7 @@ Status cpu_run(const Plan& plan, const Inputs& in, const Prepared& prep, const E
         if (plan.stratum_column >= 0) s = static_cast<int32_t>(load_column(cols[static_cast<size_t>(plan.stratum_column)], r).i);
         ++rows[0][static_cast<size_t>(k) * static_cast<size_t>(S) + static_cast<size_t>(s)];
     }
-    // Groups with a joined row, in key order.
-    std::vector<uint64_t> packed;
-    std::vector<int64_t> grows;
-    std::vector<Acc> gacc;
-    for (uint64_t i = 0; i < groups; ++i) {
-        int64_t total = 0;
-        for (int32_t s = 0; s < S; ++s) total += rows[0][static_cast<size_t>(i) * static_cast<size_t>(S) + static_cast<size_t>(s)];
-        if (total == 0) continue;
-        packed.push_back(g.dense ? i : keys[static_cast<size_t>(i)]);
-        const size_t c0 = static_cast<size_t>(i) * static_cast<size_t>(S);
-        grows.insert(grows.end(), rows[0].begin() + static_cast<std::ptrdiff_t>(c0),
-                     rows[0].begin() + static_cast<std::ptrdiff_t>(c0 + static_cast<size_t>(S)));
-        gacc.insert(gacc.end(), acc[0].begin() + static_cast<std::ptrdiff_t>(c0 * static_cast<size_t>(M)),
-                    acc[0].begin() + static_cast<std::ptrdiff_t>((c0 + static_cast<size_t>(S)) * static_cast<size_t>(M)));
-    }
-    fill_result(plan, g, packed, grows, gacc, out);
+    finish_groups(plan, g, g.dense ? nullptr : keys.data(), groups, rows[0], acc[0], out);
     return Status::Ok();
 }
 

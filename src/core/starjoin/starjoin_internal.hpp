@@ -168,6 +168,12 @@ inline bool dense_keys(int64_t min, int64_t max, int64_t rows) {
 void fill_result(const PlanShape& plan, const GroupLayout& g, const std::vector<uint64_t>& packed,
                  const std::vector<int64_t>& rows, const std::vector<Acc>& acc, Result& out);
 
+// Keeps the groups (of `groups`, state group-major: rows groups x strata, acc
+// groups x strata x measures) that hold a joined row and fills the result;
+// keys: each group's packed key (null: the group's index is its key, dense).
+void finish_groups(const PlanShape& plan, const GroupLayout& g, const uint64_t* keys, uint64_t groups,
+                   const std::vector<int64_t>& rows, const std::vector<Acc>& acc, Result& out);
+
 Status cpu_run(const Plan& plan, const Inputs& in, const Prepared& prep, const ExecContext& ctx, Result& out);
 #ifdef APPROX_WITH_CUDA
 Status gpu_run(const Plan& plan, const Inputs& in, const Prepared& prep, const ExecContext& ctx, Result& out);
