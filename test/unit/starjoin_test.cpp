@@ -255,3 +255,31 @@ TEST(StarJoin, EmptyFactAndNoDimensions) {
     }
     EXPECT_EQ(rows, 2000);
 }
+
+TEST(StarJoin, DimensionFilterErrorsCancellationAndInfiniteDates) {
+    Star s(3000, 100, 50, 1, 11);
+    Knobs k;
+    Plan p = make_plan(s, k);
+    Builder b{p};
+    Result res;
+    // a dimension filter raises as a scan's qual does: 100 / (a - a1[7]) > 0 on the row where it is 0
+    s.a1_nulls[0] = 0;
+    p.dims[0].filter = b.add({I(Op::ConstInt, Kind::Int, 0, 100), I(Op::Col, Kind::Int, 1),
+                              I(Op::ConstInt, Kind::Int, 0, s.a1[7]), I(Op::Sub, Kind::Int, 0, 0, 0, 4),
+                              I(Op::Div, Kind::Int, 0, 0, 0, 4), I(Op::ConstInt, Kind::Int, 0, 0), I(Op::Cmp, Kind::Int, 0, 0, 4)});
+    Status st = run(p, s.inputs(), cpu_ctx(2), res);
+    EXPECT_EQ(st.code, StatusCode::DivisionByZero) << st.message;
+    EXPECT_NE(std::string(st.message).find("dimension 0 row"), std::string::npos) << st.message;
+    // cancellation between tasks and passes
+    ExecContext ctx = cpu_ctx(2);
+    ctx.cancel = [] { return true; };
+    EXPECT_EQ(run(make_plan(s, k), s.inputs(), ctx, res).code, StatusCode::Cancelled);
+    // GROUP BY the year of an infinite date: not representable, the caller's plan answers
+    Knobs ky;
+    ky.groups = 3;
+    Plan py = make_plan(s, ky);
+    ASSERT_TRUE(run(py, s.inputs(), cpu_ctx(2), res).ok());
+    for (int64_t r = 0; r < s.n; ++r) s.day[r] = kDateNoEnd;  // every row: whichever passes raises
+    st = run(py, s.inputs(), cpu_ctx(2), res);
+    EXPECT_EQ(st.code, StatusCode::Declined) << st.message;
+}
