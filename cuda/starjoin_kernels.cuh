@@ -47,6 +47,28 @@ struct Flags {
     int has_null[kMaxGroupParts];
 };
 
+// Warp-wide min / max / sum (every lane of the warp must call): the passes'
+// per-thread totals meet in one atomic per warp, not one per thread.
+__device__ __forceinline__ long long warp_min(long long v) {
+    for (int o = 16; o > 0; o >>= 1) {
+        long long w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w < v ? w : v;
+    }
+    return v;
+}
+__device__ __forceinline__ long long warp_max(long long v) {
+    for (int o = 16; o > 0; o >>= 1) {
+        long long w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w > v ? w : v;
+    }
+    return v;
+}
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ bool lane0() { return (threadIdx.x & 31) == 0; }
+
 struct DimArgs {
     const Instr* code;
     const int64_t* pool;
@@ -83,9 +105,16 @@ __global__ void dim_eval_kernel(DimArgs a, int32_t* status, Val* vals, Flags* fl
         }
         status[r] = st;
     }
-    if (passing) atomicAdd(&flags->count, passing);
-    atomicMin(&flags->min[0], kmin);
-    atomicMax(&flags->max[0], kmax);
+    passing = warp_sum(passing);
+    kmin = warp_min(kmin);
+    kmax = warp_max(kmax);
+    if (lane0()) {
+        if (passing) atomicAdd(&flags->count, passing);
+        if (kmin <= kmax) {
+            atomicMin(&flags->min[0], kmin);
+            atomicMax(&flags->max[0], kmax);
+        }
+    }
 }
 
 __global__ void dense_fill_kernel(ColumnView key, int64_t rows, int64_t min, int32_t* slot, Flags* flags) {
@@ -147,11 +176,13 @@ __global__ void domain_kernel(FactView v, DevProbe probe, int64_t n, Flags* flag
             }
         }
     }
-    if (joined) atomicAdd(&flags->count, joined);
+    joined = warp_sum(joined);
+    if (lane0() && joined) atomicAdd(&flags->count, joined);
     for (int p = 0; p < v.n_parts; ++p) {
-        if (mn[p] <= mx[p]) {
-            atomicMin(&flags->min[p], mn[p]);
-            atomicMax(&flags->max[p], mx[p]);
+        const long long lo = warp_min(mn[p]), hi = warp_max(mx[p]);
+        if (lane0() && lo <= hi) {
+            atomicMin(&flags->min[p], lo);
+            atomicMax(&flags->max[p], hi);
         }
         if (nul[p]) flags->has_null[p] = 1;
     }
