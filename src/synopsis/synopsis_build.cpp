@@ -156,12 +156,14 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
     if (census == CensusMode::Auto && n_stratify > 0) census = CensusMode::Off;
     // A census needs the first pass (its rows are known only after it; Auto
     // decides there from every row). An unstratified build of one table
-    // that ends with no census goes back to the relation reader, so that
-    // its sample is the one it would be without the first pass.
+    // that ends with no census goes back to the relation reader's uniform
+    // sample, so that its sample is the one it would be without the first pass.
+    StrataReadStats counted;
+    memset(&counted, 0, sizeof counted);
     if (n_stratify > 0 || leaves.parent || census != CensusMode::Off) {
-        count_strata(&strata, &leaves, desc, cols, d, max_att, n_stratify, stratify, sample_size, census, relname,
-                     fn);
-        if (census == CensusMode::Auto && strata.census == nullptr && n_stratify == 0 && !leaves.parent) {
+        count_strata(&strata, rel, &leaves, desc, cols, d, n_stratify, stratify, sample_size, census, relname, fn);
+        counted = strata.counts.stats;
+        if (census == CensusMode::Auto && strata.ncensus == 0 && n_stratify == 0 && !leaves.parent) {
             hash_destroy(strata.table);
             memset(&strata, 0, sizeof strata);
             strata.capacity = sample_size;
@@ -242,26 +244,38 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
             store(slot, i);
         }
         ExecDropSingleTupleTableSlot(slot);
-    } else {
-        Scan scan = begin_scan(&leaves, desc);
-        while (scan_next(scan)) {
-            CHECK_FOR_INTERRUPTS();
-            slot_getsomeattrs(scan.slot, max_att);
-            ++n_rows;
-            StratumEntry* e = row_stratum(&strata, scan, cols, n_stratify, stratify, fn);
-            int64 slot = syn::reservoir_slot(e->res);
-            if (slot < 0) {
-                // Not sampled, but every number must be finite.
-                for (int j = 0; j < d; ++j)
-                    if (cols[j].encoding != ValueEncoding::Dictionary && !scan.slot->tts_isnull[cols[j].attnum - 1])
-                        (void)column_number(scan.slot->tts_values[cols[j].attnum - 1], cols[j].type, fn, cols[j].name,
-                                            relname);
-                continue;
-            }
-            store(scan.slot, e->begin + slot);
-        }
-        end_scan(scan);
+    } else if (strata.n_groups > 0) {  // (none: no rows, an ERROR below)
+        // The strata's rows by id (leaf, TID), each stratum's in id order.
+        StrataReadStats sampled;
+        const uint64* ids = sample_strata(&strata, random_seed_for_call(), &sampled, fn);
+        drawn.ms_read = sampled.ms_read;
+        drawn.read_path = sampled.read_path;
+        drawn.read_workers = sampled.read_workers;
+        drawn.worker_rows = counted.worker_rows;
+        n_rows = strata.counts.rows;
         m = capacity;
+        TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc0(sizeof(TupleTableSlot*) * leaves.n));
+        TupleTableSlot* parent_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+        Snapshot snapshot = GetActiveSnapshot();
+        for (int64 i = 0; i < m; ++i) {
+            if ((i & 1023) == 0) CHECK_FOR_INTERRUPTS();
+            const int leaf = strata_id_leaf(ids[i]);
+            if (slots[leaf] == nullptr) slots[leaf] = table_slot_create(leaves.rels[leaf], nullptr);
+            ItemPointerData tid;
+            strata_id_tid(ids[i], &tid);
+            if (!table_tuple_fetch_row_version(leaves.rels[leaf], &tid, snapshot, slots[leaf]))
+                elog(ERROR, "%s: a sampled row of %s is not visible to the snapshot that read it", fn, relname);
+            TupleTableSlot* slot = slots[leaf];
+            if (leaves.maps[leaf] != nullptr) {
+                execute_attr_map_slot(leaves.maps[leaf]->attrMap, slot, parent_slot);
+                slot = parent_slot;
+            }
+            slot_getsomeattrs(slot, max_att);
+            store(slot, i);
+        }
+        for (int l = 0; l < leaves.n; ++l)
+            if (slots[l] != nullptr) ExecDropSingleTupleTableSlot(slots[l]);
+        ExecDropSingleTupleTableSlot(parent_slot);
     }
     TableBuild* b = static_cast<TableBuild*>(palloc0(sizeof(TableBuild)));
     // A parent's storage: the fingerprint of the members that were read.
@@ -307,12 +321,14 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
         return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
     });
     check_engine_result(st, fn);
-    if (strata.table == nullptr) {  // how the sample was read (last_run)
+    {  // how the sample was read (last_run): a first pass (strata, census) and the sample's
         approx::RunStats& rs = last_run_stats();
-        rs.ms_read = drawn.ms_read;
-        rs.add("read_workers", drawn.read_workers);
+        const double ms = counted.ms_read + drawn.ms_read;
+        rs.ms_read = ms;
+        rs.add("read_passes", counted.read_path != nullptr ? 2 : 1);
+        rs.add("read_workers", std::max(drawn.read_workers, counted.read_workers));
         rs.add("rows_read_by_workers", static_cast<double>(drawn.worker_rows));
-        if (drawn.ms_read > 0) rs.add("rows_read_per_s", n_rows / (drawn.ms_read / 1000.0));
+        if (ms > 0) rs.add("rows_read_per_s", n_rows / (ms / 1000.0));
         last_run_set_read(drawn.read_path);
     }
     validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));
