@@ -100,6 +100,47 @@ int non_finite(Datum d, Oid t) {
     }
 }
 
+// The first `upto` attributes of a heap tuple (heap_deform_tuple,
+// access/common/heaptuple.c, stopped there): one walk over the row where
+// heap_getattr would walk it again for each column past a varlena or NULL.
+static void deform_upto(HeapTuple tuple, TupleDesc desc, int upto, Datum* values, bool* isnull) {
+    HeapTupleHeader tup = tuple->t_data;
+    const bool hasnulls = HeapTupleHasNulls(tuple);
+    const int natts = Min(static_cast<int>(HeapTupleHeaderGetNatts(tup)), upto);
+    char* tp = reinterpret_cast<char*>(tup) + tup->t_hoff;
+    const bits8* bp = tup->t_bits;
+    uint32 off = 0;
+    bool slow = false;
+    int attnum = 0;
+    for (; attnum < natts; ++attnum) {
+        Form_pg_attribute thisatt = TupleDescAttr(desc, attnum);
+        if (hasnulls && att_isnull(attnum, bp)) {
+            values[attnum] = 0;
+            isnull[attnum] = true;
+            slow = true;
+            continue;
+        }
+        isnull[attnum] = false;
+        if (!slow && thisatt->attcacheoff >= 0) {
+            off = thisatt->attcacheoff;
+        } else if (thisatt->attlen == -1) {
+            if (!slow && off == att_align_nominal(off, thisatt->attalign)) {
+                thisatt->attcacheoff = off;
+            } else {
+                off = att_align_pointer(off, thisatt->attalign, -1, tp + off);
+                slow = true;
+            }
+        } else {
+            off = att_align_nominal(off, thisatt->attalign);
+            if (!slow) thisatt->attcacheoff = off;
+        }
+        values[attnum] = fetchatt(thisatt, tp + off);
+        off = att_addlength_pointer(off, thisatt->attlen, tp + off);
+        if (thisatt->attlen <= 0) slow = true;
+    }
+    for (; attnum < upto; ++attnum) values[attnum] = getmissingattr(desc, attnum + 1, &isnull[attnum]);
+}
+
 // A max-heap on (priority, tid): the root is the first to go.
 void bottom_offer(uint64* pri, uint64* tids, int64* size, int64 m, uint64 p, uint64 t) {
     int64 i;
@@ -195,6 +236,10 @@ void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel,
         rs->tmp = AllocSetContextCreate(CurrentMemoryContext, "approx_gpu sample rows", ALLOCSET_SMALL_SIZES);
     rs->values = static_cast<Datum*>(palloc(sizeof(Datum) * Max(sh->ncols, 1)));
     rs->isnull = static_cast<bool*>(palloc(sizeof(bool) * Max(sh->ncols, 1)));
+    if (sh->strata_mode != 0) {  // several columns a row: deformed once
+        rs->row_values = static_cast<Datum*>(palloc(sizeof(Datum) * Max(max_attnum(sh, index), 1)));
+        rs->row_isnull = static_cast<bool*>(palloc(sizeof(bool) * Max(max_attnum(sh, index), 1)));
+    }
     rs->index = index;
     rs->rel = rel;
     rs->snapshot = snapshot;
@@ -215,6 +260,10 @@ void relscan_end(RelScan* rs) {
     if (rs->tmp) MemoryContextDelete(rs->tmp);
     pfree(rs->values);
     pfree(rs->isnull);
+    if (rs->row_values) {
+        pfree(rs->row_values);
+        pfree(rs->row_isnull);
+    }
     if (rs->direct) {
         if (rs->strategy) FreeAccessStrategy(rs->strategy);
     } else {
@@ -284,7 +333,15 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
         tuple.t_len = ItemIdGetLength(item);
         ItemPointerSet(&tuple.t_self, block, off);
         if (!all_visible && !HeapTupleSatisfiesVisibility(&tuple, rs->snapshot, buf)) continue;
-        for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
+        if (rs->row_values) {
+            deform_upto(&tuple, desc, max_attnum(sh, rs->index), rs->row_values, rs->row_isnull);
+            for (int c = 0; c < ncols; ++c) {
+                values[c] = rs->row_values[atts[c] - 1];
+                isnull[c] = rs->row_isnull[atts[c] - 1];
+            }
+        } else {
+            for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
+        }
         if (rs->strata)
             strata_row(rs, &tuple.t_self);
         else if (rs->sample)

@@ -199,6 +199,8 @@ struct RelScan {
     struct StrataParticipant* strata;  // strata modes: the participant's state (across relations)
     Datum* values;                     // a row's columns (ncols)
     bool* isnull;
+    Datum* row_values;  // strata modes: the row's first max_attnum attributes
+    bool* row_isnull;
 };
 
 // Starts a scan of relation `index` of sh (pscan: its parallel scan, or
