@@ -20,6 +20,8 @@
 //   relation_parallel.cpp    the worker count, the parallel context, waiting for workers
 //   relation_scan.cpp        one participant's page scans, the workers' entry point
 //   relation_sample.cpp      sample_relation (table synopses)
+//   relation_strata.cpp      strata_count / strata_sample (stratified, census and
+//                            partitioned-parent table synopses: two passes)
 //   relation_stage.cpp       uploads to the GPU while reading
 //   readers.cpp              the readers' settings, record_read
 //   index_reader.h / .cpp    (id, score) pairs in score order from a B-tree index

@@ -2,11 +2,14 @@
 // security are checked as the real query would check them, the relation is
 // read through its table access method with the active snapshot, every row
 // counts (NULL = NaN), text-like columns become dictionary codes after
-// sampling (values become numbers and codes through synopsis_codec.h), and a
-// stratified build makes two passes (rows per stratum, then per-stratum
-// reservoirs of a congressional allocation). A partitioned table or an
-// inheritance parent is read leaf by leaf, each leaf its own strata
-// (synopsis_strata.cpp: open_leaves).
+// sampling (values become numbers and codes through synopsis_codec.h). The
+// relation reader's parallel workers and the backend draw the sample: one
+// pass of the rows of smallest hash(seed, TID) (sample_relation); or, for a
+// stratified build, a census or a partitioned table or inheritance parent
+// (each leaf its own strata, synopsis_leaves.cpp), two: rows per stratum and
+// census candidates, then per stratum the rows of smallest hash(seed, leaf,
+// TID) of a congressional allocation (synopsis_strata.cpp). The sampled
+// rows are then fetched by TID with the same snapshot.
 #include "synopsis/synopsis_build.h"
 
 #include "readers/relation_reader.h"
