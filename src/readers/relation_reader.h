@@ -121,6 +121,10 @@ struct StrataRead {
     const int16* measurecols;
     bool census_on;
     int64 census_room;
+    // counting: also the `bottom` rows of smallest hash(seed, leaf, TID) of
+    // all (sample_relation's sample for one leaf), seed `seed`; 0: none
+    int64 bottom;
+    uint64 seed;
 };
 // How a pass was read (last_run()).
 struct StrataReadStats {
@@ -142,6 +146,8 @@ struct StrataCounts {
     approx::sample::CensusSpread* spread;
     StrataReadStats stats;
     void* table;  // the keys' index (strata_find_key)
+    uint64* bottom_ids;  // r->bottom: min(rows, bottom) row ids, smallest (hash, id) first
+    int64 nbottom;
 };
 StrataCounts strata_count(const StrataRead* r);
 // The index of a key in c->key (-1: none).

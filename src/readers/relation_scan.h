@@ -118,6 +118,7 @@ struct ReaderShared {
     Size off_measurecols;  // int16[nmeasures]
     bool census_on;        // measures are synopsis columns (NaN an ERROR) rather than candidates
     int64 census_room;
+    int64 strata_bottom;  // counting: also keep the rows of smallest hash(seed, TID), this many
     Size off_strata;  // nslots slots of strata_slot_bytes
     Size strata_slot_bytes;
     dsa_handle area;  // where workers put their keys (counting)

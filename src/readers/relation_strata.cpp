@@ -179,10 +179,13 @@ StrataParticipant* relscan::strata_participant(const ReaderShared* sh, int parti
     p->kbuf = static_cast<char*>(palloc(p->kcap));  // grown by repalloc: stays in this context
     char* body = slot + MAXALIGN(sizeof(StrataSlot));
     if (sh->strata_mode == 1) {
+        const CountLayout l = count_layout(sh->nmeasures, sh->census_room, sh->strata_bottom);
         p->spread = reinterpret_cast<sample::CensusSpread*>(body);
-        p->heap_n = reinterpret_cast<int64_t*>(body + MAXALIGN(sizeof(sample::CensusSpread) * sh->nmeasures));
-        p->heap = reinterpret_cast<sample::CensusEntry*>(reinterpret_cast<char*>(p->heap_n) +
-                                                         MAXALIGN(sizeof(int64_t) * sh->nmeasures));
+        p->heap_n = reinterpret_cast<int64_t*>(body + l.heap_n);
+        p->heap = reinterpret_cast<sample::CensusEntry*>(body + l.heap);
+        p->bsize = reinterpret_cast<int64*>(body + l.bottom);
+        p->bpri = reinterpret_cast<uint64*>(p->bsize + 1);
+        p->btid = p->bpri + sh->strata_bottom;
         return p;
     }
     p->size = reinterpret_cast<int64*>(body);
@@ -229,6 +232,10 @@ void relscan::strata_row(RelScan* rs, const ItemPointerData* tid) {
     if (sh->strata_mode == 1) {
         const int64 e = kt_enter(&p->keys, p->kbuf, len);  // (it may move the arrays)
         ++p->keys.count[e];
+        if (sh->strata_bottom > 0) {  // for leaf 0 the uniform sample's priority (relation_scan.cpp, sample_row)
+            const uint64 pr = approx::mix64(sh->sample_seed ^ approx::mix64(id + 0x9e3779b97f4a7c15ULL));
+            bottom_offer(p->bpri, p->btid, p->bsize, sh->strata_bottom, pr, id);
+        }
         if (sh->nmeasures == 0) return;
         // Ties by a key of the row's id and its leaf: the same rows whatever the order.
         const uint64 key = sample::census_key(id, relids(sh)[rs->index]);

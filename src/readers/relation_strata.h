@@ -28,6 +28,20 @@ struct StrataSlot {
 
 constexpr Size kMaxSlotBytes = Size(1) << 30;  // as sample_relation: past this, fewer workers
 
+// Where a counting slot's parts start, after its StrataSlot: the spreads,
+// the heaps' sizes, the heaps, the bottom rows' size, priorities and ids.
+struct CountLayout {
+    Size heap_n, heap, bottom, end;
+};
+inline CountLayout count_layout(int nmeasures, int64 room, int64 bottom) {
+    CountLayout l;
+    l.heap_n = MAXALIGN(sizeof(approx::sample::CensusSpread) * nmeasures);
+    l.heap = l.heap_n + MAXALIGN(sizeof(int64_t) * nmeasures);
+    l.bottom = l.heap + MAXALIGN(sizeof(approx::sample::CensusEntry) * static_cast<Size>(room) * nmeasures);
+    l.end = l.bottom + sizeof(int64) + sizeof(uint64) * 2 * static_cast<Size>(bottom);
+    return l;
+}
+
 // Distinct binary keys: open addressing over entry indexes, the keys in an arena.
 struct KeyTable {
     int64 n, cap, ecap;
@@ -69,6 +83,9 @@ struct StrataParticipant {
     approx::sample::CensusSpread* spread;  // counting: nmeasures
     int64_t* heap_n;
     approx::sample::CensusEntry* heap;  // nmeasures x census_room
+    int64* bsize;                       // counting with strata_bottom: its heap
+    uint64* bpri;
+    uint64* btid;
     int64* size;                // sampling: nstrata, then the heaps
     uint64* pri;
     uint64* tid;

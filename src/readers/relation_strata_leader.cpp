@@ -159,12 +159,12 @@ StrataReadStats strata_stats(const StrataRun* run) {
 
 StrataCounts strata_count(const StrataRead* r) {
     const int64 room = r->nmeasures > 0 ? r->census_room : 0;
-    const Size slot_bytes = MAXALIGN(sizeof(StrataSlot)) + MAXALIGN(sizeof(sample::CensusSpread) * r->nmeasures) +
-                            MAXALIGN(sizeof(int64_t) * r->nmeasures) +
-                            sizeof(sample::CensusEntry) * static_cast<Size>(room) * r->nmeasures;
+    const Size slot_bytes = MAXALIGN(sizeof(StrataSlot)) + count_layout(r->nmeasures, room, r->bottom).end;
     StrataRun run = strata_begin(r, 1, slot_bytes, 0, 0, 0, 0, 0);
     ReaderShared* sh = run.sh;
     sh->census_room = room;
+    sh->strata_bottom = r->bottom;
+    sh->sample_seed = r->seed;
     strata_scan(r, &run);
     StrataCounts out;
     memset(&out, 0, sizeof out);
@@ -183,8 +183,20 @@ StrataCounts strata_count(const StrataRead* r) {
         out.heap_n[m] = lead->heap_n[m];
         memcpy(out.heap[m], lead->heap + m * room, sizeof(sample::CensusEntry) * lead->heap_n[m]);
     }
+    // The bottom rows of every participant, merged as sample_relation merges its.
+    uint64* bpri = nullptr;
+    int64 nbottom = 0;
+    if (r->bottom > 0) {
+        bpri = static_cast<uint64*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * r->bottom));
+        out.bottom_ids = static_cast<uint64*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * r->bottom));
+        for (int64 i = 0; i < *lead->bsize; ++i)
+            bottom_offer(bpri, out.bottom_ids, &nbottom, r->bottom, lead->bpri[i], lead->btid[i]);
+    }
     for (int p = 1; p < sh->nslots; ++p) {
         StrataParticipant* w = strata_participant(sh, p);  // its slot's views (an empty key table)
+        if (r->bottom > 0)
+            for (int64 i = 0; i < *w->bsize; ++i)
+                bottom_offer(bpri, out.bottom_ids, &nbottom, r->bottom, w->bpri[i], w->btid[i]);
         out.rows += w->slot->rows;
         if (w->slot->nkeys > 0) {
             const char* rd = static_cast<const char*>(dsa_get_address(run.area, w->slot->keys));
@@ -212,6 +224,20 @@ StrataCounts strata_count(const StrataRead* r) {
             for (int64 i = 0; i < w->heap_n[m]; ++i)
                 sample::census_offer(out.heap[m], out.heap_n[m], room, h[i].value, h[i].key, h[i].row);
         }
+    }
+    if (r->bottom > 0) {  // smallest (priority, id) first
+        struct Ranked {
+            uint64 pri, id;
+        };
+        Ranked* all = static_cast<Ranked*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(Ranked) * Max(nbottom, 1)));
+        for (int64 i = 0; i < nbottom; ++i) all[i] = Ranked{bpri[i], out.bottom_ids[i]};
+        std::sort(all, all + nbottom, [](const Ranked& x, const Ranked& y) {
+            return x.pri < y.pri || (x.pri == y.pri && x.id < y.id);
+        });
+        for (int64 i = 0; i < nbottom; ++i) out.bottom_ids[i] = all[i].id;
+        out.nbottom = nbottom;
+        pfree(all);
+        pfree(bpri);
     }
     if (run.area) dsa_detach(run.area);
     reader_shared_destroy(run.pcxt);

@@ -31,6 +31,7 @@ extern "C" {
 #include "utils/snapmgr.h"
 }
 
+#include <algorithm>
 #include <cmath>
 
 namespace synopsis_glue {
@@ -159,14 +160,33 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
     if (census == CensusMode::Auto && n_stratify > 0) census = CensusMode::Off;
     // A census needs the first pass (its rows are known only after it; Auto
     // decides there from every row). An unstratified build of one table
-    // that ends with no census goes back to the relation reader's uniform
-    // sample, so that its sample is the one it would be without the first pass.
+    // keeps the uniform sample's rows in that pass too (the rows of smallest
+    // hash(seed, TID)): with no census they are the sample, the one it would
+    // be without the pass; with one, the first of them that are no census
+    // rows are the other stratum's (a second pass only where too few are).
     StrataReadStats counted;
     memset(&counted, 0, sizeof counted);
+    RelationSample drawn;
+    memset(&drawn, 0, sizeof drawn);
+    int passes = 0;
+    const uint64 seed = random_seed_for_call();
     if (n_stratify > 0 || leaves.parent || census != CensusMode::Off) {
-        count_strata(&strata, rel, &leaves, desc, cols, d, n_stratify, stratify, sample_size, census, relname, fn);
+        const bool one_table = n_stratify == 0 && !leaves.parent;
+        count_strata(&strata, rel, &leaves, desc, cols, d, n_stratify, stratify, sample_size, census,
+                     one_table ? seed : 0, one_table, relname, fn);
         counted = strata.counts.stats;
-        if (census == CensusMode::Auto && strata.ncensus == 0 && n_stratify == 0 && !leaves.parent) {
+        ++passes;
+        if (census == CensusMode::Auto && strata.ncensus == 0 && one_table) {
+            const StrataCounts& k = strata.counts;  // the uniform sample, in TID order
+            std::sort(k.bottom_ids, k.bottom_ids + k.nbottom);
+            drawn.rows = k.rows;
+            drawn.m = k.nbottom;
+            drawn.tids = static_cast<ItemPointerData*>(
+                MemoryContextAllocHuge(CurrentMemoryContext, sizeof(ItemPointerData) * Max(k.nbottom, 1)));
+            for (int64 i = 0; i < k.nbottom; ++i) strata_id_tid(k.bottom_ids[i], &drawn.tids[i]);
+            drawn.read_path = counted.read_path;
+            drawn.read_workers = counted.read_workers;
+            drawn.worker_rows = counted.worker_rows;
             hash_destroy(strata.table);
             memset(&strata, 0, sizeof strata);
             strata.capacity = sample_size;
@@ -218,8 +238,6 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
                                   : dictionary_string(slot->tts_values[c.attnum - 1], c.out_fn);
             }
     };
-    RelationSample drawn;
-    memset(&drawn, 0, sizeof drawn);
     if (strata.table == nullptr) {
         // The relation reader draws the sample (parallel workers, every
         // number checked finite), then its rows are fetched by TID.
@@ -233,8 +251,10 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
                 check_type[ncheck] = cols[j].type;
                 check_name[ncheck++] = cols[j].name;
             }
-        drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size,
-                                random_seed_for_call());
+        if (passes == 0) {
+            drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size, seed);
+            ++passes;
+        }
         n_rows = drawn.rows;
         m = drawn.m;
         TupleTableSlot* slot = table_slot_create(rel, nullptr);
@@ -250,10 +270,11 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
     } else if (strata.n_groups > 0) {  // (none: no rows, an ERROR below)
         // The strata's rows by id (leaf, TID), each stratum's in id order.
         StrataReadStats sampled;
-        const uint64* ids = sample_strata(&strata, random_seed_for_call(), &sampled, fn);
+        const uint64* ids = sample_strata(&strata, seed, &sampled, fn);
         drawn.ms_read = sampled.ms_read;
-        drawn.read_path = sampled.read_path;
+        drawn.read_path = sampled.read_path ? sampled.read_path : counted.read_path;
         drawn.read_workers = sampled.read_workers;
+        passes += sampled.read_path != nullptr;
         drawn.worker_rows = counted.worker_rows;
         n_rows = strata.counts.rows;
         m = capacity;
@@ -328,7 +349,7 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
         approx::RunStats& rs = last_run_stats();
         const double ms = counted.ms_read + drawn.ms_read;
         rs.ms_read = ms;
-        rs.add("read_passes", counted.read_path != nullptr ? 2 : 1);
+        rs.add("read_passes", passes);
         rs.add("read_workers", std::max(drawn.read_workers, counted.read_workers));
         rs.add("rows_read_by_workers", static_cast<double>(drawn.worker_rows));
         if (ms > 0) rs.add("rows_read_per_s", n_rows / (ms / 1000.0));

@@ -85,12 +85,15 @@ void close_leaves(Leaves* l, Relation rel);
 // census' tenth (none when the table has no more rows than sample_size:
 // the sample holds them all); s->ncensus stays 0 when none takes it.
 // Every synopsis column that may hold NaN or infinities is checked here.
+// bottom: also keep the uniform sample's rows (counts.bottom_ids), seed `seed`.
 void count_strata(Strata* s, Relation rel, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d,
-                  int n_stratify, const int* stratify, int32 sample_size, CensusMode census, const char* relname,
-                  const char* fn);
+                  int n_stratify, const int* stratify, int32 sample_size, CensusMode census, uint64 seed, bool bottom,
+                  const char* relname, const char* fn);
 // The second pass: each stratum's alloc rows of smallest hash(seed, leaf,
 // TID), the census rows as they are; row ids (leaf << 48 | TID) at each
-// stratum's begin, in id order, `capacity` of them.
+// stratum's begin, in id order, `capacity` of them. Where the first pass
+// kept the uniform sample's rows and they hold the one other stratum's,
+// no second pass (stats->read_path nullptr).
 uint64* sample_strata(const Strata* s, uint64 seed, StrataReadStats* stats, const char* fn);
 StratumEntry* enter_stratum(HTAB* table, char* key);
 // The strata as the synopsis stores them.

@@ -16,6 +16,8 @@
 
 extern "C" {
 #include "common/hashfn.h"
+#include "access/htup_details.h"
+#include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -142,13 +144,18 @@ StratumEntry* enter_stratum(HTAB* table, char* key) {
 }
 
 void count_strata(Strata* s, Relation rel, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, int d,
-                  int n_stratify, const int* stratify, int32 sample_size, CensusMode census, const char* relname,
-                  const char* fn) {
+                  int n_stratify, const int* stratify, int32 sample_size, CensusMode census, uint64 seed, bool bottom,
+                  const char* relname, const char* fn) {
     memset(s, 0, sizeof *s);
     s->capacity = sample_size;
     CensusPass c;
     census_begin(&c, census, leaves->relid, desc, cols, d, n_stratify, stratify, sample_size, fn);
     plan_read(s, rel, leaves, desc, cols, d, n_stratify, stratify, c, relname, fn);
+    if (bottom) {  // no snapshot sees more rows than the pages hold (as sample_relation)
+        const int64 most = static_cast<int64>(RelationGetNumberOfBlocks(rel)) * MaxHeapTuplesPerPage;
+        s->read.bottom = std::max<int64>(1, std::min<int64>(sample_size, most));
+        s->read.seed = seed;
+    }
     s->counts = strata_count(&s->read);
     const StrataCounts& k = s->counts;
     if (c.t > 0) {
@@ -219,16 +226,54 @@ void count_strata(Strata* s, Relation rel, const Leaves* leaves, TupleDesc desc,
     s->capacity = capacity;
 }
 
+namespace {
+
+// The census rows whole, in id order.
+void fill_census(const Strata* s, uint64* ids) {
+    int64* filled = static_cast<int64*>(palloc0(sizeof(int64) * Max(s->n_groups, 1)));
+    for (int64 i = 0; i < s->ncensus; ++i) {
+        const StratumEntry* e = s->census_of[i];
+        ids[e->begin + filled[e->index]++] = s->census_ids[i];
+    }
+}
+
+// One table, no stratify columns: the stratum of the rows that are no
+// census rows takes the first alloc of them from the uniform sample's rows
+// of the first pass (smallest hash(seed, TID) first: the rows a second pass
+// would keep), in id order. false where there are too few.
+bool from_bottom(const Strata* s, uint64* ids) {
+    const StrataCounts& k = s->counts;
+    if (k.bottom_ids == nullptr) return false;
+    for (int64 g = 0; g < s->n_groups; ++g) {
+        const StratumEntry* e = s->groups[g];
+        if (e->census) continue;
+        int64 taken = 0;
+        for (int64 i = 0; i < k.nbottom && taken < e->alloc; ++i)
+            if (!std::binary_search(s->census_ids, s->census_ids + s->ncensus, k.bottom_ids[i]))
+                ids[e->begin + taken++] = k.bottom_ids[i];
+        if (taken < e->alloc) return false;
+        std::sort(ids + e->begin, ids + e->begin + taken);
+    }
+    return true;
+}
+
+}  // namespace
+
 uint64* sample_strata(const Strata* s, uint64 seed, StrataReadStats* stats, const char* fn) {
     const int64 n_groups = s->n_groups;
     int64* stratum = static_cast<int64*>(palloc(sizeof(int64) * Max(s->counts.nkeys, 1)));
     for (int64 i = 0; i < s->counts.nkeys; ++i) stratum[i] = s->of_key[i] ? s->of_key[i]->index : -1;
     int64* alloc = static_cast<int64*>(palloc(sizeof(int64) * Max(n_groups, 1)));
     for (int64 g = 0; g < n_groups; ++g) alloc[g] = s->groups[g]->census ? 0 : s->groups[g]->alloc;
-    StrataSample drawn = strata_sample(&s->read, &s->counts, stratum, n_groups, alloc, s->census_ids, s->ncensus, seed);
-    *stats = drawn.stats;
     uint64* ids = static_cast<uint64*>(
         MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * std::max<int64>(s->capacity, 1)));
+    memset(stats, 0, sizeof *stats);
+    if (from_bottom(s, ids)) {
+        fill_census(s, ids);
+        return ids;
+    }
+    StrataSample drawn = strata_sample(&s->read, &s->counts, stratum, n_groups, alloc, s->census_ids, s->ncensus, seed);
+    *stats = drawn.stats;
     for (int64 g = 0; g < n_groups; ++g) {
         if (s->groups[g]->census) continue;
         if (drawn.size[g] != alloc[g])  // alloc <= rows, same snapshot: cannot happen
@@ -236,12 +281,7 @@ uint64* sample_strata(const Strata* s, uint64 seed, StrataReadStats* stats, cons
                  " sample rows", fn, s->groups[g]->rows, drawn.size[g], alloc[g]);
         memcpy(ids + s->groups[g]->begin, drawn.ids + drawn.begin[g], sizeof(uint64) * alloc[g]);
     }
-    // The census rows whole, in id order.
-    int64* filled = static_cast<int64*>(palloc0(sizeof(int64) * Max(n_groups, 1)));
-    for (int64 i = 0; i < s->ncensus; ++i) {
-        const StratumEntry* e = s->census_of[i];
-        ids[e->begin + filled[e->index]++] = s->census_ids[i];
-    }
+    fill_census(s, ids);
     return ids;
 }
 

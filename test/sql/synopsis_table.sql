@@ -355,7 +355,8 @@ SELECT pg_temp.syn_bytes('stp_par') = pg_temp.syn_bytes('stp_ser') AS workers_or
 -- NULL is a stratum key of its own): as the backend's two passes gave it
 SELECT n, m FROM pg_temp.strata('stp_par') ORDER BY n, m;
 -- a census build: the census rows are the table's largest |x| (ties by
--- TID), whatever the workers
+-- TID), whatever the workers; one pass (the other stratum's rows are the
+-- first of the uniform sample's that are no census rows)
 SET approx_gpu.read_workers = 2;
 SELECT (approx_gpu.create_synopsis('stp_cen', 'st_par', ARRAY['id', 'x']::name[], 1000, census => true)->>'strata')::int AS strata;
 SELECT approx_gpu.last_run()->>'read' AS read, approx_gpu.last_run()->>'read_passes' AS passes;
@@ -365,6 +366,16 @@ SELECT count(*) AS census_rows, count(*) FILTER (WHERE id > 59950) AS top_ids, m
 SET approx_gpu.read_workers = 0;
 SELECT (approx_gpu.create_synopsis('stp_cen0', 'st_par', ARRAY['id', 'x']::name[], 1000, census => true)->>'strata')::int AS strata;
 SELECT pg_temp.syn_bytes('stp_cen') = pg_temp.syn_bytes('stp_cen0') AS census_workers_or_not_the_same;
+-- ... two where the uniform sample holds too few of them (150 rows,
+-- sample_size 100: 10 census rows, the other stratum's floor of 100 rows)
+CREATE TABLE st_tiny AS SELECT * FROM st_par WHERE id <= 150;
+SET approx_gpu.read_workers = 2;
+SELECT (approx_gpu.create_synopsis('stp_cen2', 'st_tiny', ARRAY['x']::name[], 100, census => true)->>'strata')::int AS strata;
+SELECT approx_gpu.last_run()->>'read_passes' AS passes;
+SELECT n, m FROM pg_temp.strata('stp_cen2') ORDER BY n;
+SET approx_gpu.read_workers = 0;
+SELECT (approx_gpu.create_synopsis('stp_cen3', 'st_tiny', ARRAY['x']::name[], 100, census => true)->>'strata')::int AS strata;
+SELECT pg_temp.syn_bytes('stp_cen2') = pg_temp.syn_bytes('stp_cen3') AS two_passes_workers_or_not_the_same;
 -- a partitioned parent (a leaf with another column order): its leaves are strata
 CREATE TABLE st_ppar (carrier text, id int, x float8) PARTITION BY RANGE (id);
 CREATE TABLE st_ppar_1 PARTITION OF st_ppar FOR VALUES FROM (1) TO (30001);
@@ -395,6 +406,6 @@ SET approx_gpu.read_workers = 2;
 SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_par', ARRAY['carrier', 'x']::name[], 500, stratify => ARRAY['carrier']::name[])$$);
 RESET approx_gpu.read_workers;
 SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses
- WHERE name IN ('stp_par', 'stp_ser', 'stp_auto', 'stp_slots', 'stp_many', 'stp_many0', 'stp_cen', 'stp_cen0', 'stp_part', 'stp_part0') ORDER BY name;
-DROP TABLE st_par, st_ppar;
+ WHERE name IN ('stp_par', 'stp_ser', 'stp_auto', 'stp_slots', 'stp_many', 'stp_many0', 'stp_cen', 'stp_cen2', 'stp_cen3', 'stp_cen0', 'stp_part', 'stp_part0') ORDER BY name;
+DROP TABLE st_par, st_ppar, st_tiny;
 RESET approx_gpu.random_seed;
