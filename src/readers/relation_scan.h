@@ -35,7 +35,8 @@
 // participant gives each visible row a binary stratum key (the leaf's index,
 // then each stratify column's NULL flag and bytes) in a table of its own. In
 // the counting pass it counts rows per key, checks the listed columns and
-// offers every census measure's value to its own heaps in the DSM; at the end
+// offers every census measure's value to its own heaps in the DSM (and,
+// with strata_bottom, keeps the uniform sample's rows as sampling mode does); at the end
 // a worker copies its keys and counts into a DSA allocation for the leader to
 // merge. In the sampling pass every participant keeps, per stratum, the
 // alloc rows of smallest hash(seed, leaf, TID) (bottom-k per stratum, merged

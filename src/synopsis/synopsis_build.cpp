@@ -5,11 +5,12 @@
 // sampling (values become numbers and codes through synopsis_codec.h). The
 // relation reader's parallel workers and the backend draw the sample: one
 // pass of the rows of smallest hash(seed, TID) (sample_relation); or, for a
-// stratified build, a census or a partitioned table or inheritance parent
-// (each leaf its own strata, synopsis_leaves.cpp), two: rows per stratum and
-// census candidates, then per stratum the rows of smallest hash(seed, leaf,
-// TID) of a congressional allocation (synopsis_strata.cpp). The sampled
-// rows are then fetched by TID with the same snapshot.
+// stratified build or a partitioned table or inheritance parent (each leaf
+// its own strata, synopsis_leaves.cpp), two: rows per stratum and census
+// candidates, then per stratum the rows of smallest hash(seed, leaf, TID)
+// of a congressional allocation (synopsis_strata.cpp); a census of one
+// table, one (the first pass keeps the uniform sample's rows too). The
+// sampled rows are then fetched by TID with the same snapshot.
 #include "synopsis/synopsis_build.h"
 
 #include "readers/relation_reader.h"

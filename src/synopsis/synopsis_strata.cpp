@@ -4,7 +4,9 @@
 // binary stratum key (the leaf, then the stratify columns' bytes) and the
 // census candidates, then, after a congressional allocation of the sample
 // over the strata (Acharya, Gibbons & Poosala 2000), each stratum's alloc
-// rows of smallest hash(seed, leaf, TID). Between the passes the leader
+// rows of smallest hash(seed, leaf, TID) (for a census of one table without
+// stratify columns the first pass's uniform sample rows give them, when
+// they hold enough: from_bottom). Between the passes the leader
 // turns each binary key into the key the strata have always had (the
 // leaf, then the stratify columns' output strings): binary keys whose
 // strings are equal are one stratum, the strata are ordered by those
