@@ -20,11 +20,14 @@
 //   relation_parallel.cpp    the worker count, the parallel context, waiting for workers
 //   relation_scan.cpp        one participant's page scans, the workers' entry point
 //   relation_sample.cpp      sample_relation (table synopses)
+//   relation_strata.cpp      strata_count / strata_sample (stratified, census and
+//                            partitioned-parent table synopses: two passes)
 //   relation_stage.cpp       uploads to the GPU while reading
 //   readers.cpp              the readers' settings, record_read
 //   index_reader.h / .cpp    (id, score) pairs in score order from a B-tree index
 #pragma once
 
+#include "core/sample_census.hpp"
 #include "readers/query_reader.h"
 
 extern "C" {
@@ -83,3 +86,92 @@ struct RelationSample {
 };
 RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const AttrNumber* attnums, const Oid* types,
                                const char* const* names, int64 sample_m, uint64 seed);
+
+// The two passes of a stratified, census or partitioned-parent table synopsis
+// build (relation_strata.cpp), read as sample_relation reads (parallel
+// workers and the leader, the statement's snapshot). The relations are the
+// synopsis' leaves (`rels`, one for a plain table; a leaf's index is part of
+// its rows' keys and ids); `attnums` gives each leaf's column of each of the
+// ncols columns read. A column's roles: checked finite (ERROR 22023 naming it,
+// as sample_relation), a stratify column (keycols, in order: the key is the
+// leaf's index, then each one's NULL flag and bytes; keylen / keybyval their
+// types' typlen and typbyval), a census measure (measurecols). ERRORs only,
+// no C++ object alive while it runs.
+constexpr uint8 kStrataCheck = 1;
+struct StrataRead {
+    const char* fn;
+    const char* relname;
+    Relation top;
+    int nrels;
+    Relation* rels;
+    int ncols;
+    const AttrNumber* attnums;  // nrels * ncols
+    const Oid* types;
+    const char* const* names;
+    const uint8* roles;
+    int nkeys;
+    const int16* keycols;
+    const int16* keylen;
+    const bool* keybyval;
+    // census: each measure's `room` rows of largest |value| (ties by
+    // census_key(row id, leaf OID)) and its spread; census_on: the values are
+    // synopsis columns (column_number: not finite is an ERROR), else
+    // candidates (measure_number: such values are left out). nmeasures 0: none.
+    int nmeasures;
+    const int16* measurecols;
+    bool census_on;
+    int64 census_room;
+    // counting: also the `bottom` rows of smallest hash(seed, leaf, TID) of
+    // all (sample_relation's sample for one leaf), seed `seed`; 0: none
+    int64 bottom;
+    uint64 seed;
+};
+// How a pass was read (last_run()).
+struct StrataReadStats {
+    double ms_read;
+    const char* read_path;  // "parallel scan" or "scan"
+    int read_workers;
+    int64 worker_rows;
+};
+// The counting pass: every distinct key with its rows, every measure's heap
+// (census_room entries at most, unsorted) and spread.
+struct StrataCounts {
+    int64 rows;
+    int64 nkeys;
+    const char** key;  // key[i]: len[i] bytes
+    uint32* len;
+    int64* count;
+    approx::sample::CensusEntry** heap;
+    int64_t* heap_n;
+    approx::sample::CensusSpread* spread;
+    StrataReadStats stats;
+    void* table;  // the keys' index (strata_find_key)
+    uint64* bottom_ids;  // r->bottom: min(rows, bottom) row ids, smallest (hash, id) first
+    int64 nbottom;
+};
+StrataCounts strata_count(const StrataRead* r);
+// The index of a key in c->key (-1: none).
+int64 strata_find_key(const StrataCounts* c, const char* key, uint32 len);
+// The sampling pass: `stratum[i]` (-1: none) of each key of the counting
+// pass, the alloc rows of smallest hash(seed, leaf, TID) of each of the
+// nstrata strata, rows whose id is in census_ids (sorted) left out. ids
+// holds stratum s's size[s] <= alloc[s] row ids at begin[s] = the sum of the
+// allocs before s, in id order.
+struct StrataSample {
+    uint64* ids;
+    int64* begin;
+    int64* size;
+    StrataReadStats stats;
+};
+StrataSample strata_sample(const StrataRead* r, const StrataCounts* keys, const int64* stratum, int64 nstrata,
+                           const int64* alloc, const uint64* census_ids, int64 ncensus, uint64 seed);
+// A row's binary key (values and isnull in the read's column order) into
+// *buf (palloc'd, grown as needed; *cap its size); its length.
+uint32 strata_row_key(const StrataRead* r, int leaf, const Datum* values, const bool* isnull, char** buf, Size* cap);
+// The stratify values of a key (varlena values palloc'd).
+void strata_key_values(const StrataRead* r, const char* key, uint32 len, int* leaf, Datum* values, bool* isnull);
+// A row id's leaf and TID.
+inline int strata_id_leaf(uint64 id) { return static_cast<int>(id >> 48); }
+inline void strata_id_tid(uint64 id, ItemPointerData* tid) {
+    ItemPointerSet(tid, static_cast<BlockNumber>((id >> 16) & 0xFFFFFFFF), static_cast<OffsetNumber>(id & 0xFFFF));
+}

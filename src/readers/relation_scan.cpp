@@ -73,6 +73,11 @@ bool store_row(const ReaderShared* sh, const Datum* values, const bool* isnull, 
     return true;
 }
 
+// (priority, tid) pairs ordered as the sample wants them: smallest first.
+inline bool before(uint64 pa, uint64 ta, uint64 pb, uint64 tb) { return pa < pb || (pa == pb && ta < tb); }
+
+}  // namespace
+
 // Sampling: 0 when a value of type t is finite, 1 for NaN, 2 for an infinity.
 int non_finite(Datum d, Oid t) {
     switch (t) {
@@ -95,8 +100,77 @@ int non_finite(Datum d, Oid t) {
     }
 }
 
-// (priority, tid) pairs ordered as the sample wants them: smallest first.
-inline bool before(uint64 pa, uint64 ta, uint64 pb, uint64 tb) { return pa < pb || (pa == pb && ta < tb); }
+// The first `upto` attributes of a heap tuple (heap_deform_tuple,
+// access/common/heaptuple.c, stopped there): one walk over the row where
+// heap_getattr would walk it again for each column past a varlena or NULL.
+static void deform_upto(HeapTuple tuple, TupleDesc desc, int upto, Datum* values, bool* isnull) {
+    HeapTupleHeader tup = tuple->t_data;
+    const bool hasnulls = HeapTupleHasNulls(tuple);
+    const int natts = Min(static_cast<int>(HeapTupleHeaderGetNatts(tup)), upto);
+    char* tp = reinterpret_cast<char*>(tup) + tup->t_hoff;
+    const bits8* bp = tup->t_bits;
+    uint32 off = 0;
+    bool slow = false;
+    int attnum = 0;
+    for (; attnum < natts; ++attnum) {
+        Form_pg_attribute thisatt = TupleDescAttr(desc, attnum);
+        if (hasnulls && att_isnull(attnum, bp)) {
+            values[attnum] = 0;
+            isnull[attnum] = true;
+            slow = true;
+            continue;
+        }
+        isnull[attnum] = false;
+        if (!slow && thisatt->attcacheoff >= 0) {
+            off = thisatt->attcacheoff;
+        } else if (thisatt->attlen == -1) {
+            if (!slow && off == att_align_nominal(off, thisatt->attalign)) {
+                thisatt->attcacheoff = off;
+            } else {
+                off = att_align_pointer(off, thisatt->attalign, -1, tp + off);
+                slow = true;
+            }
+        } else {
+            off = att_align_nominal(off, thisatt->attalign);
+            if (!slow) thisatt->attcacheoff = off;
+        }
+        values[attnum] = fetchatt(thisatt, tp + off);
+        off = att_addlength_pointer(off, thisatt->attlen, tp + off);
+        if (thisatt->attlen <= 0) slow = true;
+    }
+    for (; attnum < upto; ++attnum) values[attnum] = getmissingattr(desc, attnum + 1, &isnull[attnum]);
+}
+
+// A max-heap on (priority, tid): the root is the first to go.
+void bottom_offer(uint64* pri, uint64* tids, int64* size, int64 m, uint64 p, uint64 t) {
+    int64 i;
+    if (*size < m) {  // sift up
+        i = (*size)++;
+        while (i > 0) {
+            int64 parent = (i - 1) / 2;
+            if (!before(pri[parent], tids[parent], p, t)) break;
+            pri[i] = pri[parent];
+            tids[i] = tids[parent];
+            i = parent;
+        }
+    } else {
+        if (m == 0 || !before(p, t, pri[0], tids[0])) return;
+        i = 0;  // replace the root, sift down
+        for (;;) {
+            int64 child = 2 * i + 1;
+            if (child >= m) break;
+            if (child + 1 < m && before(pri[child], tids[child], pri[child + 1], tids[child + 1])) ++child;
+            if (!before(p, t, pri[child], tids[child])) break;
+            pri[i] = pri[child];
+            tids[i] = tids[child];
+            i = child;
+        }
+    }
+    pri[i] = p;
+    tids[i] = t;
+}
+
+namespace {
 
 // A visible row for the sample: its columns checked, then kept when its
 // priority is among the sample_m smallest this participant has seen (a
@@ -115,34 +189,7 @@ void sample_row(const ReaderShared* sh, SampleSlot* slot, const ItemPointerData*
     ++slot->rows;
     const uint64 t = pack_tid(tid);
     const uint64 p = approx::mix64(sh->sample_seed ^ approx::mix64(t + 0x9e3779b97f4a7c15ULL));
-    uint64* pri = sample_priorities(slot);
-    uint64* tids = sample_tids(sh, slot);
-    const int64 m = sh->sample_m;
-    int64 i;
-    if (slot->size < m) {  // sift up
-        i = slot->size++;
-        while (i > 0) {
-            int64 parent = (i - 1) / 2;
-            if (!before(pri[parent], tids[parent], p, t)) break;
-            pri[i] = pri[parent];
-            tids[i] = tids[parent];
-            i = parent;
-        }
-    } else {
-        if (!before(p, t, pri[0], tids[0])) return;
-        i = 0;  // replace the root, sift down
-        for (;;) {
-            int64 child = 2 * i + 1;
-            if (child >= m) break;
-            if (child + 1 < m && before(pri[child], tids[child], pri[child + 1], tids[child + 1])) ++child;
-            if (!before(p, t, pri[child], tids[child])) break;
-            pri[i] = pri[child];
-            tids[i] = tids[child];
-            i = child;
-        }
-    }
-    pri[i] = p;
-    tids[i] = t;
+    bottom_offer(sample_priorities(slot), sample_tids(sh, slot), &slot->size, sh->sample_m, p, t);
 }
 
 int acquire_chunk(ReaderShared* sh) {
@@ -184,9 +231,14 @@ void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel,
                    Snapshot snapshot, int participant) {
     memset(rs, 0, sizeof *rs);
     rs->sh = sh;
-    if (sh->sample_m > 0) {
-        rs->sample = sample_slot(sh, participant);
+    if (sh->sample_m > 0) rs->sample = sample_slot(sh, participant);
+    if (sh->sample_m > 0 || sh->strata_mode != 0)
         rs->tmp = AllocSetContextCreate(CurrentMemoryContext, "approx_gpu sample rows", ALLOCSET_SMALL_SIZES);
+    rs->values = static_cast<Datum*>(palloc(sizeof(Datum) * Max(sh->ncols, 1)));
+    rs->isnull = static_cast<bool*>(palloc(sizeof(bool) * Max(sh->ncols, 1)));
+    if (sh->strata_mode != 0) {  // several columns a row: deformed once
+        rs->row_values = static_cast<Datum*>(palloc(sizeof(Datum) * Max(max_attnum(sh, index), 1)));
+        rs->row_isnull = static_cast<bool*>(palloc(sizeof(bool) * Max(max_attnum(sh, index), 1)));
     }
     rs->index = index;
     rs->rel = rel;
@@ -206,6 +258,12 @@ void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel,
 
 void relscan_end(RelScan* rs) {
     if (rs->tmp) MemoryContextDelete(rs->tmp);
+    pfree(rs->values);
+    pfree(rs->isnull);
+    if (rs->row_values) {
+        pfree(rs->row_values);
+        pfree(rs->row_isnull);
+    }
     if (rs->direct) {
         if (rs->strategy) FreeAccessStrategy(rs->strategy);
     } else {
@@ -220,8 +278,8 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
     const ReaderShared* sh = rs->sh;
     const AttrNumber* atts = attnums(sh, rs->index);
     const int ncols = sh->ncols;
-    Datum values[kMaxCols];
-    bool isnull[kMaxCols];
+    Datum* values = rs->values;
+    bool* isnull = rs->isnull;
     if (!rs->direct) {
         const AttrNumber maxatt = max_attnum(sh, rs->index);
         for (int i = 0; i < kPageRows; ++i) {
@@ -231,7 +289,12 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
                 values[c] = rs->slot->tts_values[atts[c] - 1];
                 isnull[c] = rs->slot->tts_isnull[atts[c] - 1];
             }
-            if (rs->sample) {
+            if (rs->strata) {
+                MemoryContext old = MemoryContextSwitchTo(rs->tmp);
+                strata_row(rs, &rs->slot->tts_tid);
+                MemoryContextSwitchTo(old);
+                MemoryContextReset(rs->tmp);
+            } else if (rs->sample) {
                 MemoryContext old = MemoryContextSwitchTo(rs->tmp);
                 sample_row(sh, rs->sample, &rs->slot->tts_tid, values, isnull);
                 MemoryContextSwitchTo(old);
@@ -270,8 +333,18 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
         tuple.t_len = ItemIdGetLength(item);
         ItemPointerSet(&tuple.t_self, block, off);
         if (!all_visible && !HeapTupleSatisfiesVisibility(&tuple, rs->snapshot, buf)) continue;
-        for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
-        if (rs->sample)
+        if (rs->row_values) {
+            deform_upto(&tuple, desc, max_attnum(sh, rs->index), rs->row_values, rs->row_isnull);
+            for (int c = 0; c < ncols; ++c) {
+                values[c] = rs->row_values[atts[c] - 1];
+                isnull[c] = rs->row_isnull[atts[c] - 1];
+            }
+        } else {
+            for (int c = 0; c < ncols; ++c) values[c] = heap_getattr(&tuple, atts[c], desc, &isnull[c]);
+        }
+        if (rs->strata)
+            strata_row(rs, &tuple.t_self);
+        else if (rs->sample)
             sample_row(sh, rs->sample, &tuple.t_self, values, isnull);
         else if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts))
             ++*rows;
@@ -297,16 +370,18 @@ void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
     int chunk = -1;
     ColumnsView view;
     memset(&view, 0, sizeof view);
+    StrataParticipant* strata = sh->strata_mode ? strata_participant(sh, ParallelWorkerNumber + 1) : nullptr;
     for (int r = 0; r < sh->nrels; ++r) {
         Relation rel = table_open(relids(sh)[r], AccessShareLock);
         RelScan rs;
         relscan_begin(&rs, sh, r, rel, static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)),
                       snapshot, ParallelWorkerNumber + 1);
-        while (rs.sample) {  // sampling: no chunks
+        rs.strata = strata;
+        while (rs.sample || rs.strata) {  // sampling: no chunks
             int64 none = 0;
             if (!relscan_step(&rs, view, &none, &none, nullptr)) break;
         }
-        for (; !rs.sample;) {
+        for (; !rs.sample && !rs.strata;) {
             if (chunk < 0) {
                 chunk = acquire_chunk(sh);
                 view = chunk_view(sh, chunk);
@@ -325,6 +400,7 @@ void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
         table_close(rel, AccessShareLock);
     }
     if (chunk >= 0) publish_chunk(sh, chunk);
+    if (strata) strata_publish(sh, strata);
     SpinLockAcquire(&sh->mutex);
     ++sh->workers_done;
     SpinLockRelease(&sh->mutex);

@@ -30,6 +30,18 @@
 // number of workers, the path or the order of the pages (fixed seed: the
 // same synopsis). Only TIDs travel; the leader fetches the sampled rows.
 //
+// Strata (stratified, census and partitioned-parent table synopses,
+// relation_strata.cpp). With strata_mode set no chunks move either: every
+// participant gives each visible row a binary stratum key (the leaf's index,
+// then each stratify column's NULL flag and bytes) in a table of its own. In
+// the counting pass it counts rows per key, checks the listed columns and
+// offers every census measure's value to its own heaps in the DSM (and,
+// with strata_bottom, keeps the uniform sample's rows as sampling mode does); at the end
+// a worker copies its keys and counts into a DSA allocation for the leader to
+// merge. In the sampling pass every participant keeps, per stratum, the
+// alloc rows of smallest hash(seed, leaf, TID) (bottom-k per stratum, merged
+// by the leader as sampling mode merges one), census rows left out.
+//
 // Everything here is plain data and C-style functions: scans and waits
 // process interrupts and may longjmp, so nothing may have a destructor.
 #pragma once
@@ -46,6 +58,7 @@ extern "C" {
 #include "storage/dsm.h"
 #include "storage/shm_toc.h"
 #include "storage/spin.h"
+#include "utils/dsa.h"
 #include "utils/rel.h"
 #include "utils/snapshot.h"
 }
@@ -94,6 +107,29 @@ struct ReaderShared {
     int nslots;        // participants: the leader and the workers asked for
     Size off_samples;  // nslots slots of sample_bytes
     Size sample_bytes;
+
+    // Strata modes (relation_strata.cpp): the columns' roles and key layout
+    // (StrataCol[ncols] at off_cols, key and measure column indexes), the
+    // participants' slots, the binary key -> stratum list of the sampling pass.
+    int strata_mode;  // 0: none, 1: count, 2: sample
+    Size off_cols;
+    int nkeys;
+    Size off_keycols;  // int16[nkeys]
+    int nmeasures;
+    Size off_measurecols;  // int16[nmeasures]
+    bool census_on;        // measures are synopsis columns (NaN an ERROR) rather than candidates
+    int64 census_room;
+    int64 strata_bottom;  // counting: also keep the rows of smallest hash(seed, TID), this many
+    Size off_strata;  // nslots slots of strata_slot_bytes
+    Size strata_slot_bytes;
+    dsa_handle area;  // where workers put their keys (counting)
+    int64 nstrata;
+    int64 capacity;       // sum of alloc
+    Size off_alloc;       // int64[nstrata]; begin[nstrata] follows
+    Size off_keylist;     // the sampling pass's key -> stratum list
+    int64 nkeylist;
+    Size off_census_ids;  // int64[ncensus], sorted
+    int64 ncensus;
 
     slock_t mutex;  // chunk states, workers_done, chunk_waits
     int workers_done;
@@ -162,6 +198,11 @@ struct RelScan {
     // (numeric values are detoasted to be checked)
     SampleSlot* sample;
     MemoryContext tmp;
+    struct StrataParticipant* strata;  // strata modes: the participant's state (across relations)
+    Datum* values;                     // a row's columns (ncols)
+    bool* isnull;
+    Datum* row_values;  // strata modes: the row's first max_attnum attributes
+    bool* row_isnull;
 };
 
 // Starts a scan of relation `index` of sh (pscan: its parallel scan, or
@@ -173,6 +214,23 @@ void relscan_begin(RelScan* rs, const ReaderShared* sh, int index, Relation rel,
 // *rows (room for kPageRows more); false when the relation is done.
 bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipped, int64* null_counts);
 void relscan_end(RelScan* rs);
+
+// Sampling: 0 when a value of type t is finite, 1 for NaN, 2 for an infinity.
+int non_finite(Datum d, Oid t);
+// Offers (p, t) to a max-heap of the m smallest (priority, tid) pairs held
+// in pri/tids (*size in use).
+void bottom_offer(uint64* pri, uint64* tids, int64* size, int64 m, uint64 p, uint64 t);
+// A row's identity across the leaves: its relation's index, then its TID.
+inline uint64 leaf_row_id(int index, const ItemPointerData* tid) {
+    return (static_cast<uint64>(index) << 48) | pack_tid(tid);
+}
+
+// Strata modes (relation_strata.cpp): a participant's state, created before
+// its first relation (participant 0 is the leader), one row, and the end of
+// the participant's reading (a worker publishes its keys).
+StrataParticipant* strata_participant(const ReaderShared* sh, int participant);
+void strata_row(RelScan* rs, const ItemPointerData* tid);
+void strata_publish(const ReaderShared* sh, StrataParticipant* p);
 
 // ---- the leader's side, shared by the column reader and the sampler ----
 

@@ -2,11 +2,15 @@
 // security are checked as the real query would check them, the relation is
 // read through its table access method with the active snapshot, every row
 // counts (NULL = NaN), text-like columns become dictionary codes after
-// sampling (values become numbers and codes through synopsis_codec.h), and a
-// stratified build makes two passes (rows per stratum, then per-stratum
-// reservoirs of a congressional allocation). A partitioned table or an
-// inheritance parent is read leaf by leaf, each leaf its own strata
-// (synopsis_strata.cpp: open_leaves).
+// sampling (values become numbers and codes through synopsis_codec.h). The
+// relation reader's parallel workers and the backend draw the sample: one
+// pass of the rows of smallest hash(seed, TID) (sample_relation); or, for a
+// stratified build or a partitioned table or inheritance parent (each leaf
+// its own strata, synopsis_leaves.cpp), two: rows per stratum and census
+// candidates, then per stratum the rows of smallest hash(seed, leaf, TID)
+// of a congressional allocation (synopsis_strata.cpp); a census of one
+// table, one (the first pass keeps the uniform sample's rows too). The
+// sampled rows are then fetched by TID with the same snapshot.
 #include "synopsis/synopsis_build.h"
 
 #include "readers/relation_reader.h"
@@ -28,6 +32,7 @@ extern "C" {
 #include "utils/snapmgr.h"
 }
 
+#include <algorithm>
 #include <cmath>
 
 namespace synopsis_glue {
@@ -156,12 +161,33 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
     if (census == CensusMode::Auto && n_stratify > 0) census = CensusMode::Off;
     // A census needs the first pass (its rows are known only after it; Auto
     // decides there from every row). An unstratified build of one table
-    // that ends with no census goes back to the relation reader, so that
-    // its sample is the one it would be without the first pass.
+    // keeps the uniform sample's rows in that pass too (the rows of smallest
+    // hash(seed, TID)): with no census they are the sample, the one it would
+    // be without the pass; with one, the first of them that are no census
+    // rows are the other stratum's (a second pass only where too few are).
+    StrataReadStats counted;
+    memset(&counted, 0, sizeof counted);
+    RelationSample drawn;
+    memset(&drawn, 0, sizeof drawn);
+    int passes = 0;
+    const uint64 seed = random_seed_for_call();
     if (n_stratify > 0 || leaves.parent || census != CensusMode::Off) {
-        count_strata(&strata, &leaves, desc, cols, d, max_att, n_stratify, stratify, sample_size, census, relname,
-                     fn);
-        if (census == CensusMode::Auto && strata.census == nullptr && n_stratify == 0 && !leaves.parent) {
+        const bool one_table = n_stratify == 0 && !leaves.parent;
+        count_strata(&strata, rel, &leaves, desc, cols, d, n_stratify, stratify, sample_size, census,
+                     one_table ? seed : 0, one_table, relname, fn);
+        counted = strata.counts.stats;
+        ++passes;
+        if (census == CensusMode::Auto && strata.ncensus == 0 && one_table) {
+            const StrataCounts& k = strata.counts;  // the uniform sample, in TID order
+            std::sort(k.bottom_ids, k.bottom_ids + k.nbottom);
+            drawn.rows = k.rows;
+            drawn.m = k.nbottom;
+            drawn.tids = static_cast<ItemPointerData*>(
+                MemoryContextAllocHuge(CurrentMemoryContext, sizeof(ItemPointerData) * Max(k.nbottom, 1)));
+            for (int64 i = 0; i < k.nbottom; ++i) strata_id_tid(k.bottom_ids[i], &drawn.tids[i]);
+            drawn.read_path = counted.read_path;
+            drawn.read_workers = counted.read_workers;
+            drawn.worker_rows = counted.worker_rows;
             hash_destroy(strata.table);
             memset(&strata, 0, sizeof strata);
             strata.capacity = sample_size;
@@ -213,8 +239,6 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
                                   : dictionary_string(slot->tts_values[c.attnum - 1], c.out_fn);
             }
     };
-    RelationSample drawn;
-    memset(&drawn, 0, sizeof drawn);
     if (strata.table == nullptr) {
         // The relation reader draws the sample (parallel workers, every
         // number checked finite), then its rows are fetched by TID.
@@ -228,8 +252,10 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
                 check_type[ncheck] = cols[j].type;
                 check_name[ncheck++] = cols[j].name;
             }
-        drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size,
-                                random_seed_for_call());
+        if (passes == 0) {
+            drawn = sample_relation(fn, rel, ncheck, check_att, check_type, check_name, sample_size, seed);
+            ++passes;
+        }
         n_rows = drawn.rows;
         m = drawn.m;
         TupleTableSlot* slot = table_slot_create(rel, nullptr);
@@ -242,26 +268,39 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
             store(slot, i);
         }
         ExecDropSingleTupleTableSlot(slot);
-    } else {
-        Scan scan = begin_scan(&leaves, desc);
-        while (scan_next(scan)) {
-            CHECK_FOR_INTERRUPTS();
-            slot_getsomeattrs(scan.slot, max_att);
-            ++n_rows;
-            StratumEntry* e = row_stratum(&strata, scan, cols, n_stratify, stratify, fn);
-            int64 slot = syn::reservoir_slot(e->res);
-            if (slot < 0) {
-                // Not sampled, but every number must be finite.
-                for (int j = 0; j < d; ++j)
-                    if (cols[j].encoding != ValueEncoding::Dictionary && !scan.slot->tts_isnull[cols[j].attnum - 1])
-                        (void)column_number(scan.slot->tts_values[cols[j].attnum - 1], cols[j].type, fn, cols[j].name,
-                                            relname);
-                continue;
-            }
-            store(scan.slot, e->begin + slot);
-        }
-        end_scan(scan);
+    } else if (strata.n_groups > 0) {  // (none: no rows, an ERROR below)
+        // The strata's rows by id (leaf, TID), each stratum's in id order.
+        StrataReadStats sampled;
+        const uint64* ids = sample_strata(&strata, seed, &sampled, fn);
+        drawn.ms_read = sampled.ms_read;
+        drawn.read_path = sampled.read_path ? sampled.read_path : counted.read_path;
+        drawn.read_workers = sampled.read_workers;
+        passes += sampled.read_path != nullptr;
+        drawn.worker_rows = counted.worker_rows;
+        n_rows = strata.counts.rows;
         m = capacity;
+        TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc0(sizeof(TupleTableSlot*) * leaves.n));
+        TupleTableSlot* parent_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+        Snapshot snapshot = GetActiveSnapshot();
+        for (int64 i = 0; i < m; ++i) {
+            if ((i & 1023) == 0) CHECK_FOR_INTERRUPTS();
+            const int leaf = strata_id_leaf(ids[i]);
+            if (slots[leaf] == nullptr) slots[leaf] = table_slot_create(leaves.rels[leaf], nullptr);
+            ItemPointerData tid;
+            strata_id_tid(ids[i], &tid);
+            if (!table_tuple_fetch_row_version(leaves.rels[leaf], &tid, snapshot, slots[leaf]))
+                elog(ERROR, "%s: a sampled row of %s is not visible to the snapshot that read it", fn, relname);
+            TupleTableSlot* slot = slots[leaf];
+            if (leaves.maps[leaf] != nullptr) {
+                execute_attr_map_slot(leaves.maps[leaf]->attrMap, slot, parent_slot);
+                slot = parent_slot;
+            }
+            slot_getsomeattrs(slot, max_att);
+            store(slot, i);
+        }
+        for (int l = 0; l < leaves.n; ++l)
+            if (slots[l] != nullptr) ExecDropSingleTupleTableSlot(slots[l]);
+        ExecDropSingleTupleTableSlot(parent_slot);
     }
     TableBuild* b = static_cast<TableBuild*>(palloc0(sizeof(TableBuild)));
     // A parent's storage: the fingerprint of the members that were read.
@@ -307,12 +346,14 @@ TableBuild* build_table_synopsis(Oid relid, const char* name, int d, const AttrN
         return syn::finalize(v->s, static_cast<syn::Bandwidth>(method), static_cast<syn::Smoothing>(smoothing), ctx);
     });
     check_engine_result(st, fn);
-    if (strata.table == nullptr) {  // how the sample was read (last_run)
+    {  // how the sample was read (last_run): a first pass (strata, census) and the sample's
         approx::RunStats& rs = last_run_stats();
-        rs.ms_read = drawn.ms_read;
-        rs.add("read_workers", drawn.read_workers);
+        const double ms = counted.ms_read + drawn.ms_read;
+        rs.ms_read = ms;
+        rs.add("read_passes", passes);
+        rs.add("read_workers", std::max(drawn.read_workers, counted.read_workers));
         rs.add("rows_read_by_workers", static_cast<double>(drawn.worker_rows));
-        if (drawn.ms_read > 0) rs.add("rows_read_per_s", n_rows / (drawn.ms_read / 1000.0));
+        if (ms > 0) rs.add("rows_read_per_s", n_rows / (ms / 1000.0));
         last_run_set_read(drawn.read_path);
     }
     validate_value(v, ERRCODE_INTERNAL_ERROR, psprintf("%s result", fn));

@@ -1,8 +1,9 @@
 // The census (take-all) stratum of a table synopsis build's first pass
-// (synopsis_build.h): each candidate measure's top rows and spread while the
-// pass counts, the default's decision (core/sample_census.hpp: census_pays),
-// and the census rows moved out of their strata into a census stratum of
-// their leaf.
+// (synopsis_build.h): the candidate measures (whose top rows and spread the
+// relation reader's participants gather while they count, merged by the
+// leader: readers/relation_strata.cpp), the default's decision
+// (core/sample_census.hpp: census_pays), and the census rows moved out of
+// their strata into a census stratum of their leaf.
 #include "synopsis/synopsis_build.h"
 
 #include <algorithm>
@@ -65,18 +66,10 @@ constexpr Size kAutoHeapBytes = Size(64) << 20;
 
 }  // namespace
 
-// A row's census id: its leaf's index, then its TID (block << 16 | offset).
-int64 census_row_id(const Scan& scan) {
-    const ItemPointer tid = &scan.leaf_slot->tts_tid;
-    return (static_cast<int64>(scan.leaf) << 48) | (static_cast<int64>(ItemPointerGetBlockNumber(tid)) << 16) |
-           ItemPointerGetOffsetNumber(tid);
-}
-
 void census_begin(CensusPass* c, CensusMode census, Oid relid, TupleDesc desc, const ColumnPlan* cols, int d, int n_stratify,
-                  const int* stratify, int32 sample_size, AttrNumber max_att, const char* fn) {
+                  const int* stratify, int32 sample_size, const char* fn) {
     memset(c, 0, sizeof *c);
     c->mode = census;
-    c->read_att = max_att;
     if (census == CensusMode::Off) return;
     census_measures(c, census, relid, desc, cols, d, n_stratify, stratify);
     if (c->n_measures == 0 && census == CensusMode::On)
@@ -93,29 +86,6 @@ void census_begin(CensusPass* c, CensusMode census, Oid relid, TupleDesc desc, c
         const int64 most = approx::sample::census_size(sample_size, 1);
         const int64 fits = static_cast<int64>(kAutoHeapBytes / sizeof(approx::sample::CensusEntry) / c->n_measures);
         c->room = Max(c->t, Min(most, fits));
-    }
-    for (int m = 0; m < c->n_measures; ++m) {
-        c->heap[m] = static_cast<approx::sample::CensusEntry*>(
-            palloc_extended(sizeof(approx::sample::CensusEntry) * Max(c->room, 1), MCXT_ALLOC_HUGE));
-        c->read_att = Max(c->read_att, c->attnum[m]);
-    }
-}
-
-void census_offer_row(CensusPass* c, const Scan& scan, const char* relname, const char* fn) {
-    // Ties by a key of the TID and the leaf: the same rows whatever the order.
-    const int64 id = census_row_id(scan);
-    const uint64 key =
-        approx::sample::census_key(static_cast<uint64>(id), RelationGetRelid(scan.leaves->rels[scan.leaf]));
-    for (int m = 0; m < c->n_measures; ++m) {
-        const AttrNumber att = c->attnum[m];
-        if (scan.slot->tts_isnull[att - 1]) continue;
-        double v;
-        if (c->mode == CensusMode::On)  // a synopsis column: NaN and infinities are an ERROR
-            v = column_number(scan.slot->tts_values[att - 1], c->type[m], fn, c->name[m], relname);
-        else if (!measure_number(scan.slot->tts_values[att - 1], c->type[m], &v))
-            continue;  // not a synopsis column: a value no census can hold is left out
-        approx::sample::census_offer(c->heap[m], c->n[m], c->room, v, key, id);
-        c->spread[m].add(v);
     }
 }
 
@@ -144,52 +114,61 @@ void census_decide(CensusPass* c, int64 rows_read, int32 sample_size) {
 
 // The census rows out of their strata into a take-all stratum of their
 // leaf ("[P<leaf>|]C|": no ordinary key starts with C). Each row is fetched
-// by TID to find its ordinary stratum (the first pass kept only the ids);
-// a stratum left empty goes.
-void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, const ColumnPlan* cols, AttrNumber max_att,
-                  int n_stratify, const int* stratify, const CensusPass& h, const char* fn) {
-    HASHCTL ctl;
-    memset(&ctl, 0, sizeof ctl);
-    ctl.keysize = sizeof(int64);
-    ctl.entrysize = sizeof(CensusRow);
-    ctl.hcxt = CurrentMemoryContext;
-    s->census = hash_create("approx_gpu census", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+// by TID to find its ordinary stratum (the first pass kept only the ids).
+void place_census(Strata* s, const Leaves* leaves, TupleDesc desc, int64* krows, const CensusPass& h, const char* fn) {
+    int64 total = 0;
+    for (int j = 0; j < h.n_measures; ++j) total += h.n[j];
+    uint64* ids = static_cast<uint64*>(palloc(sizeof(uint64) * Max(total, 1)));
+    int64 n = 0;
+    for (int j = 0; j < h.n_measures; ++j)
+        for (int64 i = 0; i < h.n[j]; ++i) ids[n++] = static_cast<uint64>(h.heap[j][i].row);
+    std::sort(ids, ids + n);
+    n = std::unique(ids, ids + n) - ids;  // the top of several measures once
+    s->census_ids = ids;
+    s->ncensus = n;
+    s->census_of = static_cast<StratumEntry**>(palloc(sizeof(StratumEntry*) * Max(n, 1)));
+    const StrataRead& r = s->read;
     TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc0(sizeof(TupleTableSlot*) * leaves->n));
     TupleTableSlot* parent_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-    for (int j = 0; j < h.n_measures; ++j)
-        for (int64 i = 0; i < h.n[j]; ++i) {
-            const int64 id = h.heap[j][i].row;
-            bool found;
-            CensusRow* c = static_cast<CensusRow*>(hash_search(s->census, &id, HASH_ENTER, &found));
-            if (found) continue;  // the top of another measure too
-            const int leaf = static_cast<int>(id >> 48);
-            Relation rel = leaves->rels[leaf];
-            if (slots[leaf] == nullptr) slots[leaf] = table_slot_create(rel, nullptr);
-            ItemPointerData tid;
-            ItemPointerSet(&tid, static_cast<BlockNumber>((id >> 16) & 0xFFFFFFFF),
-                           static_cast<OffsetNumber>(id & 0xFFFF));
-            if (!table_tuple_fetch_row_version(rel, &tid, GetActiveSnapshot(), slots[leaf]))
-                elog(ERROR, "%s: a census row is not visible to the snapshot that read it", fn);
-            TupleTableSlot* slot = slots[leaf];
-            if (leaves->maps[leaf] != nullptr) {
-                execute_attr_map_slot(leaves->maps[leaf]->attrMap, slot, parent_slot);
-                slot = parent_slot;
-            }
-            slot_getsomeattrs(slot, max_att);
-            const Oid leaf_oid = leaves->parent ? RelationGetRelid(rel) : InvalidOid;
-            stratum_key(slot, leaf_oid, cols, n_stratify, stratify, &s->key);
-            char* k = s->key.data;
-            StratumEntry* from = static_cast<StratumEntry*>(hash_search(s->table, &k, HASH_FIND, nullptr));
-            if (from == nullptr || from->census)
-                elog(ERROR, "%s: a census row of a stratum the first pass did not see", fn);
-            if (--from->rows == 0) hash_search(s->table, &k, HASH_REMOVE, nullptr);
-            resetStringInfo(&s->key);
-            if (OidIsValid(leaf_oid)) appendStringInfo(&s->key, "P%010u|", leaf_oid);
-            appendStringInfoString(&s->key, "C|");
-            c->stratum = enter_stratum(s->table, s->key.data);
-            c->stratum->census = true;
-            ++c->stratum->rows;
+    Datum* values = static_cast<Datum*>(palloc0(sizeof(Datum) * Max(r.ncols, 1)));
+    bool* isnull = static_cast<bool*>(palloc0(sizeof(bool) * Max(r.ncols, 1)));
+    AttrNumber max_att = 0;
+    for (int k = 0; k < r.nkeys; ++k) max_att = Max(max_att, s->read_att[r.keycols[k]]);
+    char* buf = nullptr;
+    Size cap = 0;
+    StringInfoData key;
+    initStringInfo(&key);
+    for (int64 i = 0; i < n; ++i) {
+        const int leaf = strata_id_leaf(ids[i]);
+        Relation rel = leaves->rels[leaf];
+        if (slots[leaf] == nullptr) slots[leaf] = table_slot_create(rel, nullptr);
+        ItemPointerData tid;
+        strata_id_tid(ids[i], &tid);
+        if (!table_tuple_fetch_row_version(rel, &tid, GetActiveSnapshot(), slots[leaf]))
+            elog(ERROR, "%s: a census row is not visible to the snapshot that read it", fn);
+        TupleTableSlot* slot = slots[leaf];
+        if (leaves->maps[leaf] != nullptr) {
+            execute_attr_map_slot(leaves->maps[leaf]->attrMap, slot, parent_slot);
+            slot = parent_slot;
         }
+        slot_getsomeattrs(slot, max_att);
+        for (int k = 0; k < r.nkeys; ++k) {
+            const int c = r.keycols[k];
+            values[c] = slot->tts_values[s->read_att[c] - 1];
+            isnull[c] = slot->tts_isnull[s->read_att[c] - 1];
+        }
+        const uint32 len = strata_row_key(&r, leaf, values, isnull, &buf, &cap);
+        const int64 k = strata_find_key(&s->counts, buf, len);
+        if (k < 0 || krows[k] == 0) elog(ERROR, "%s: a census row of a stratum the first pass did not see", fn);
+        --krows[k];
+        resetStringInfo(&key);
+        if (leaves->parent) appendStringInfo(&key, "P%010u|", RelationGetRelid(rel));
+        appendStringInfoString(&key, "C|");
+        StratumEntry* e = enter_stratum(s->table, key.data);
+        e->census = true;
+        ++e->rows;
+        s->census_of[i] = e;
+    }
     for (int l = 0; l < leaves->n; ++l)
         if (slots[l] != nullptr) ExecDropSingleTupleTableSlot(slots[l]);
     ExecDropSingleTupleTableSlot(parent_slot);

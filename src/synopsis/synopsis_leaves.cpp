@@ -1,6 +1,7 @@
 // The leaves of a table synopsis build (synopsis_build.h): the relation
 // itself, or every member with storage of a partitioned table or an
-// inheritance parent, and the scan that reads them all in the parent's layout.
+// inheritance parent, each with the map of its rows to the parent's layout
+// (the relation reader reads them all: synopsis_strata.cpp).
 #include "synopsis/synopsis_build.h"
 
 extern "C" {
@@ -64,47 +65,6 @@ void close_leaves(Leaves* l, Relation rel) {
     for (int i = 0; i < l->n; ++i)
         if (l->rels[i] != rel) table_close(l->rels[i], NoLock);  // locks are kept until the end of the transaction
     l->n = 0;
-}
-
-namespace {
-void open_leaf_scan(Scan& s) {
-    Relation leaf = s.leaves->rels[s.leaf];
-    if (s.leaf_slot != nullptr) ExecDropSingleTupleTableSlot(s.leaf_slot);
-    s.leaf_slot = table_slot_create(leaf, nullptr);
-    s.scan = table_beginscan(leaf, GetActiveSnapshot(), 0, nullptr);
-    s.slot = s.leaves->maps[s.leaf] != nullptr ? s.parent_slot : s.leaf_slot;
-}
-}  // namespace
-
-Scan begin_scan(const Leaves* leaves, TupleDesc desc) {
-    Scan s;
-    memset(&s, 0, sizeof s);
-    s.leaves = leaves;
-    s.parent_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-    if (leaves->n > 0) open_leaf_scan(s);
-    return s;
-}
-
-bool scan_next(Scan& s) {
-    while (s.leaf < s.leaves->n) {
-        if (table_scan_getnextslot(s.scan, ForwardScanDirection, s.leaf_slot)) {
-            TupleConversionMap* map = s.leaves->maps[s.leaf];
-            if (map != nullptr) execute_attr_map_slot(map->attrMap, s.leaf_slot, s.parent_slot);
-            return true;
-        }
-        table_endscan(s.scan);
-        s.scan = nullptr;
-        if (++s.leaf < s.leaves->n) open_leaf_scan(s);
-    }
-    return false;
-}
-
-void end_scan(Scan& s) {
-    if (s.scan != nullptr) table_endscan(s.scan);
-    if (s.leaf_slot != nullptr) ExecDropSingleTupleTableSlot(s.leaf_slot);
-    ExecDropSingleTupleTableSlot(s.parent_slot);
-    s.scan = nullptr;
-    s.leaf_slot = s.parent_slot = s.slot = nullptr;
 }
 
 }  // namespace synopsis_glue

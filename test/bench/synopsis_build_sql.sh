@@ -6,8 +6,9 @@
 #   1. diamonds (53,940 rows x 4 float8 columns, test/bench/synopsis_data.sh):
 #      ANALYZE vs create_synopsis with default options (sample 10,000)
 #   2. a flights-like table of FLIGHTS rows (3*10^6; test/bench/flights_data.sql):
-#      the default build at 1% and 5% of the rows; at 1%, stratified by
-#      carrier and with the census (census => true) beside the uniform build
+#      the default build (census 'auto') at 1% and 5% of the rows; at 1%,
+#      without a census (census => false: the relation reader's one pass),
+#      stratified by carrier and with the census (census => true)
 #   3. (SSB=1) SSB SF 1 lineorder (6*10^6 rows; test/workloads/ssb_schema.sql,
 #      reused when present): a 1% build of the measure columns
 #   4. (LARGE=1, the GPU machine) a generated 6*10^7-row table of lineorder's
@@ -84,6 +85,8 @@ SELECT pg_temp.timed('diamonds: create_synopsis (default, sample 10,000)',
 SELECT pg_temp.timed('flights: ANALYZE', 'ANALYZE bld_flights', :runs) WHERE :'large' <> 'only';
 SELECT pg_temp.timed(format('flights: uniform 1%% (%s rows)', :flights / 100),
   format($$SELECT approx_gpu.create_synopsis('bld', 'bld_flights', ARRAY['carrier', 'origin', 'dep_delay', 'distance'], %s)$$, :flights / 100), :runs) WHERE :'large' <> 'only';
+SELECT pg_temp.timed(format('flights: uniform 1%%, census => false (%s rows)', :flights / 100),
+  format($$SELECT approx_gpu.create_synopsis('bld', 'bld_flights', ARRAY['carrier', 'origin', 'dep_delay', 'distance'], %s, census => false)$$, :flights / 100), :runs) WHERE :'large' <> 'only';
 SELECT pg_temp.timed(format('flights: uniform 5%% (%s rows)', :flights / 20),
   format($$SELECT approx_gpu.create_synopsis('bld', 'bld_flights', ARRAY['carrier', 'origin', 'dep_delay', 'distance'], %s)$$, :flights / 20), :runs) WHERE :'large' <> 'only';
 SELECT pg_temp.timed('flights: 1% stratified by carrier',

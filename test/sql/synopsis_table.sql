@@ -309,3 +309,103 @@ SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses WHERE name IN ('s
 SELECT count(*) AS left_over FROM approx_gpu.synopses;
 DROP OWNED BY regress_syntab_reader;
 DROP ROLE regress_syntab_reader;
+
+-- ---- stratified, census and partitioned builds through the parallel relation reader ----
+-- Both passes (rows per stratum and census candidates, then each stratum's
+-- rows of smallest hash(seed, leaf, TID)) run in the reader's workers beside
+-- the leader: with a fixed seed the same synopsis whatever the workers.
+SET approx_gpu.random_seed = 11;
+CREATE TABLE st_par AS
+  SELECT i AS id, CASE WHEN i % 100 < 60 THEN 'AA' WHEN i % 100 < 90 THEN 'BB' WHEN i % 100 < 99 THEN 'CC' END AS carrier,
+         CASE WHEN i % 13 <> 0 THEN i % 3 END AS k3, CASE WHEN i % 997 = 0 THEN 1e6 + i ELSE i % 50 END::float8 AS x,
+         repeat(md5(i::text), 20) AS note, md5((i % 300)::text) || repeat('-', 40) AS tag
+  FROM generate_series(1, 60000) i;
+DELETE FROM st_par WHERE id % 1000 = 7;
+CREATE FUNCTION pg_temp.syn_bytes(n text) RETURNS bytea LANGUAGE sql AS
+  $$SELECT approx_gpu.kde_synopsis_to_bytea(synopsis) FROM approx_gpu.synopses JOIN approx_gpu_internal.synopsis_values USING (owner, name) WHERE name = n$$;
+CREATE FUNCTION pg_temp.census_ids(syn text) RETURNS TABLE (id int) LANGUAGE plpgsql AS $$
+BEGIN
+  -- the census stratum: the smaller of the two
+  RETURN QUERY EXECUTE format('SELECT id FROM %1$s WHERE approx_stratum = (SELECT approx_stratum FROM %1$s GROUP BY 1 ORDER BY count(*) LIMIT 1) ORDER BY id',
+                              (SELECT sample_relid::regclass FROM approx_gpu.synopses WHERE name = syn));
+END $$;
+SET approx_gpu.read_workers = 2;
+SELECT (approx_gpu.create_synopsis('stp_par', 'st_par', ARRAY['carrier', 'k3', 'x']::name[], 2000,
+                                   stratify => ARRAY['carrier', 'k3']::name[])->>'strata')::int AS strata;
+SELECT approx_gpu.last_run()->>'read' AS read, (approx_gpu.last_run()->>'read_workers')::int > 0 AS workers_helped,
+       approx_gpu.last_run()->>'read_passes' AS passes;
+SET approx_gpu.read_workers = 0;
+SELECT (approx_gpu.create_synopsis('stp_ser', 'st_par', ARRAY['carrier', 'k3', 'x']::name[], 2000,
+                                   stratify => ARRAY['carrier', 'k3']::name[])->>'strata')::int AS strata;
+SELECT approx_gpu.last_run()->>'read' AS read;
+RESET approx_gpu.read_workers;
+SET max_parallel_workers_per_gather = 0;
+SELECT (approx_gpu.create_synopsis('stp_auto', 'st_par', ARRAY['carrier', 'k3', 'x']::name[], 2000,
+                                   stratify => ARRAY['carrier', 'k3']::name[])->>'strata')::int AS strata;
+RESET max_parallel_workers_per_gather;
+SET approx_gpu.read_workers = 2;
+BEGIN ISOLATION LEVEL SERIALIZABLE;  -- the table AM's slots instead of pages
+SELECT (approx_gpu.create_synopsis('stp_slots', 'st_par', ARRAY['carrier', 'k3', 'x']::name[], 2000,
+                                   stratify => ARRAY['carrier', 'k3']::name[])->>'strata')::int AS strata;
+COMMIT;
+SELECT pg_temp.syn_bytes('stp_par') = pg_temp.syn_bytes('stp_ser') AS workers_or_not_the_same,
+       pg_temp.syn_bytes('stp_par') = pg_temp.syn_bytes('stp_auto') AS per_gather_0_the_same,
+       pg_temp.syn_bytes('stp_par') = pg_temp.syn_bytes('stp_slots') AS slots_the_same;
+-- the congressional allocation over the strata (rows n, sample rows m; a
+-- NULL is a stratum key of its own): as the backend's two passes gave it
+SELECT n, m FROM pg_temp.strata('stp_par') ORDER BY n, m;
+-- a census build: the census rows are the table's largest |x| (ties by
+-- TID), whatever the workers; one pass (the other stratum's rows are the
+-- first of the uniform sample's that are no census rows)
+SET approx_gpu.read_workers = 2;
+SELECT (approx_gpu.create_synopsis('stp_cen', 'st_par', ARRAY['id', 'x']::name[], 1000, census => true)->>'strata')::int AS strata;
+SELECT approx_gpu.last_run()->>'read' AS read, approx_gpu.last_run()->>'read_passes' AS passes;
+SELECT n, m FROM pg_temp.strata('stp_cen') ORDER BY n;
+SELECT count(*) AS census_rows, count(*) FILTER (WHERE id > 59950) AS top_ids, min(id) AS first_id, max(id) AS last_id, sum(id) AS id_sum
+  FROM pg_temp.census_ids('stp_cen');
+SET approx_gpu.read_workers = 0;
+SELECT (approx_gpu.create_synopsis('stp_cen0', 'st_par', ARRAY['id', 'x']::name[], 1000, census => true)->>'strata')::int AS strata;
+SELECT pg_temp.syn_bytes('stp_cen') = pg_temp.syn_bytes('stp_cen0') AS census_workers_or_not_the_same;
+-- ... two where the uniform sample holds too few of them (150 rows,
+-- sample_size 100: 10 census rows, the other stratum's floor of 100 rows)
+CREATE TABLE st_tiny AS SELECT * FROM st_par WHERE id <= 150;
+SET approx_gpu.read_workers = 2;
+SELECT (approx_gpu.create_synopsis('stp_cen2', 'st_tiny', ARRAY['x']::name[], 100, census => true)->>'strata')::int AS strata;
+SELECT approx_gpu.last_run()->>'read_passes' AS passes;
+SELECT n, m FROM pg_temp.strata('stp_cen2') ORDER BY n;
+SET approx_gpu.read_workers = 0;
+SELECT (approx_gpu.create_synopsis('stp_cen3', 'st_tiny', ARRAY['x']::name[], 100, census => true)->>'strata')::int AS strata;
+SELECT pg_temp.syn_bytes('stp_cen2') = pg_temp.syn_bytes('stp_cen3') AS two_passes_workers_or_not_the_same;
+-- a partitioned parent (a leaf with another column order): its leaves are strata
+CREATE TABLE st_ppar (carrier text, id int, x float8) PARTITION BY RANGE (id);
+CREATE TABLE st_ppar_1 PARTITION OF st_ppar FOR VALUES FROM (1) TO (30001);
+CREATE TABLE st_ppar_2 (x float8, id int, carrier text);
+ALTER TABLE st_ppar ATTACH PARTITION st_ppar_2 FOR VALUES FROM (30001) TO (60001);
+INSERT INTO st_ppar SELECT carrier, id, x FROM st_par;
+SET approx_gpu.read_workers = 2;
+SELECT (approx_gpu.create_synopsis('stp_part', 'st_ppar', ARRAY['carrier', 'x']::name[], 2000,
+                                   stratify => ARRAY['carrier']::name[])->>'strata')::int AS strata;
+SELECT approx_gpu.last_run()->>'read' AS read, (approx_gpu.last_run()->>'read_workers')::int > 0 AS workers_helped;
+SELECT n, m FROM pg_temp.strata('stp_part') ORDER BY n, m;
+SET approx_gpu.read_workers = 0;
+SELECT (approx_gpu.create_synopsis('stp_part0', 'st_ppar', ARRAY['carrier', 'x']::name[], 2000,
+                                   stratify => ARRAY['carrier']::name[])->>'strata')::int AS strata;
+SELECT pg_temp.syn_bytes('stp_part') = pg_temp.syn_bytes('stp_part0') AS parent_workers_or_not_the_same;
+-- many strata with long keys (300 of 200 rows, each keeping 100)
+SET approx_gpu.read_workers = 2;
+SELECT (approx_gpu.create_synopsis('stp_many', 'st_par', ARRAY['tag', 'x']::name[], 5000,
+                                   stratify => ARRAY['tag']::name[])->>'strata')::int AS strata;
+SELECT count(*) AS strata, min(n) AS min_rows, sum(n) AS rows, min(m) AS min_m, max(m) AS max_m FROM pg_temp.strata('stp_many');
+SET approx_gpu.read_workers = 0;
+SELECT (approx_gpu.create_synopsis('stp_many0', 'st_par', ARRAY['tag', 'x']::name[], 5000,
+                                   stratify => ARRAY['tag']::name[])->>'strata')::int AS strata;
+SELECT pg_temp.syn_bytes('stp_many') = pg_temp.syn_bytes('stp_many0') AS many_workers_or_not_the_same;
+-- a NaN found by a worker in a stratified build names its column
+UPDATE st_par SET x = 'NaN' WHERE id = 59999;
+SET approx_gpu.read_workers = 2;
+SELECT pg_temp.err($$SELECT approx_gpu.create_synopsis('e', 'st_par', ARRAY['carrier', 'x']::name[], 500, stratify => ARRAY['carrier']::name[])$$);
+RESET approx_gpu.read_workers;
+SELECT approx_gpu.drop_synopsis(name) FROM approx_gpu.synopses
+ WHERE name IN ('stp_par', 'stp_ser', 'stp_auto', 'stp_slots', 'stp_many', 'stp_many0', 'stp_cen', 'stp_cen2', 'stp_cen3', 'stp_cen0', 'stp_part', 'stp_part0') ORDER BY name;
+DROP TABLE st_par, st_ppar, st_tiny;
+RESET approx_gpu.random_seed;
