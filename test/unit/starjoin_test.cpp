@@ -290,3 +290,29 @@ TEST(StarJoin, DimensionFilterErrorsCancellationAndInfiniteDates) {
     st = run(py, s.inputs(), cpu_ctx(2), res);
     EXPECT_EQ(st.code, StatusCode::Declined) << st.message;
 }
+
+TEST(StarJoin, GroupPartsFeedTheEstimator) {
+    Star s(4000, 100, 50, 3, 21);
+    Knobs k;
+    k.groups = 1;
+    Result res = run_ok(make_plan(s, k), s.inputs(), cpu_ctx(2));
+    ASSERT_GT(res.groups, 0);
+    std::vector<sample::Stratum> design(3, sample::Stratum{100000, 4000 / 3.0});
+    std::vector<sample::GroupPart> parts;
+    for (int64_t g = 0; g < res.groups; ++g) {
+        group_parts(res, g, 1, parts);
+        int64_t rows = 0;
+        for (int32_t st = 0; st < 3; ++st) rows += res.rows[g * 3 + st];
+        double n = 0;
+        for (const sample::GroupPart& p : parts) n += p.m.n;
+        EXPECT_GT(rows, 0);
+        EXPECT_EQ(n, res.at(g, 0, 1).n + res.at(g, 1, 1).n + res.at(g, 2, 1).n);
+        sample::Estimate e;
+        ASSERT_TRUE(sample::estimate(sample::Aggregate::Sum, design.data(), 3, parts.data(),
+                                     static_cast<int32_t>(parts.size()), sample::Options(), e)
+                        .ok());
+        double want = 0;
+        for (const sample::GroupPart& p : parts) want += 100000 / (4000 / 3.0) * p.m.sum;
+        EXPECT_NEAR(e.estimate, want, 1e-9 * std::fabs(want));
+    }
+}

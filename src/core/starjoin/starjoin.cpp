@@ -250,6 +250,12 @@ void finish_groups(const PlanShape& plan, const GroupLayout& g, const uint64_t* 
     fill_result(plan, g, packed, grows, gacc, out);
 }
 
+void group_parts(const Result& r, int64_t g, int32_t m, std::vector<sample::GroupPart>& out) {
+    out.clear();
+    for (int32_t s = 0; s < r.n_strata; ++s)
+        if (r.rows[static_cast<size_t>(g * r.n_strata + s)] > 0) out.push_back(sample::GroupPart{s, r.at(g, s, m)});
+}
+
 void serialize(const Plan& plan, std::vector<uint8_t>& out) {
     const PlanShape& shape = plan;
     uint32_t head[4] = {kPlanMagic, static_cast<uint32_t>(sizeof(PlanShape)), static_cast<uint32_t>(plan.code.size()),

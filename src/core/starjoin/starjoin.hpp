@@ -133,6 +133,11 @@ struct Result {
     }
 };
 
+// The parts of group g's measure m for sample::estimate(): one per stratum
+// the group has a joined row in (m.n = 0 there when every value was NULL,
+// which marks the stratum as one the group touches), in stratum order.
+void group_parts(const Result& r, int64_t g, int32_t m, std::vector<sample::GroupPart>& out);
+
 // Validates the plan against the inputs, then runs it on the device ctx
 // picks (dispatch(); the GPU engine runs on the calling thread's stream with
 // the runtime's device buffers, checks cancellation between passes, and under
