@@ -44,7 +44,12 @@ endif
 GLUE_DIRS   = $(filter-out src/core/%,$(sort $(dir $(wildcard src/*/*.cpp src/*/*/*.cpp))))
 GLUE_SRCS   = $(wildcard src/*.cpp) $(foreach d,$(GLUE_DIRS),$(wildcard $(d)*.cpp))
 GLUE_HDRS   = $(wildcard src/*.h) $(foreach d,$(GLUE_DIRS),$(wildcard $(d)*.h))
-CORE_SRCS   = $(filter-out src/core/gpu_none.cpp,$(wildcard src/core/*.cpp))
+# Engines in rooms of their own (src/core/starjoin/) are picked up too.
+CORE_SRCS   = $(filter-out src/core/gpu_none.cpp,$(wildcard src/core/*.cpp) $(wildcard src/core/*/*.cpp))
+CORE_HDRS   = $(wildcard src/core/*.hpp) $(wildcard src/core/*/*.hpp)
+# A room's headers are its own objects' (and the glue's) dependency only.
+ROOM_HDRS   = $(wildcard src/core/*/*.hpp)
+ROOM_OBJS   = $(patsubst %.cpp,%.o,$(wildcard src/core/*/*.cpp))
 CUDA_SRCS   = $(wildcard cuda/*.cu)
 CORE_OBJS   = $(CORE_SRCS:.cpp=.o)
 ifeq ($(WITH_CUDA),1)
@@ -85,8 +90,11 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) approx_gpu.control
 
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+# cuda/<room>.cu includes its room's headers.
+$(patsubst src/core/%/,cuda/%.o,$(sort $(dir $(ROOM_HDRS)))): $(ROOM_HDRS)
 
 $(GLUE_SRCS:.cpp=.o) $(CORE_OBJS): $(GLUE_HDRS) $(wildcard src/core/*.hpp)
+$(GLUE_SRCS:.cpp=.o) $(ROOM_OBJS): $(ROOM_HDRS)
 
 # Objects differ with and without CUDA: build/with_cuda holds the value and is
 # rewritten (newer mtime) when it changes, so every object is rebuilt.
@@ -107,7 +115,7 @@ else
 UNIT_CUDA_OBJS =
 endif
 
-test/unit/%.o: test/unit/%.cu $(wildcard test/unit/*.hpp) $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp) $(BUILD_STAMP)
+test/unit/%.o: test/unit/%.cu $(wildcard test/unit/*.hpp) $(wildcard cuda/*.cuh) $(CORE_HDRS) $(BUILD_STAMP)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
 build/unit_tests: $(UNIT_SRCS) $(wildcard test/unit/*.hpp) $(ENGINE_OBJS) $(UNIT_CUDA_OBJS)
@@ -127,7 +135,7 @@ else
 BENCH_CUDA_OBJS =
 endif
 
-test/bench/%.o: test/bench/%.cu test/bench/gpu_bench.hpp $(wildcard cuda/*.cuh) $(wildcard src/core/*.hpp) $(BUILD_STAMP)
+test/bench/%.o: test/bench/%.cu test/bench/gpu_bench.hpp $(wildcard cuda/*.cuh) $(CORE_HDRS) $(BUILD_STAMP)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
 build/%_bench: test/bench/%_bench.cpp test/bench/gpu_bench.hpp $(ENGINE_OBJS) $(BENCH_CUDA_OBJS)

@@ -28,6 +28,9 @@ enum class StatusCode {
     ServiceBusy,      // 53200: the GPU service's queue timed out (`auto` runs on the CPU)
     ServiceDown,      // 58000 system_error: the GPU service exited (`auto` runs on the CPU)
     NotServed,        // not an error: the call does not fit the service; run it in the backend
+    DivisionByZero,   // 22012 division_by_zero
+    Declined,         // not an error: the engine cannot answer this input (a state budget, a value it
+                      // cannot represent); the caller runs its general plan (e.g. PostgreSQL's)
 };
 
 struct Status {

@@ -157,6 +157,8 @@ static int errcode_for(StatusCode code) {
         case StatusCode::ServiceDown: return ERRCODE_SYSTEM_ERROR;
         case StatusCode::NoGpu: return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
         case StatusCode::Cancelled: return ERRCODE_QUERY_CANCELED;
+        case StatusCode::DivisionByZero: return ERRCODE_DIVISION_BY_ZERO;
+        case StatusCode::Declined:
         case StatusCode::Ok:
         case StatusCode::GpuError:
         case StatusCode::NotServed:
