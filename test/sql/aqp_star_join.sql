@@ -85,6 +85,17 @@ SELECT sj_answer();
 SELECT sj_near(on3.s, off3.s) AND on3.n = off3.n AS plain_equal FROM on3, off3;
 SELECT on4.n IS NOT DISTINCT FROM off4.n AND on4.a IS NOT DISTINCT FROM off4.a AS empty_equal FROM on4, off4;
 
+-- a prepared statement (its plan cached and copied) answers the same on every execution
+SET approx_gpu.star_join = force;
+PREPARE sj_p(int) AS SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s
+  FROM sj_f WHERE k < $1 GROUP BY g;
+CREATE TEMP TABLE on5 AS EXECUTE sj_p(50);
+SELECT sj_answer();
+CREATE TEMP TABLE on6 AS EXECUTE sj_p(50);
+SELECT sj_answer();
+SELECT count(*) AS groups, bool_and(on5.n = on6.n AND sj_near(on5.s, on6.s)) AS same FROM on5 JOIN on6 USING (g);
+DEALLOCATE sj_p;
+
 -- ---- errors: the CPU plan's -------------------------------------------------------------
 SET approx_gpu.star_join = off;
 SELECT g, approx_gpu.approx_sum(x / (k - k)) FROM sj_f GROUP BY g;
