@@ -42,3 +42,31 @@ bool aqp_sample_candidate(Query* parse);
 // Marks `exact` role-dependent when a synopsis of some role was considered.
 PlannedStmt* aqp_sample_plan(PlannedStmt* exact, Query* copy, const char* query_string, int cursor_options,
                              ParamListInfo params, const char** reason);
+
+// ---- for the star-join glue (src/starjoin/): the sample plan answered by a CustomScan
+// ---- that emits each group's partial weighted-aggregate states --------------------------
+// The sample relation whose sample plan standard_planner is planning now
+// (sample/planner.cpp); InvalidOid outside that call.
+Oid aqp_sample_planning_relid(void);
+// While it is planned: why the star-join path was not added (nullptr: it
+// was); the Approx Sample Scan's EXPLAIN shows it (the first note is kept).
+void aqp_sample_star_join_note(const char* note);
+// At execution, what the star-join node did (1: the engine ran on the GPU,
+// 0: on the CPU, -1: the engine declined and PostgreSQL's Partial Aggregate
+// answered); the Approx Sample Scan's last_run() reports it as
+// "star_join_device".
+void aqp_sample_note_star_join_run(int device);
+// Which approx_* aggregate a weighted Aggref stands for (false: none).
+bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
+// The strata of the design pushed for sample_relid (the sample plan runs
+// inside its Approx Sample Scan); -1: none pushed.
+int aqp_sample_design_strata(Oid sample_relid);
+// A group's partial state of sample_count / sample_sum / sample_avg as their
+// serial function writes it (bytea): the sample, the measure argument (0 for
+// COUNT) and per stratum (0-based, strictly increasing) the moments of the
+// group's rows.
+namespace approx::sample {
+struct GroupPart;
+}
+bytea* aqp_sample_moment_state_bytes(Oid sample_relid, int measure, const approx::sample::GroupPart* parts,
+                                     int n_parts);

@@ -28,12 +28,14 @@ using namespace sample_aggs;
 
 struct MomentState {
     Oid sample;     // the sample relation the rows come from (InvalidOid: no row yet)
+    int32 measure;  // sample_sum / sample_avg's measure argument (0: none or COUNT): a
+                    // Finalize Aggregate's Aggref no longer holds the arguments
     int32 n_parts;  // parts sorted by stratum (0-based), distinct
     int32 capacity;
     int32 last;  // the part the previous row went to (rows come stratum by stratum)
     smp::GroupPart* parts;
 };
-constexpr uint8 kMomentStateVersion = 2;  // 2: + nonzero (states are never stored: parallel workers only)
+constexpr uint8 kMomentStateVersion = 3;  // 2: + nonzero, 3: + measure (states are never stored: parallel workers only)
 
 static MomentState* new_moment_state(MemoryContext mcxt) {
     return static_cast<MomentState*>(MemoryContextAllocZero(mcxt, sizeof(MomentState)));
@@ -131,6 +133,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_sum_trans) {
     // value): its unsampled rows may hold values (sample_estimate.hpp).
     smp::GroupPart* part = part_of(st, s, mcxt);
     if (!PG_ARGISNULL(1)) smp::add(part->m, PG_GETARG_FLOAT8(1));
+    if (PG_NARGS() > 4 && !PG_ARGISNULL(4)) st->measure = PG_GETARG_INT32(4);
     PG_RETURN_POINTER(st);
 }
 
@@ -144,19 +147,20 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_combine) {
     MomentState* other = reinterpret_cast<MomentState*>(PG_GETARG_POINTER(1));
     MomentState* st = PG_ARGISNULL(0) ? new_moment_state(mcxt) : reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
     check_sample(&st->sample, other->sample, fcinfo, fn);
+    if (st->measure == 0) st->measure = other->measure;
     for (int32 i = 0; i < other->n_parts; ++i) smp::merge(part_of(st, other->parts[i].stratum, mcxt)->m, other->parts[i].m);
     PG_RETURN_POINTER(st);
 }
 
-APPROX_FUNCTION(approx_gpu_aqp_sample_serial) {
-    MomentState* st = reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
+bytea* aqp_sample_moment_state_bytes(Oid sample_relid, int measure, const smp::GroupPart* parts, int n_parts) {
     ByteWriter w;
     byte_writer_init(&w);
     put_u8(&w, kMomentStateVersion);
-    put_i32(&w, static_cast<int32>(st->sample));
-    put_i32(&w, st->n_parts);
-    for (int32 i = 0; i < st->n_parts; ++i) {
-        const smp::GroupPart& p = st->parts[i];
+    put_i32(&w, static_cast<int32>(sample_relid));
+    put_i32(&w, measure);
+    put_i32(&w, n_parts);
+    for (int32 i = 0; i < n_parts; ++i) {
+        const smp::GroupPart& p = parts[i];
         put_i32(&w, p.stratum);
         put_f64(&w, p.m.n);
         put_f64(&w, p.m.mean);
@@ -166,7 +170,12 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_serial) {
         put_f64(&w, p.m.sum);
         put_f64(&w, p.m.nonzero);
     }
-    PG_RETURN_BYTEA_P(byte_writer_finish(&w));
+    return byte_writer_finish(&w);
+}
+
+APPROX_FUNCTION(approx_gpu_aqp_sample_serial) {
+    MomentState* st = reinterpret_cast<MomentState*>(PG_GETARG_POINTER(0));
+    PG_RETURN_BYTEA_P(aqp_sample_moment_state_bytes(st->sample, st->measure, st->parts, st->n_parts));
 }
 
 APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
@@ -178,6 +187,7 @@ APPROX_FUNCTION(approx_gpu_aqp_sample_deserial) {
                         errmsg("unsupported sample aggregate state version")));
     MomentState* st = new_moment_state(mcxt);
     st->sample = static_cast<Oid>(get_i32(&r));
+    st->measure = get_i32(&r);
     int32 n = get_i32(&r);
     if (n < 0 || n > (r.end - r.p) / 60)
         ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), errmsg("invalid sample aggregate state")));
@@ -225,8 +235,16 @@ static Oid final_sample(FunctionCallInfo fcinfo, Oid from_state, int argno) {
 }
 
 // sample_sum / sample_avg's measure: which of the design's measures x is
-// (0: none), a Const the sample plan wrote as argument argno.
-static int final_measure(FunctionCallInfo fcinfo, int argno, const char* fn) {
+// (0: none), a Const the sample plan wrote as argument argno; the state's
+// when it has one (a Finalize Aggregate's Aggref holds the partial state
+// as its one argument).
+static int final_measure(FunctionCallInfo fcinfo, const MomentState* st, int argno, const char* fn) {
+    if (st != nullptr && st->measure != 0) {
+        if (st->measure < 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s: argument measure %d is not a measure number", fn, st->measure)));
+        return st->measure;
+    }
     TargetEntry* te = aggref_arg(fcinfo, argno);
     if (te == nullptr) return 0;
     Node* e = reinterpret_cast<Node*>(te->expr);
@@ -322,7 +340,7 @@ static Datum moment_final(FunctionCallInfo fcinfo, smp::Aggregate agg, bool ci, 
     // SUM / AVG of a column or arithmetic over columns: its spread over the
     // stratum's sample rows bounds a group's spread from below
     // (core/sample_estimate.hpp).
-    if (agg != smp::Aggregate::Count) opt.spread = aqp_sample_design_spread(d->sample_relid, final_measure(fcinfo, 3, fn), fn);
+    if (agg != smp::Aggregate::Count) opt.spread = aqp_sample_design_spread(d->sample_relid, final_measure(fcinfo, st, 3, fn), fn);
     smp::Estimate e;
     approx::Status status = smp::estimate(agg, design, d->n_strata, st ? st->parts : nullptr, st ? st->n_parts : 0, opt, e);
     if (!status.ok()) raise_engine_error(status, fn);

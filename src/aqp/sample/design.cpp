@@ -118,6 +118,11 @@ const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid) {
     return nullptr;
 }
 
+int aqp_sample_design_strata(Oid sample_relid) {
+    const AqpSampleDesign* d = aqp_sample_design_find(sample_relid);
+    return d != nullptr ? d->n_strata : -1;
+}
+
 const approx::sample::StratumSpread* aqp_sample_design_spread(Oid sample_relid, int measure, const char* fn) {
     if (measure == 0) return nullptr;
     for (int i = n_designs - 1; i >= 0; --i) {

@@ -148,6 +148,9 @@ struct AqpSampleSpec {
     int having_column;
     List* having_checks;
     const char* unjudged;
+    // Why the sample plan has no Approx Star Join (src/starjoin/), when its
+    // planning said (nullptr: nothing said); shown by EXPLAIN.
+    const char* star_join;
 };
 
 // An aggregate argument as a measure over the sample relation's columns
@@ -186,8 +189,7 @@ const char* aqp_sample_judge(const AqpSampleSpec* spec, Tuplestorestate* store, 
                              int64 count);
 // Whether a row of the sample plan's output passes the moved HAVING.
 bool aqp_sample_having_passes(const AqpSampleSpec* spec, TupleTableSlot* slot);
-// Which approx_* aggregate a weighted Aggref stands for (false: none).
-bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
+// (aqp_sample_weighted_kind: aqp/sample.h)
 // The bytes a statement's spread pass (sample/measure_spread.cpp) over
 // n_strata strata holds for n_measures measures, and why that is past
 // approx_gpu.sample_max_state (nullptr: within it): the planner takes the

@@ -22,6 +22,15 @@ extern "C" {
 #include "utils/resowner.h"
 }
 
+// The sample relation being planned over (aqp_sample_planning_relid) and
+// the star-join glue's note meanwhile.
+static Oid planning_relid = InvalidOid;
+static const char* star_join_note = nullptr;
+Oid aqp_sample_planning_relid(void) { return planning_relid; }
+void aqp_sample_star_join_note(const char* note) {
+    if (OidIsValid(planning_relid) && star_join_note == nullptr && note != nullptr) star_join_note = pstrdup(note);
+}
+
 // The sample path's plan for `copy` (the unplanned query), or nullptr and *reason.
 static PlannedStmt* plan_over_sample(Query* copy, const char* query_string, int cursor_options, ParamListInfo params,
                                      AqpSampleSpec* spec, const char** reason) {
@@ -29,7 +38,12 @@ static PlannedStmt* plan_over_sample(Query* copy, const char* query_string, int 
     if (!aqp_sample_choose(copy, &choice, spec, reason)) return nullptr;
     if (!aqp_sample_rewrite(copy, &choice, spec, reason)) return nullptr;
     // Serial: the nested plan runs inside the outer statement's executor.
-    return standard_planner(copy, query_string, cursor_options & ~CURSOR_OPT_PARALLEL_OK, params);
+    planning_relid = spec->sample_relid;
+    star_join_note = nullptr;
+    PlannedStmt* p = standard_planner(copy, query_string, cursor_options & ~CURSOR_OPT_PARALLEL_OK, params);
+    spec->star_join = star_join_note;
+    planning_relid = InvalidOid;
+    return p;
 }
 
 // ---- planning over the sample ----------------------------------------------------------------
@@ -80,6 +94,7 @@ static PlannedStmt* try_plan_over_sample(Query* copy, const char* query_string, 
             c->result = plan_over_sample(c->copy, c->query_string, c->cursor_options, c->params, c->spec, c->reason);
         },
         &call);
+    planning_relid = InvalidOid;  // also after an error
     if (e == nullptr) return call.result;
     if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
         e->sqlerrcode == ERRCODE_OUT_OF_MEMORY)

@@ -113,6 +113,10 @@ struct ApproxSampleState {
     AqpSampleVerdict verdict;          // the rules that judge the sample plan's answer
 };
 
+// What the sample plan's star-join node did (aqp/sample.h); -2: none ran.
+static int star_join_run = -2;
+void aqp_sample_note_star_join_run(int device) { star_join_run = device; }
+
 static void fall_back(ApproxSampleState* st, const char* reason) {
     if (st->fallback == nullptr) st->fallback = reason;
 }
@@ -241,6 +245,7 @@ static void run_sample_plan(ApproxSampleState* st) {
     QueryDesc* qd = CreateQueryDesc(st->sample, estate->es_sourceText, estate->es_snapshot, InvalidSnapshot, dest,
                                     estate->es_param_list_info, estate->es_queryEnv, 0);
     aqp_sample_guard_reset();
+    star_join_run = -2;
     aqp_sample_design_push(&design);
     TupleDesc nested = nullptr;
     PG_TRY();
@@ -274,6 +279,7 @@ static void run_sample_plan(ApproxSampleState* st) {
     last_run_stats().add("sample_rows", static_cast<double>(st->ts->model.m));
     last_run_stats().add("groups", static_cast<double>(st->groups));
     if (st->executions > 1) last_run_stats().add("executions", static_cast<double>(st->executions));
+    if (star_join_run > -2) last_run_stats().add("star_join_device", star_join_run);
 }
 
 static TupleTableSlot* next_row(ScanState* ss) {
@@ -336,12 +342,24 @@ static void sample_rescan(CustomScanState* node) {
     if (child->chgParam == nullptr) ExecReScan(child);
 }
 
+// The sample plan's custom node (the star join's), if any: its name.
+static const char* custom_node_name(Plan* p) {
+    if (p == nullptr) return nullptr;
+    if (IsA(p, CustomScan)) return reinterpret_cast<CustomScan*>(p)->methods->CustomName;
+    const char* n = custom_node_name(p->lefttree);
+    return n != nullptr ? n : custom_node_name(p->righttree);
+}
+
 static void explain_sample(CustomScanState* node, List* ancestors, ExplainState* es) {
     ApproxSampleState* st = reinterpret_cast<ApproxSampleState*>(node);
     const AqpSampleSpec& spec = st->spec;
     ExplainPropertyText("Synopsis", table_synopsis_shown_name(spec.relid, spec.owner, spec.synopsis, GetUserId()),
                         es);
     ExplainPropertyInteger("Sample Rows", nullptr, spec.sample_rows, es);
+    if (const char* engine = custom_node_name(st->sample->planTree))
+        ExplainPropertyText("Sample Plan", engine, es);
+    else if (spec.star_join != nullptr && es->verbose)  // why not (VERBOSE: most plans are not star joins)
+        ExplainPropertyText("Star Join", spec.star_join, es);
     if (es->analyze) ExplainPropertyText("Answered From", st->fallback != nullptr ? "rows" : "sample", es);
     if (st->fallback != nullptr) ExplainPropertyText("Fallback", st->fallback, es);
 }

@@ -12,7 +12,8 @@
 //     OpExpr, FuncExpr, RelabelType, never seen by setrefs), Integer
 //     spread_role (the role the measures were allowed for), Integer
 //     hidden_columns, Integer rank_column, Boolean rank_desc, Integer
-//     having_column, List having_checks, String unjudged ("": none)), then
+//     having_column, List having_checks, String unjudged ("": none),
+//     String star_join ("": none)), then
 //   the sample plan (PlannedStmt).
 #include "aqp/sample/internal.h"
 
@@ -46,6 +47,7 @@ List* aqp_sample_spec_form(const AqpSampleSpec* spec, PlannedStmt* sample) {
     fields = lappend(fields, makeInteger(spec->having_column));
     fields = lappend(fields, spec->having_checks);
     fields = lappend(fields, makeString(pstrdup(spec->unjudged != nullptr ? spec->unjudged : "")));
+    fields = lappend(fields, makeString(pstrdup(spec->star_join != nullptr ? spec->star_join : "")));
     return list_make4(makeInteger(AQP_PLAN_SAMPLE),
                       aqp_form_synopsis(spec->relid, spec->owner, spec->synopsis, spec->built), fields, sample);
 }
@@ -74,5 +76,7 @@ void aqp_sample_spec_deform(List* priv, AqpSampleSpec* spec, PlannedStmt** sampl
     spec->having_checks = reinterpret_cast<List*>(fields.take());  // NIL when none
     const char* unjudged = strVal(fields.take());
     spec->unjudged = unjudged[0] != '\0' ? unjudged : nullptr;
+    const char* star_join = strVal(fields.take());
+    spec->star_join = star_join[0] != '\0' ? star_join : nullptr;
     *sample = castNode(PlannedStmt, in.take());
 }
