@@ -160,6 +160,10 @@ RESET approx_gpu.random_seed;
 -- are a fresh backend's
 SELECT approx_gpu.drop_synopsis('aqps_tail_syn');
 UPDATE aqps_tail SET x = 1 + id % 3;
+-- the UPDATE's counts reach the statistics before the build reads them (a
+-- backend flushes at most once a second otherwise, and \c would flush them
+-- after the build: the synopsis would look stale)
+SELECT pg_stat_force_next_flush();
 SELECT approx_gpu.create_synopsis('aqps_tail_syn', 'aqps_tail'::regclass, ARRAY['x']::name[], 400, 'cdf', 'never')
        IS NOT NULL AS rebuilt;
 CREATE TABLE aqps_kept AS
