@@ -29,7 +29,10 @@ extern "C" {
 
 namespace sj = approx::starjoin;
 
-int starjoin_mode = STAR_JOIN_ON;
+// Off by default: on the GPU machine the star join changed answers of the
+// aqp and aqp_sample_aggregates suites (a stratified count, borrowed spreads)
+// that the CPU sample plan gives; on only once they agree everywhere.
+int starjoin_mode = STAR_JOIN_OFF;
 static create_upper_paths_hook_type prev_upper_paths_hook = nullptr;
 
 // ---- the private list ---------------------------------------------------------------------
@@ -191,7 +194,7 @@ static const CustomPathMethods starjoin_path_methods = {"Approx Star Join", plan
 
 static const char* add_star_join_path(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
                                       GroupPathExtraData* gx, Oid sample) {
-    if (starjoin_mode == STAR_JOIN_OFF) return "approx_gpu.star_join is off";
+    if (starjoin_mode == STAR_JOIN_OFF) return nullptr;  // off says nothing in EXPLAIN (the default)
     // on: only where the GPU runs it (the CPU engine is not faster than
     // PostgreSQL's executor here; force runs it, to test both engines).
     const int64 rows = static_cast<int64>(input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows);
@@ -264,9 +267,9 @@ void starjoin_init(void) {
         {"off", STAR_JOIN_OFF, false}, {"on", STAR_JOIN_ON, false}, {"force", STAR_JOIN_FORCE, false}, {nullptr, 0, false}};
     DefineCustomEnumVariable("approx_gpu.star_join",
                              "Whether the sample path's aggregation may run as one star-join engine pass.",
-                             "on: where it is cheaper (a GPU runs it); force: wherever the query's shape allows "
-                             "(to test both engines); off: PostgreSQL's executor aggregates the sample.",
-                             &starjoin_mode, STAR_JOIN_ON, modes, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+                             "off (default): PostgreSQL's executor aggregates the sample; on: where it is cheaper (a "
+                             "GPU runs it); force: wherever the query's shape allows (to test both engines).",
+                             &starjoin_mode, STAR_JOIN_OFF, modes, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     starjoin_exec_register();
     prev_upper_paths_hook = create_upper_paths_hook;
     create_upper_paths_hook = starjoin_upper_paths;
