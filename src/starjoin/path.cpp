@@ -29,10 +29,11 @@ extern "C" {
 
 namespace sj = approx::starjoin;
 
-// Off by default: on the GPU machine the star join changed answers of the
-// aqp and aqp_sample_aggregates suites (a stratified count, borrowed spreads)
-// that the CPU sample plan gives; on only once they agree everywhere.
-int starjoin_mode = STAR_JOIN_OFF;
+// On by default: it runs only where a GPU would (will_run_on_gpu), so a
+// machine without one plans as before. Its GPU sums add with atomics, in no
+// fixed order: equal to the CPU plan's up to rounding (as PostgreSQL's own
+// parallel aggregation), never bit for bit.
+int starjoin_mode = STAR_JOIN_ON;
 static create_upper_paths_hook_type prev_upper_paths_hook = nullptr;
 
 // ---- the private list ---------------------------------------------------------------------
@@ -267,9 +268,9 @@ void starjoin_init(void) {
         {"off", STAR_JOIN_OFF, false}, {"on", STAR_JOIN_ON, false}, {"force", STAR_JOIN_FORCE, false}, {nullptr, 0, false}};
     DefineCustomEnumVariable("approx_gpu.star_join",
                              "Whether the sample path's aggregation may run as one star-join engine pass.",
-                             "off (default): PostgreSQL's executor aggregates the sample; on: where it is cheaper (a "
+                             "off: PostgreSQL's executor aggregates the sample; on (default): where it is cheaper (a "
                              "GPU runs it); force: wherever the query's shape allows (to test both engines).",
-                             &starjoin_mode, STAR_JOIN_OFF, modes, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+                             &starjoin_mode, STAR_JOIN_ON, modes, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     starjoin_exec_register();
     prev_upper_paths_hook = create_upper_paths_hook;
     create_upper_paths_hook = starjoin_upper_paths;
