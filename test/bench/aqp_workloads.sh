@@ -90,12 +90,12 @@ SQL
 done
 echo
 psql -At <<'SQL'
-SELECT '| query | answered from | exact ms | approx ms | speedup | groups | returned | median err | max err | 95% coverage | TABLESAMPLE ms | TS median err | TS max err | TS missing |';
-SELECT '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |';
-SELECT format('| %s.%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |', workload, query,
+SELECT '| query | answered from | exact ms | approx ms | speedup | star join | CPU sample plan ms | groups | returned | median err | max err | 95% coverage | TABLESAMPLE ms | TS median err | TS max err | TS missing |';
+SELECT '| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |';
+SELECT format('| %s.%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |', workload, query,
               coalesce(answered_from, '-') || coalesce(' (' || reason || ')', '') || coalesce(' ERROR ' || error, ''),
               round(exact_ms::numeric, 1), round(approx_ms::numeric, 1), round((exact_ms / nullif(approx_ms, 0))::numeric, 1) || 'x',
-              groups, returned, coalesce(round(100 * med_err::numeric, 2) || '%', '-'), coalesce(round(100 * max_err::numeric, 2) || '%', '-'),
+              coalesce(star_join, '-'), coalesce(round(cpu_plan_ms::numeric, 1)::text, '-'), groups, returned, coalesce(round(100 * med_err::numeric, 2) || '%', '-'), coalesce(round(100 * max_err::numeric, 2) || '%', '-'),
               coalesce(covered || '/' || ci_pairs, 'n/a'), coalesce(round(ts_ms::numeric, 1)::text, '-'),
               coalesce(round(100 * ts_med_err::numeric, 2) || '%', '-'), coalesce(round(100 * ts_max_err::numeric, 2) || '%', '-'),
               coalesce(ts_missing || '/' || groups, '-'))

@@ -92,14 +92,14 @@ SELECT cardinality(exact), cardinality(answer),
 -- (approx_* return float8). An error of a twin is reported, not raised.
 CREATE OR REPLACE FUNCTION bench_query(query text, big_table text, reps int, ts boolean,
         OUT answered_from text, OUT reason text, OUT exact_ms float8, OUT approx_ms float8,
-        OUT groups int, OUT returned int, OUT med_err float8, OUT max_err float8, OUT missing int,
+        OUT star_join text, OUT cpu_plan_ms float8, OUT groups int, OUT returned int, OUT med_err float8, OUT max_err float8, OUT missing int,
         OUT covered int, OUT ci_pairs int, OUT within10_guarded int, OUT guarded_from text,
         OUT ts_ms float8, OUT ts_returned int, OUT ts_med_err float8, OUT ts_max_err float8, OUT ts_missing int,
         OUT error text)
 LANGUAGE plpgsql AS $$
 DECLARE
     approx text := workload_approx(query);
-    exact json[]; answer json[]; ci json[]; aggpos int[]; te regtype[]; ta regtype[]; c record;
+    exact json[]; answer json[]; ci json[]; aggpos int[]; te regtype[]; ta regtype[]; c record; mode text;
 BEGIN
     exact := workload_rows(query);
     exact_ms := bench_ms(query, reps);
@@ -109,7 +109,16 @@ BEGIN
         answer := workload_rows(approx);
         answered_from := approx_gpu.last_run()->>'answered_from';
         reason := approx_gpu.last_run()->>'reason';
+        star_join := CASE approx_gpu.last_run()->>'star_join_device' WHEN '1' THEN 'gpu' WHEN '0' THEN 'cpu'
+                     WHEN '-1' THEN 'declined' END;
         approx_ms := bench_ms(approx, reps);
+        -- the same answer from PostgreSQL's executor over the sample (no star join)
+        IF star_join IS NOT NULL THEN
+            mode := current_setting('approx_gpu.star_join');
+            PERFORM set_config('approx_gpu.star_join', 'off', true);
+            cpu_plan_ms := bench_ms(approx, reps);
+            PERFORM set_config('approx_gpu.star_join', mode, true);
+        END IF;
     EXCEPTION WHEN others THEN error := 'approx: ' || SQLERRM; answer := '{}';
     END;
     BEGIN

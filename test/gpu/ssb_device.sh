@@ -11,7 +11,8 @@
 # exact row count and the 13 SSB queries (test/workloads/ssb) exact with
 # max_parallel_workers_per_gather = WORKERS (8): rows, and planning + execution
 # ms of one EXPLAIN ANALYZE after one warm-up run (a first look, not the
-# acceptance table's medians).
+# acceptance table's medians). WORKLOAD=1: instead, test/bench/aqp_workloads.sh
+# (GEN=cpp; SAMPLE, REPS, WORKLOADS as there) on this cluster.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/approx_out}; mkdir -p "$OUT"
@@ -29,6 +30,14 @@ max_parallel_workers = 20
 max_parallel_maintenance_workers = 8
 ${CONF:-}" start_cluster "$W" cpu
 export PGDATABASE=postgres
+if [ "${WORKLOAD:-0}" = 1 ]; then
+  # The workload table (test/bench/aqp_workloads.sh) at this SF with the cpp
+  # generator: exact vs the approximate twin (the star join where the GPU
+  # runs it, and PostgreSQL's executor over the same sample), errors, coverage.
+  echo "$(nproc) cores, $(postgres --version), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+  SF=${SF:-10} GEN=cpp WORKLOADS=${WORKLOADS:-ssb} SAMPLE=${SAMPLE:-0.01} REPS=${REPS:-3} bash test/bench/aqp_workloads.sh
+  exit 0
+fi
 echo "$(nproc) cores, $(free -g | awk '/Mem:/ { print $2 }') GiB, disk: $(df -h "$W" | awk 'NR == 2 { print $4 " free of " $2 }'), $(postgres --version)"
 for v in ${VARIANTS:-uniform skewed}; do
   t0=$(date +%s.%N)
