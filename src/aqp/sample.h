@@ -56,6 +56,11 @@ void aqp_sample_star_join_note(const char* note);
 // answered); the Approx Sample Scan's last_run() reports it as
 // "star_join_device".
 void aqp_sample_note_star_join_run(int device);
+// Where it ran when the session's calls go to the GPU service (last_run()'s
+// "star_join_service"): 0 in the backend (the service did not take it), 1 in
+// the service with the sample's columns sent, 2 in the service from its
+// resident copy of them (the backend read no row).
+void aqp_sample_note_star_join_service(int how);
 // Which approx_* aggregate a weighted Aggref stands for (false: none).
 bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
 // The strata of the design pushed for sample_relid (the sample plan runs

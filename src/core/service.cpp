@@ -22,6 +22,7 @@ const char* op_name(Op op) {
         case Op::HashjoinCount: return "hash join count";
         case Op::MovingIndex: return "moving-object index";
         case Op::Closure: return "transitive closure";
+        case Op::StarJoin: return "star join";
         case Op::None:
         case Op::Count: break;
     }
@@ -33,6 +34,13 @@ void Request::cache_last_input(uint64_t key) {
         cache_in = n_in - 1;
         cache_key = key != 0 ? key : content_hash(in[cache_in], in_bytes[cache_in]);
     }
+}
+
+void Request::add_resident_input(uint64_t key) {
+    add_in(nullptr, 0);
+    cache_in = n_in - 1;
+    cache_key = key;
+    cache_absent = true;
 }
 
 Status Served::check_in(int i, size_t bytes) const {
@@ -83,6 +91,7 @@ Status serve(const ExecContext& ctx, const Served& req) {
             case Op::HashjoinCount: return hashjoin::serve_join_count(ctx, req);
             case Op::MovingIndex: return moving::serve_index(ctx, req);
             case Op::Closure: return closure::serve_closure(ctx, req);
+            case Op::StarJoin: return starjoin::serve_star_join(ctx, req);
             case Op::None:
             case Op::Count: break;
         }

@@ -38,6 +38,7 @@ enum class Op : uint32_t {
     HashjoinCount,     // hashjoin::join_count
     MovingIndex,       // a moving-object index held by the service (moving_served.cpp)
     Closure,           // closure::count_pairs / reachable / compute and its rows (closure_served.cpp)
+    StarJoin,          // starjoin::run (starjoin/starjoin_served.cpp)
     Count
 };
 const char* op_name(Op op);
@@ -59,6 +60,11 @@ struct Request {
     // of its bytes), so that later calls with the same bytes skip the copy.
     uint64_t cache_key = 0;
     int cache_in = -1;
+    // in[cache_in] was never read: the caller found cache_key in the service's
+    // resident directory (add_resident_input). The transport sends the request
+    // without it; a service that no longer holds it answers NotServed, and the
+    // caller reads the input and asks again.
+    bool cache_absent = false;
     // Only the executor of this device may run it (-1: any): a request on
     // state the service holds for the backend (a moving-object index).
     int device = -1;
@@ -87,6 +93,8 @@ struct Request {
     // Marks the input just added as cacheable; key = its content_hash when the
     // caller has it already (0: computed here).
     void cache_last_input(uint64_t key = 0);
+    // Adds the cacheable input as absent (cache_absent): resident under key.
+    void add_resident_input(uint64_t key);
 };
 
 // The service's view of a request: pointers into the staging area (or the
@@ -234,4 +242,7 @@ Status serve_index(const ExecContext& ctx, const service::Served& req);
 }
 namespace approx::closure {
 Status serve_closure(const ExecContext& ctx, const service::Served& req);
+}
+namespace approx::starjoin {
+Status serve_star_join(const ExecContext& ctx, const service::Served& req);
 }

@@ -63,7 +63,7 @@ const char* device_setting_name(void) { return device_options[device_setting].na
 
 // ---- the GPU service ---------------------------------------------------------------
 
-static GpuServiceHooks service_hooks = {nullptr, nullptr};
+static GpuServiceHooks service_hooks = {nullptr, nullptr, nullptr};
 
 void runtime_register_gpu_service(const GpuServiceHooks& hooks) { service_hooks = hooks; }
 

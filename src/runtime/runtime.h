@@ -91,6 +91,9 @@ struct GpuServiceHooks {
     // The service's GPUs for device_info(): up to `max` into `out`, their
     // number and CUDA versions; false (nothing written) when it runs no GPU.
     bool (*devices)(approx::gpu::DeviceInfo* out, int max, int* count, int* runtime_version, int* driver_version);
+    // Whether the service holds an input under this key in its resident
+    // cache now (its shared directory; a hint, see Request::cache_absent).
+    bool (*resident)(uint64 key);
 };
 void runtime_register_gpu_service(const GpuServiceHooks& hooks);
 // The registered hooks (null members when there is no service).

@@ -197,7 +197,7 @@ void gpu_service_init(void) {
     define_settings();
     if (!process_shared_preload_libraries_in_progress) return;  // in-process mode (README: "GPU service")
 
-    runtime_register_gpu_service(GpuServiceHooks{gpu_service_transport, service_devices});
+    runtime_register_gpu_service(GpuServiceHooks{gpu_service_transport, service_devices, gpu_service_key_resident});
 
     prev_shmem_request_hook = shmem_request_hook;
     shmem_request_hook = service_shmem_request;

@@ -169,5 +169,9 @@ bool gpu_service_session_alive(ServiceShared* sh, uint64 token);
 // the CPU-engine test setting), else null.
 approx::service::Transport gpu_service_transport(void);
 
+// Whether the service's resident directory lists key now (a hint: the
+// service may evict it before a request arrives).
+bool gpu_service_key_resident(uint64 key);
+
 // Entry point of the background worker (bgw_function_name).
 extern "C" PGDLLEXPORT void approx_gpu_service_main(Datum arg);

@@ -247,9 +247,11 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
 Status transport(const approx::ExecContext& ctx, approx::service::Request& req) {
     ServiceShared* sh = gpu_service_shared();
     if (sh == nullptr) return Status::Error(StatusCode::NotServed, "no GPU service");
-    bool omit = req.cache_in >= 0 && key_resident(sh, req.cache_key);
+    // An input the caller never read (Request::cache_absent) goes omitted;
+    // evicted meanwhile, the NotServed answer is the caller's to act on.
+    bool omit = req.cache_in >= 0 && (req.cache_absent || key_resident(sh, req.cache_key));
     Status st = send_and_wait(sh, ctx, req, omit);
-    if (omit && st.code == StatusCode::NotServed)  // evicted since we looked: send it after all
+    if (omit && !req.cache_absent && st.code == StatusCode::NotServed)  // evicted since we looked: send it after all
         st = send_and_wait(sh, ctx, req, false);
     return st;
 }
@@ -289,6 +291,11 @@ uint64 gpu_service_session_token(void) { return session_token; }
 bool gpu_service_session_alive(ServiceShared* sh, uint64 token) {
     const uint64 index = token & ((uint64(1) << 20) - 1);
     return token != 0 && index < static_cast<uint64>(sh->n_owners) && pg_atomic_read_u64(&sh->owners[index]) == token;
+}
+
+bool gpu_service_key_resident(uint64 key) {
+    ServiceShared* sh = gpu_service_shared();
+    return sh != nullptr && key != 0 && pg_atomic_read_u32(&sh->ready) != 0 && key_resident(sh, key);
 }
 
 approx::service::Transport gpu_service_transport(void) {

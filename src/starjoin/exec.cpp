@@ -2,7 +2,9 @@
 // on the first row it compiles its spec into the engine's plan, reads the
 // columns the programs use from the sample relation (the statement's
 // snapshot), runs approx::starjoin::run() on the device the settings pick
-// (approx_gpu.device) and returns per group the group keys and each
+// (approx_gpu.device) -- in the GPU service when the session's calls go
+// there (served.cpp: the columns then stay resident in the service, and
+// later runs read none) -- and returns per group the group keys and each
 // measure's partial state -- the bytes sample_sum's serial function writes
 // (aqp_sample_moment_state_bytes), from the group's moments per stratum.
 // Errors of the programs are PostgreSQL's (22012 division by zero, 22003
@@ -127,6 +129,21 @@ static void read_columns(StarJoinState* st, const StarJoinCompiler& c, AttrNumbe
     *rows_out = rows;
 }
 
+// read_columns as served.cpp calls it (StarJoinReadFact).
+struct FactReader {
+    StarJoinState* st;
+    const StarJoinCompiler* c;
+};
+static void read_fact(void* arg, sj::Table* fact) {
+    FactReader* r = static_cast<FactReader*>(arg);
+    sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (r->c->n_columns + 1)));
+    int64 rows;
+    read_columns(r->st, *r->c, r->st->spec.stratum_attno, cols, &rows);
+    fact->columns = cols;
+    fact->n_columns = r->c->n_columns + 1;
+    fact->rows = rows;
+}
+
 // Compiles the spec into run->plan (false: the engine cannot take it now).
 static bool compile_spec(StarJoinState* st, StarJoinCompiler* c, int n_strata) {
     sj::Plan& plan = st->run->plan;
@@ -164,18 +181,18 @@ static void run_star_join(StarJoinState* st) {
         aqp_sample_note_star_join_run(-1);
         return;
     }
-    sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (c.n_columns + 1)));
-    int64 rows;
-    read_columns(st, c, st->spec.stratum_attno, cols, &rows);
     sj::Inputs in;
-    in.fact.columns = cols;
-    in.fact.n_columns = c.n_columns + 1;
-    in.fact.rows = rows;
+    FactReader reader{st, &c};
     approx::ExecContext ctx = engine_settings();  // last_run() is the Approx Sample Scan's
     approx::RunStats stats;
     ctx.stats = &stats;
     StarJoinRun* run = st->run;
-    approx::Status status = approx::guarded([&] { return sj::run(run->plan, in, ctx, run->result); });
+    approx::Status status;
+    if (!starjoin_run_served(st->spec.sample_relid, &c, st->spec.stratum_attno, &run->plan, &in, read_fact, &reader,
+                             &ctx, &run->result, &status)) {
+        if (in.fact.columns == nullptr) read_fact(&reader, &in.fact);
+        status = approx::guarded([&] { return sj::run(run->plan, in, ctx, run->result); });
+    }
     switch (status.code) {
         case approx::StatusCode::Ok:
             aqp_sample_note_star_join_run(stats.device == approx::Device::Gpu ? 1 : 0);

@@ -53,6 +53,19 @@ int starjoin_column(StarJoinCompiler* c, AttrNumber attno, Oid type);
 bool starjoin_compile(StarJoinCompiler* c, Node* e, approx::starjoin::Kind want, approx::starjoin::ProgramRef* out);
 bool starjoin_compile_quals(StarJoinCompiler* c, List* quals, approx::starjoin::ProgramRef* out);
 
+// ---- served.cpp: the star join through the GPU service ----------------------------------
+// The fact columns' reader (exec.cpp): the sample relation's columns the
+// programs read, the stratum last, into *fact (palloc'd).
+typedef void (*StarJoinReadFact)(void* arg, approx::starjoin::Table* fact);
+// Runs plan in the GPU service when the session's calls go there (device gpu,
+// or auto and the sample's rows), reading the fact columns with read() only
+// when the service does not hold them resident. True: *status is the answer
+// (*out filled when ok). False: run it in the backend with *ctx (the
+// service's fallback rule may have changed it); in->fact is set when read.
+bool starjoin_run_served(Oid sample_relid, const StarJoinCompiler* c, AttrNumber stratum_attno,
+                         const approx::starjoin::Plan* plan, approx::starjoin::Inputs* in, StarJoinReadFact read,
+                         void* arg, approx::ExecContext* ctx, approx::starjoin::Result* out, approx::Status* status);
+
 // ---- the node's private list (path.cpp writes, exec.cpp reads) ------------------------
 // Integer sample_relid, Integer fact_varno, Integer stratum attno,
 // List quals (Expr over the fact, never seen by setrefs), List group

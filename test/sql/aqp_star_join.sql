@@ -132,3 +132,56 @@ RESET approx_gpu.box_path;
 SELECT approx_gpu.drop_synopsis('sj_syn');
 DROP TABLE sj_f;
 DROP FUNCTION sj_answer(), sj_near(float8, float8), sj_near(approx_gpu.approx_estimate, approx_gpu.approx_estimate), sj_why(text);
+
+-- ---- through the GPU service: the sample's columns stay resident there ------------------
+-- (the service pass: device = auto, every call goes to the service; in-process
+-- the same queries run in the backend and every check below holds as well)
+RESET approx_gpu.device;
+SET approx_gpu.box_path = off;
+SET approx_gpu.star_join = force;
+CREATE TABLE sj_r AS
+SELECT i AS id, (i % 7)::int4 AS g, i % 3 AS h, ((i::bigint * 7919) % 1000) / 10.0::float8 AS x
+  FROM generate_series(1, 20000) i;
+ANALYZE sj_r;
+SELECT approx_gpu.create_synopsis('sj_r_syn', 'sj_r'::regclass, ARRAY['x', 'g', 'h']::name[], 3000, 'cdf', 'never',
+                                  ARRAY['h']::name[]) IS NOT NULL AS created;
+CREATE FUNCTION sj_served(want int) RETURNS bool LANGUAGE sql AS $$
+SELECT coalesce((approx_gpu.gpu_service_info()->>'used_by_this_session')::bool, false)
+       = (approx_gpu.last_run() ? 'star_join_service')
+   AND coalesce((approx_gpu.last_run()->>'star_join_service')::int, want) = want $$;
+CREATE FUNCTION sj_hits() RETURNS bigint LANGUAGE sql AS $$
+SELECT coalesce((approx_gpu.gpu_service_info()->'cache'->>'hits')::bigint, 0) $$;
+CREATE FUNCTION sj_close(a approx_gpu.approx_estimate, b approx_gpu.approx_estimate) RETURNS bool LANGUAGE sql
+IMMUTABLE AS $$
+SELECT (a IS NULL AND b IS NULL)
+    OR (abs(a.estimate - b.estimate) <= 1e-9 * greatest(abs(a.estimate), abs(b.estimate))
+        AND abs(a.upper - b.upper) <= 1e-9 * greatest(abs(a.upper), abs(b.upper))) $$;
+-- the first run sends the columns (1), the second finds them resident (2): a cache hit
+CREATE TEMP TABLE r1 AS
+SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s FROM sj_r WHERE x > 10 GROUP BY g;
+SELECT sj_served(1) AS sent, approx_gpu.last_run()->>'star_join_device' IS NOT NULL AS star_join;
+SELECT sj_hits() AS hits0 \gset
+CREATE TEMP TABLE r2 AS
+SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s FROM sj_r WHERE x > 10 GROUP BY g;
+SELECT sj_served(2) AS resident, approx_gpu.last_run()->>'star_join_device' IS NOT NULL AS star_join,
+       sj_hits() > :hits0 OR NOT coalesce((approx_gpu.gpu_service_info()->>'used_by_this_session')::bool, false)
+         AS hits_grew;
+SELECT count(*) AS groups, bool_and(r1.n = r2.n AND sj_close(r1.s, r2.s)) AS same FROM r1 FULL JOIN r2 USING (g);
+-- a refresh builds a new sample relation: its columns are sent (no stale resident copy),
+-- and the answer is the new sample's (as the CPU sample plan's over it)
+UPDATE sj_r SET x = x + 1000;
+SELECT approx_gpu.refresh_synopsis('sj_r_syn') IS NOT NULL AS refreshed;
+CREATE TEMP TABLE r3 AS
+SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s FROM sj_r WHERE x > 10 GROUP BY g;
+SELECT sj_served(1) AS sent_again, approx_gpu.last_run()->>'star_join_device' IS NOT NULL AS star_join;
+SET approx_gpu.star_join = off;
+CREATE TEMP TABLE r4 AS
+SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s FROM sj_r WHERE x > 10 GROUP BY g;
+SELECT count(*) AS groups, bool_and(r3.n = r4.n AND sj_close(r3.s, r4.s)) AS as_cpu_plan,
+       bool_and((r3.s).estimate > (r2.s).estimate) AS follows_new_sample
+  FROM r3 FULL JOIN r4 USING (g) JOIN r2 USING (g);
+RESET approx_gpu.star_join;
+RESET approx_gpu.box_path;
+SELECT approx_gpu.drop_synopsis('sj_r_syn');
+DROP TABLE sj_r;
+DROP FUNCTION sj_served(int), sj_hits(), sj_close(approx_gpu.approx_estimate, approx_gpu.approx_estimate);

@@ -116,6 +116,8 @@ struct ApproxSampleState {
 // What the sample plan's star-join node did (aqp/sample.h); -2: none ran.
 static int star_join_run = -2;
 void aqp_sample_note_star_join_run(int device) { star_join_run = device; }
+static int star_join_service = -1;  // -1: not sent to the service
+void aqp_sample_note_star_join_service(int how) { star_join_service = how; }
 
 static void fall_back(ApproxSampleState* st, const char* reason) {
     if (st->fallback == nullptr) st->fallback = reason;
@@ -246,6 +248,7 @@ static void run_sample_plan(ApproxSampleState* st) {
                                     estate->es_param_list_info, estate->es_queryEnv, 0);
     aqp_sample_guard_reset();
     star_join_run = -2;
+    star_join_service = -1;
     aqp_sample_design_push(&design);
     TupleDesc nested = nullptr;
     PG_TRY();
@@ -280,6 +283,7 @@ static void run_sample_plan(ApproxSampleState* st) {
     last_run_stats().add("groups", static_cast<double>(st->groups));
     if (st->executions > 1) last_run_stats().add("executions", static_cast<double>(st->executions));
     if (star_join_run > -2) last_run_stats().add("star_join_device", star_join_run);
+    if (star_join_service >= 0) last_run_stats().add("star_join_service", star_join_service);
 }
 
 static TupleTableSlot* next_row(ScanState* ss) {

@@ -1,0 +1,107 @@
+// The star join through the GPU service (issue 39): when the session's
+// engine calls go to the service, the Approx Star Join node sends the plan,
+// the sample relation's columns and the dimensions as one request
+// (core/starjoin/starjoin_served.hpp), so no backend opens a GPU context of
+// its own. The fact columns stay resident in the service under a key of
+// what they were read from; a backend that finds the key in the service's
+// resident directory does not read the sample relation at all.
+//
+// The key: the database, the relation's OID and its storage (relfilenode:
+// a TRUNCATE or a rewrite changes it), its size in blocks, and the columns
+// read in their order (attribute numbers and types, the stratum column
+// last). Sample relations are written only by synopsis builds, and a build
+// (refresh_synopsis too) makes a new relation, so a key never names stale
+// columns. The service evicts least recently used entries first
+// (approx_gpu.service_cache_size); a request sent without the columns that
+// the service no longer holds is answered NotServed, and the backend reads
+// and sends them (one retry).
+#include "starjoin/starjoin_glue.h"
+
+extern "C" {
+#include "access/table.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+}
+
+#include "core/service.hpp"
+#include "core/starjoin/starjoin_served.hpp"
+
+namespace sj = approx::starjoin;
+
+// The resident key of the fact columns (see the top of the file).
+static uint64 fact_key(Relation rel, BlockNumber blocks, const StarJoinCompiler* c, AttrNumber stratum_attno) {
+    struct {
+        uint32 magic;
+        Oid database, relid;
+        RelFileNode node;
+        BlockNumber blocks;
+        int32 n_columns;
+        AttrNumber attnos[kStarJoinMaxColumns + 1];
+        Oid types[kStarJoinMaxColumns];
+    } k;
+    memset(&k, 0, sizeof k);
+    k.magic = 0x46534a53u;  // "SJSF"
+    k.database = MyDatabaseId;
+    k.relid = RelationGetRelid(rel);
+    k.node = rel->rd_node;
+    k.blocks = blocks;
+    k.n_columns = c->n_columns;
+    for (int i = 0; i < c->n_columns; ++i) {
+        k.attnos[i] = c->attnos[i];
+        k.types[i] = c->types[i];
+    }
+    k.attnos[c->n_columns] = stratum_attno;
+    return approx::service::content_hash(&k, sizeof k);
+}
+
+// Reads the fact columns (read) and packs them into one blob for the request.
+static void read_and_pack(StarJoinReadFact read, void* arg, sj::Inputs* in, sj::ServedInputs* si) {
+    read(arg, &in->fact);
+    const size_t n = sj::table_blob_bytes(in->fact);
+    uint8* blob = static_cast<uint8*>(palloc_extended(n, MCXT_ALLOC_HUGE));
+    sj::pack_table(in->fact, blob);
+    si->fact = blob;
+    si->fact_bytes = n;
+    si->fact_rows = in->fact.rows;
+}
+
+bool starjoin_run_served(Oid sample_relid, const StarJoinCompiler* c, AttrNumber stratum_attno, const sj::Plan* plan,
+                         sj::Inputs* in, StarJoinReadFact read, void* arg, approx::ExecContext* ctx, sj::Result* out,
+                         approx::Status* status) {
+    if (ctx->service == nullptr || ctx->mode == approx::DeviceMode::Cpu) return false;
+    Relation rel = table_open(sample_relid, AccessShareLock);
+    const BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+    // The rows for the device choice under auto, before any is read: the
+    // relation's statistics, else its blocks at a row of 32 bytes or more.
+    const double reltuples = rel->rd_rel->reltuples;
+    const int64 rows = reltuples >= 0 ? static_cast<int64>(reltuples) : static_cast<int64>(blocks) * (BLCKSZ / 32);
+    const uint64 key = fact_key(rel, blocks, c, stratum_attno);
+    table_close(rel, NoLock);
+    if (!approx::service::wanted(*ctx, rows)) return false;
+
+    sj::ServedInputs si;
+    si.fact_key = key;
+    si.fact_rows = rows;
+    si.dims = in->dims;
+    const GpuServiceHooks& hooks = gpu_service_hooks();
+    const bool resident = hooks.resident != nullptr && hooks.resident(key);
+    if (!resident) read_and_pack(read, arg, in, &si);
+    approx::Status st = approx::guarded([&] { return sj::run_in_service(*plan, si, *ctx, *out); });
+    bool sent = !resident;
+    if (resident && st.code == approx::StatusCode::NotServed) {  // evicted since the directory said so
+        read_and_pack(read, arg, in, &si);
+        st = approx::guarded([&] { return sj::run_in_service(*plan, si, *ctx, *out); });
+        sent = true;
+    }
+    approx::ExecContext local;
+    if (!approx::service::fall_back(*ctx, st, local)) {
+        *status = st;
+        aqp_sample_note_star_join_service(sent ? 1 : 2);
+        return true;
+    }
+    *ctx = local;  // in the backend: too large for the staging area, or (auto) a busy or stopped service
+    aqp_sample_note_star_join_service(0);
+    return false;
+}
