@@ -13,6 +13,9 @@
 // VERBOSE (aqp_sample_star_join_note).
 #include "starjoin/starjoin_glue.h"
 
+#include "core/gpu.hpp"
+#include "core/service.hpp"
+
 extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -193,6 +196,20 @@ static Plan* plan_star_join(PlannerInfo*, RelOptInfo*, CustomPath* path, List* t
 }
 static const CustomPathMethods starjoin_path_methods = {"Approx Star Join", plan_star_join, nullptr};
 
+// Whether a GPU would run the star join over `rows` sample rows: the
+// service's GPUs when calls go to the service (asked through its shared
+// memory: no CUDA context in this backend), else this backend's.
+static bool gpu_would_run(int64 rows) {
+    const approx::ExecContext ctx = engine_settings();
+    if (ctx.service != nullptr) {
+        approx::gpu::DeviceInfo info[1];
+        int count = 0, runtime_version = 0, driver_version = 0;
+        return approx::service::wanted(ctx, rows) &&
+               gpu_service_hooks().devices(info, 1, &count, &runtime_version, &driver_version) && count > 0;
+    }
+    return approx::will_run_on_gpu(ctx, rows);
+}
+
 static const char* add_star_join_path(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
                                       GroupPathExtraData* gx, Oid sample) {
     if (starjoin_mode == STAR_JOIN_OFF) return nullptr;  // off says nothing in EXPLAIN (the default)
@@ -200,7 +217,7 @@ static const char* add_star_join_path(PlannerInfo* root, RelOptInfo* input_rel, 
     // PostgreSQL's executor here; force runs it, to test both engines).
     const int64 rows = static_cast<int64>(input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows);
     // Nothing noted: EXPLAIN on a machine without a GPU stays as it was.
-    if (starjoin_mode == STAR_JOIN_ON && !approx::will_run_on_gpu(engine_settings(), rows)) return nullptr;
+    if (starjoin_mode == STAR_JOIN_ON && !gpu_would_run(rows)) return nullptr;
     if (!(gx->flags & GROUPING_CAN_PARTIAL_AGG)) return "the aggregates cannot be split into partial states";
     if (IS_DUMMY_REL(input_rel) || input_rel->cheapest_total_path == nullptr) return "no input path";
     Query* parse = root->parse;
