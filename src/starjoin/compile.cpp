@@ -348,6 +348,8 @@ static bool emit(Emit& e, Node* n, Kind* kind) {
                 const bool from_float = cast.op == Op::FloatToInt || (cast.op == Op::Null && cast.fn == F_FLOAT8_FLOAT4);
                 if (k != (from_float ? Kind::Float : Kind::Int)) return fail(c, "a cast of an unexpected kind");
                 *kind = cast.op == Op::IntToFloat || cast.fn == F_FLOAT8_FLOAT4 ? Kind::Float : Kind::Int;
+                if (c->no_raise && (cast.op == Op::FloatToInt || cast.op == Op::IntNarrow))
+                    return fail(c, "a cast that may raise, in a filter PostgreSQL may evaluate on other rows");
                 if (cast.op != Op::Null) e.put(cast.op, k, 0, cast.width);
                 return true;
             }
@@ -358,6 +360,8 @@ static bool emit(Emit& e, Node* n, Kind* kind) {
             set_opfuncid(o);
             for (const ArithFn& a : kArith) {
                 if (a.fn != o->opfuncid) continue;
+                if (c->no_raise)
+                    return fail(c, "arithmetic in a filter PostgreSQL may evaluate on other rows (it may raise)");
                 Kind k1, k2;
                 if (!emit(e, static_cast<Node*>(linitial(o->args)), &k1) || k1 != a.kind) return fail(c, "an operand kind");
                 if (a.op == Op::Neg) {

@@ -144,7 +144,7 @@ static const char* recognise(PlannerInfo* root, RelOptInfo* input_rel, PathTarge
     if (!starjoin_compiler_init(&c, &plan, spec)) return c.failed;
     ListCell* lc;
     sj::ProgramRef ref;
-    if (!starjoin_compile_quals(&c, quals, &ref)) return psprintf("a qual: %s", c.failed);
+    if (!starjoin_compile_fact_filter(&c, quals, &ref)) return psprintf("a qual: %s", c.failed);
     spec->quals = quals;
     int i = 0;
     foreach (lc, partial->exprs) {

@@ -70,6 +70,11 @@ struct StarJoinCompiler {
     StarJoinTable tables[1 + approx::starjoin::kMaxDims];
     int current;                   // the table whose program is compiled
     List* lookups;                 // StarJoinLookup*, in emission order
+    // Compiling a program the engine evaluates on other rows than
+    // PostgreSQL's plan may (a dimension's filter: every dimension row; the
+    // fact filter with join clauses: only rows that passed every join): no
+    // operation that can raise.
+    bool no_raise;
     const char* failed;            // why not (the first reason)
 };
 struct StarJoinSpec;
@@ -88,6 +93,9 @@ int starjoin_table_of(const StarJoinCompiler* c, Index varno);
 // engine evaluates.
 bool starjoin_compile(StarJoinCompiler* c, Node* e, approx::starjoin::Kind want, approx::starjoin::ProgramRef* out);
 bool starjoin_compile_quals(StarJoinCompiler* c, List* quals, approx::starjoin::ProgramRef* out);
+// The fact filter (the fact's quals and the join clauses; no_raise when a
+// clause reads a dimension).
+bool starjoin_compile_fact_filter(StarJoinCompiler* c, List* quals, approx::starjoin::ProgramRef* out);
 // The whole plan of spec (dimensions, fact filter, groups, measures, the
 // stratum as the fact's last column); false and c->failed.
 bool starjoin_compile_spec(StarJoinCompiler* c, const StarJoinSpec* spec, int n_strata);

@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "catalog/pg_type.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/lsyscache.h"
 }
 
@@ -90,6 +91,19 @@ Var* starjoin_text_var(Node* e) {
     return v;
 }
 
+static bool reads_other(Node* n, StarJoinCompiler* c) {
+    if (n == nullptr) return false;
+    if (IsA(n, Var) && reinterpret_cast<Var*>(n)->varno != static_cast<int>(c->tables[0].varno)) return true;
+    return expression_tree_walker(n, walker(reads_other), c);
+}
+
+bool starjoin_compile_fact_filter(StarJoinCompiler* c, List* quals, sj::ProgramRef* out) {
+    c->no_raise = reads_other(reinterpret_cast<Node*>(quals), c);
+    const bool ok = starjoin_compile_quals(c, quals, out);
+    c->no_raise = false;
+    return ok;
+}
+
 bool starjoin_compile_spec(StarJoinCompiler* c, const StarJoinSpec* spec, int n_strata) {
     sj::Plan& plan = *c->plan;
     plan.n_dims = c->n_tables - 1;
@@ -101,11 +115,13 @@ bool starjoin_compile_spec(StarJoinCompiler* c, const StarJoinSpec* spec, int n_
         dp.key_column = 0;
         dp.fact_column = starjoin_column(c, 0, fk->varattno, fk->vartype);
         c->current = 1 + foreach_current_index(lc);
+        c->no_raise = true;
         const bool ok = starjoin_compile_quals(c, static_cast<List*>(list_nth(d, 4)), &dp.filter);
         c->current = 0;
+        c->no_raise = false;
         if (!ok) return false;
     }
-    if (!starjoin_compile_quals(c, spec->quals, &plan.fact_filter)) return false;
+    if (!starjoin_compile_fact_filter(c, spec->quals, &plan.fact_filter)) return false;
     foreach (lc, spec->groups)
         if (!starjoin_compile(c, static_cast<Node*>(lfirst(lc)), Kind::Int, &plan.group_parts[plan.n_group_parts++]))
             return false;
