@@ -7,10 +7,12 @@
 // add_paths_to_grouping_rel (optimizer/plan/planner.c) build parallel
 // aggregation, and PG-Strom's GpuPreAgg adds its path. The node's child is
 // the CPU Partial Aggregate of the same target: the rows it returns where
-// the engine declines. The shape (step 1): the sample relation alone, quals,
-// GROUP BY and the SUM / AVG arguments that compile.cpp compiles; COUNT /
-// SUM / AVG without FILTER. Otherwise no path, and the reason for EXPLAIN
-// VERBOSE (aqp_sample_star_join_note).
+// the engine declines. The shape: the sample relation alone or inner-joined
+// to dimension tables on unique keys (dims.cpp), quals, GROUP BY (integer,
+// date or text columns) and the SUM / AVG arguments that compile.cpp
+// compiles; COUNT / SUM / AVG without FILTER. Otherwise no path, and the
+// reason for EXPLAIN VERBOSE (aqp_sample_star_join_note). Under force the
+// path is the grouping's only one.
 #include "starjoin/starjoin_glue.h"
 
 extern "C" {

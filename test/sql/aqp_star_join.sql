@@ -292,6 +292,20 @@ SELECT c_region, approx_gpu.approx_count(*) > 0 AS counted FROM sjd_lo JOIN sjd_
 SELECT sjd_answer();
 RESET ROLE;
 DROP POLICY sjd_p ON sjd_supp;
+-- a prepared statement over dimensions: each execution reads the dimensions and fills its
+-- dictionaries and lookup tables anew (a dimension row changed in between is seen)
+PREPARE sjd_p(int) AS SELECT c_region AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s
+  FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_region <> 'ASIA' AND lo_quantity < $1 GROUP BY c_region;
+CREATE TEMP TABLE p1_on AS EXECUTE sjd_p(30);
+SELECT sjd_answer();
+UPDATE sjd_cust SET c_region = 'ATLANTIS' WHERE c_key = 4;
+CREATE TEMP TABLE p2_on AS EXECUTE sjd_p(30);
+SELECT sjd_answer();
+SET approx_gpu.star_join = off;
+CREATE TEMP TABLE p2_off AS EXECUTE sjd_p(30);
+SELECT sjd_answer();
+SELECT (SELECT count(*) FROM p1_on) AS groups_before, * FROM sjd_same('p2_on', 'p2_off');
+DEALLOCATE sjd_p;
 
 RESET approx_gpu.star_join;
 RESET approx_gpu.box_path;
