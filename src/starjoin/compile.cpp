@@ -4,11 +4,16 @@
 // result type's width raises 22003, / 0 22012) and float8 (float8pl's
 // overflow checks), casts between those types, comparisons (also date's),
 // AND / OR / NOT evaluated left to right and stopping where PostgreSQL's
-// executor stops, IS [NOT] NULL, x [NOT] IN (constants). Anything else:
-// no program (the caller keeps the CPU plan, with c->failed as the reason).
+// executor stops, IS [NOT] NULL, x [NOT] IN (constants). A dimension's
+// column in a fact program is that dimension's output (DimOut); a predicate
+// over one text column (=, <>, <, IN, LIKE ..., AND / OR / NOT of them) is a
+// Lookup of the column's dictionary code, its table filled at execution
+// (read.cpp). Anything else: no program (the caller keeps the CPU plan, with
+// c->failed as the reason). The tables and the whole plan: tables.cpp.
 #include "starjoin/starjoin_glue.h"
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 extern "C" {
@@ -19,6 +24,7 @@ extern "C" {
 #include "utils/date.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/varlena.h"
 }
 
 namespace sj = approx::starjoin;
@@ -26,39 +32,9 @@ using sj::Instr;
 using sj::Kind;
 using sj::Op;
 
-bool starjoin_column_type(Oid type, sj::ColType* out) {
-    switch (type) {
-        case INT2OID: *out = sj::ColType::Int16; return true;
-        case INT4OID: *out = sj::ColType::Int32; return true;
-        case INT8OID: *out = sj::ColType::Int64; return true;
-        case FLOAT4OID: *out = sj::ColType::Float32; return true;
-        case FLOAT8OID: *out = sj::ColType::Float64; return true;
-        case DATEOID: *out = sj::ColType::Date; return true;
-        case BOOLOID: *out = sj::ColType::Bool; return true;
-        default: return false;
-    }
-}
-
 static bool fail(StarJoinCompiler* c, const char* why) {
     if (c->failed == nullptr) c->failed = why;
     return false;
-}
-
-int starjoin_column(StarJoinCompiler* c, AttrNumber attno, Oid type) {
-    for (int i = 0; i < c->n_columns; ++i)
-        if (c->attnos[i] == attno) return i;
-    sj::ColType t;
-    if (!starjoin_column_type(type, &t)) {
-        fail(c, psprintf("a column of type %s", format_type_be(type)));
-        return -1;
-    }
-    if (c->n_columns == kStarJoinMaxColumns) {
-        fail(c, "more columns than the star join reads");
-        return -1;
-    }
-    c->attnos[c->n_columns] = attno;
-    c->types[c->n_columns] = type;
-    return c->n_columns++;
 }
 
 // ---- the operators and casts it knows, by function OID ------------------------------
@@ -251,21 +227,114 @@ static bool emit_bool(Emit& e, BoolExpr* b, Kind* kind) {
     return true;
 }
 
+// A predicate over one text column: its Var, and whether only what the
+// lookup may evaluate on every distinct value (also of rows the query would
+// not evaluate) is in it: comparisons and LIKE (a constant pattern, a
+// deterministic collation, no trailing escape) of text, AND / OR / NOT. Each
+// gives NULL of a NULL value (the engine's Lookup of a NULL code is NULL;
+// read.cpp checks it).
+struct TextPredicate {
+    Var* var;
+    bool ok;
+};
+static const Oid kTextFns[] = {F_TEXTEQ, F_TEXTNE, F_TEXT_LT, F_TEXT_LE, F_TEXT_GT, F_TEXT_GE, F_TEXTLIKE, F_TEXTNLIKE};
+static bool text_predicate(Node* n, TextPredicate* p) {
+    if (n == nullptr) return false;
+    Oid fn = InvalidOid, coll = InvalidOid;
+    List* args = NIL;
+    switch (nodeTag(n)) {
+        case T_Var: {
+            Var* v = reinterpret_cast<Var*>(n);
+            if ((v->vartype != TEXTOID && v->vartype != VARCHAROID) ||
+                (p->var != nullptr && (p->var->varno != v->varno || p->var->varattno != v->varattno)))
+                return !(p->ok = false);
+            p->var = v;
+            return false;
+        }
+        case T_Const:
+        case T_RelabelType:
+        case T_BoolExpr: return expression_tree_walker(n, walker(text_predicate), p);
+        case T_OpExpr: {
+            OpExpr* o = reinterpret_cast<OpExpr*>(n);
+            set_opfuncid(o);
+            fn = o->opfuncid, coll = o->inputcollid, args = o->args;
+            break;
+        }
+        case T_ScalarArrayOpExpr: {
+            ScalarArrayOpExpr* o = reinterpret_cast<ScalarArrayOpExpr*>(n);
+            set_sa_opfuncid(o);
+            fn = o->opfuncid, coll = o->inputcollid, args = o->args;
+            break;
+        }
+        default: return !(p->ok = false);
+    }
+    if (std::find(std::begin(kTextFns), std::end(kTextFns), fn) == std::end(kTextFns)) return !(p->ok = false);
+    if (fn == F_TEXTLIKE || fn == F_TEXTNLIKE) {
+        Node* pat = static_cast<Node*>(lsecond(args));
+        if (!IsA(pat, Const) || !IsA(n, OpExpr) || !OidIsValid(coll) || !get_collation_isdeterministic(coll))
+            return !(p->ok = false);
+        Const* k = reinterpret_cast<Const*>(pat);
+        if (!k->constisnull) {
+            text* t = DatumGetTextPP(k->constvalue);
+            const char* s = VARDATA_ANY(t);
+            int len = VARSIZE_ANY_EXHDR(t), escapes = 0;
+            while (len > 0 && s[len - 1] == '\\') --len, ++escapes;
+            if (escapes % 2 != 0) return !(p->ok = false);  // LIKE raises on a trailing escape
+        }
+    }
+    return expression_tree_walker(n, walker(text_predicate), p);
+}
+
+static bool emit(Emit& e, Node* n, Kind* kind);
+
+// The predicate as a Lookup of the column's code (its table: at execution).
+static bool emit_lookup(Emit& e, Node* n, Var* var, Kind* kind) {
+    Kind k;
+    if (!emit(e, reinterpret_cast<Node*>(var), &k)) return false;
+    StarJoinLookup* l = static_cast<StarJoinLookup*>(palloc0(sizeof(StarJoinLookup)));
+    l->table = starjoin_table_of(e.c, var->varno);
+    l->column = starjoin_column(e.c, l->table, var->varattno, var->vartype);
+    l->expr = n;
+    l->var = var;
+    l->instr = static_cast<int32>(e.c->plan->code.size());
+    e.c->lookups = lappend(e.c->lookups, l);
+    e.put(Op::Lookup, Kind::Bool);
+    *kind = Kind::Bool;
+    return true;
+}
+
 static bool emit(Emit& e, Node* n, Kind* kind) {
     StarJoinCompiler* c = e.c;
     if (n == nullptr) return fail(c, "an empty expression");
     if (static_cast<int32>(c->plan->code.size()) - e.first >= sj::kMaxProgram - 8) return fail(c, "an expression too long");
+    if (!IsA(n, Var) && !IsA(n, Const) && exprType(n) == BOOLOID) {
+        TextPredicate p{nullptr, true};
+        text_predicate(n, &p);
+        if (p.ok && p.var != nullptr) return emit_lookup(e, n, p.var, kind);
+    }
     switch (nodeTag(n)) {
         case T_Var: {
             Var* v = reinterpret_cast<Var*>(n);
-            if (v->varlevelsup != 0 || v->varno != static_cast<int>(c->fact_varno) || v->varattno <= 0)
-                return fail(c, "a column of another relation");
-            int col = starjoin_column(c, v->varattno, v->vartype);
+            const int t = v->varlevelsup == 0 && v->varattno > 0 ? starjoin_table_of(c, v->varno) : -1;
+            if (t < 0 || (t != c->current && c->current != 0)) return fail(c, "a column of another relation");
+            int col = starjoin_column(c, t, v->varattno, v->vartype);
             if (col < 0) return false;
-            sj::ColType t;
-            starjoin_column_type(v->vartype, &t);
-            *kind = sj::column_kind(t);
-            e.put(Op::Col, *kind, 0, 8, col);
+            sj::ColType ct;
+            starjoin_column_type(v->vartype, &ct);
+            *kind = sj::column_kind(ct);
+            if (t == c->current) {
+                e.put(Op::Col, *kind, 0, 8, col);
+                return true;
+            }
+            // A dimension's column in a fact program: its output `Col col`.
+            StarJoinTable& d = c->tables[t];
+            int o = 0;
+            while (o < d.n_outputs && d.output_columns[o] != col) ++o;
+            if (o == d.n_outputs) {
+                if (d.n_outputs == sj::kMaxDimOutputs) return fail(c, "more columns of a dimension than the star join passes");
+                d.output_columns[d.n_outputs++] = col;
+            }
+            e.put(Op::DimOut, *kind, 0, 8, t - 1, o);
             return true;
         }
         case T_Const: return emit_const(e, reinterpret_cast<Const*>(n), kind);
@@ -279,6 +348,8 @@ static bool emit(Emit& e, Node* n, Kind* kind) {
                 const bool from_float = cast.op == Op::FloatToInt || (cast.op == Op::Null && cast.fn == F_FLOAT8_FLOAT4);
                 if (k != (from_float ? Kind::Float : Kind::Int)) return fail(c, "a cast of an unexpected kind");
                 *kind = cast.op == Op::IntToFloat || cast.fn == F_FLOAT8_FLOAT4 ? Kind::Float : Kind::Int;
+                if (c->no_raise && (cast.op == Op::FloatToInt || cast.op == Op::IntNarrow))
+                    return fail(c, "a cast that may raise, in a filter PostgreSQL may evaluate on other rows");
                 if (cast.op != Op::Null) e.put(cast.op, k, 0, cast.width);
                 return true;
             }
@@ -289,6 +360,8 @@ static bool emit(Emit& e, Node* n, Kind* kind) {
             set_opfuncid(o);
             for (const ArithFn& a : kArith) {
                 if (a.fn != o->opfuncid) continue;
+                if (c->no_raise)
+                    return fail(c, "arithmetic in a filter PostgreSQL may evaluate on other rows (it may raise)");
                 Kind k1, k2;
                 if (!emit(e, static_cast<Node*>(linitial(o->args)), &k1) || k1 != a.kind) return fail(c, "an operand kind");
                 if (a.op == Op::Neg) {

@@ -1,10 +1,11 @@
 // The "Approx Star Join" CustomScan at execution (starjoin/starjoin_glue.h):
 // on the first row it compiles its spec into the engine's plan, reads the
-// columns the programs use from the sample relation (the statement's
-// snapshot), runs approx::starjoin::run() on the device the settings pick
+// columns the programs use from the sample relation and the dimensions
+// (starjoin/read.cpp: the statement's snapshot; text as dictionary codes),
+// runs approx::starjoin::run() on the device the settings pick
 // (approx_gpu.device) -- in the GPU service when the session's calls go
-// there (served.cpp: the columns then stay resident in the service, and
-// later runs read none) -- and returns per group the group keys and each
+// there (served.cpp: the fact's columns then stay resident in the service,
+// and later runs read none) -- and returns per group the group keys and each
 // measure's partial state -- the bytes sample_sum's serial function writes
 // (aqp_sample_moment_state_bytes), from the group's moments per stratum.
 // Errors of the programs are PostgreSQL's (22012 division by zero, 22003
@@ -46,6 +47,8 @@ struct StarJoinState {
     MemoryContextCallback free_run;
     bool ran, fallback;
     int64 next;
+    StarJoinDictionary** dicts[1 + sj::kMaxDims];  // per table, per column: text columns' dictionaries
+    StarJoinDictionary** group_dicts;              // per group part: its dictionary (GROUP BY a text column)
 };
 
 static void begin_star_join(CustomScanState* node, EState* estate, int eflags) {
@@ -55,113 +58,24 @@ static void begin_star_join(CustomScanState* node, EState* estate, int eflags) {
     node->custom_ps = list_make1(ExecInitNode(static_cast<Plan*>(linitial(cs->custom_plans)), estate, eflags));
 }
 
-// The columns the programs read, from the sample relation: values at the
-// engine type's width, NULL bitmaps where a NULL was seen; the stratum (the
-// last column) 0-based.
-static void read_columns(StarJoinState* st, const StarJoinCompiler& c, AttrNumber stratum_attno, sj::Column* cols,
-                         int64* rows_out) {
-    EState* estate = st->css.ss.ps.state;
-    const int n = c.n_columns + 1;
-    AttrNumber attnos[kStarJoinMaxColumns + 1];
-    sj::ColType types[kStarJoinMaxColumns + 1];
-    for (int i = 0; i < c.n_columns; ++i) {
-        attnos[i] = c.attnos[i];
-        starjoin_column_type(c.types[i], &types[i]);
-    }
-    attnos[c.n_columns] = stratum_attno;
-    types[c.n_columns] = sj::ColType::Int32;
-    AttrNumber max_att = 0;
-    for (int i = 0; i < n; ++i) max_att = Max(max_att, attnos[i]);
-    int64 cap = 1024, rows = 0;
-    char* data[kStarJoinMaxColumns + 1];
-    uint8* nulls[kStarJoinMaxColumns + 1];
-    bool any_null[kStarJoinMaxColumns + 1];
-    for (int i = 0; i < n; ++i) {
-        data[i] = static_cast<char*>(palloc_extended(cap * sj::column_width(types[i]), MCXT_ALLOC_HUGE));
-        nulls[i] = static_cast<uint8*>(palloc_extended(cap / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
-        any_null[i] = false;
-    }
-    Relation rel = table_open(st->spec.sample_relid, AccessShareLock);
-    TableScanDesc scan = table_beginscan(rel, estate->es_snapshot, 0, nullptr);
-    TupleTableSlot* slot = table_slot_create(rel, nullptr);
-    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
-        CHECK_FOR_INTERRUPTS();
-        if (rows == cap) {
-            for (int i = 0; i < n; ++i) {
-                data[i] = static_cast<char*>(repalloc_huge(data[i], 2 * cap * sj::column_width(types[i])));
-                nulls[i] = static_cast<uint8*>(repalloc_huge(nulls[i], 2 * cap / 8));
-                memset(nulls[i] + cap / 8, 0, cap / 8);
-            }
-            cap *= 2;
-        }
-        slot_getsomeattrs(slot, max_att);
-        for (int i = 0; i < n; ++i) {
-            const Datum d = slot->tts_values[attnos[i] - 1];
-            if (slot->tts_isnull[attnos[i] - 1]) {
-                nulls[i][rows / 8] |= static_cast<uint8>(1u << (rows % 8));
-                any_null[i] = true;
-                continue;
-            }
-            char* at = data[i] + rows * sj::column_width(types[i]);
-            switch (types[i]) {
-                case sj::ColType::Int16: *reinterpret_cast<int16*>(at) = DatumGetInt16(d); break;
-                case sj::ColType::Int32:
-                    *reinterpret_cast<int32*>(at) = DatumGetInt32(d) - (i == n - 1 ? 1 : 0);
-                    break;
-                case sj::ColType::Int64: *reinterpret_cast<int64*>(at) = DatumGetInt64(d); break;
-                case sj::ColType::Float32: *reinterpret_cast<float4*>(at) = DatumGetFloat4(d); break;
-                case sj::ColType::Float64: *reinterpret_cast<float8*>(at) = DatumGetFloat8(d); break;
-                case sj::ColType::Date: *reinterpret_cast<DateADT*>(at) = DatumGetDateADT(d); break;
-                case sj::ColType::Bool: *reinterpret_cast<uint8*>(at) = DatumGetBool(d) ? 1 : 0; break;
-                default: break;
-            }
-        }
-        ++rows;
-    }
-    ExecDropSingleTupleTableSlot(slot);
-    table_endscan(scan);
-    table_close(rel, NoLock);
-    for (int i = 0; i < n; ++i) {
-        cols[i].type = types[i];
-        cols[i].data = data[i];
-        cols[i].nulls = any_null[i] ? nulls[i] : nullptr;
-    }
-    *rows_out = rows;
-}
-
-// read_columns as served.cpp calls it (StarJoinReadFact).
+// Reads table t of the plan (0: the fact, its stratum appended) into *table
+// once; its text columns' dictionaries into st->dicts[t].
 struct FactReader {
     StarJoinState* st;
     const StarJoinCompiler* c;
+    sj::Inputs* in;
 };
-static void read_fact(void* arg, sj::Table* fact) {
-    FactReader* r = static_cast<FactReader*>(arg);
-    sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (r->c->n_columns + 1)));
-    int64 rows;
-    read_columns(r->st, *r->c, r->st->spec.stratum_attno, cols, &rows);
-    fact->columns = cols;
-    fact->n_columns = r->c->n_columns + 1;
-    fact->rows = rows;
+static void read_table(FactReader* r, int t, sj::Table* table) {
+    if (table->columns != nullptr) return;
+    const StarJoinTable& tab = r->c->tables[t];
+    sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (tab.n_columns + 1)));
+    starjoin_read_table(tab, r->st->css.ss.ps.state->es_snapshot, t == 0 ? r->st->spec.stratum_attno : 0, cols,
+                        &table->rows, r->st->dicts[t]);
+    table->columns = cols;
+    table->n_columns = tab.n_columns + (t == 0 ? 1 : 0);
 }
-
-// Compiles the spec into run->plan (false: the engine cannot take it now).
-static bool compile_spec(StarJoinState* st, StarJoinCompiler* c, int n_strata) {
-    sj::Plan& plan = st->run->plan;
-    if (!starjoin_compile_quals(c, st->spec.quals, &plan.fact_filter)) return false;
-    ListCell* lc;
-    foreach (lc, st->spec.groups)
-        if (!starjoin_compile(c, static_cast<Node*>(lfirst(lc)), sj::Kind::Int, &plan.group_parts[plan.n_group_parts++]))
-            return false;
-    foreach (lc, st->spec.measures) {
-        Node* m = static_cast<Node*>(lfirst(lc));
-        sj::ProgramRef& ref = plan.measures[plan.n_measures++];
-        if (IsA(m, Integer)) continue;  // COUNT(*): the empty program
-        if (!starjoin_compile(c, m, sj::Kind::Float, &ref)) return false;
-    }
-    plan.stratum_column = c->n_columns;  // read_columns appends it
-    plan.n_strata = n_strata;
-    return true;
-}
+// The fact's reader as served.cpp calls it (StarJoinReadFact).
+static void read_fact(void* arg, sj::Table* fact) { read_table(static_cast<FactReader*>(arg), 0, fact); }
 
 static void run_star_join(StarJoinState* st) {
     const int n_strata = aqp_sample_design_strata(st->spec.sample_relid);
@@ -175,22 +89,45 @@ static void run_star_join(StarJoinState* st) {
     st->free_run.func = [](void* arg) { delete static_cast<StarJoinRun*>(arg); };
     st->free_run.arg = st->run;
     MemoryContextRegisterResetCallback(cxt, &st->free_run);
-    StarJoinCompiler c{&st->run->plan, st->spec.fact_varno, 0, {}, {}, nullptr};
-    if (!compile_spec(st, &c, n_strata)) {
+    StarJoinCompiler* c = static_cast<StarJoinCompiler*>(palloc(sizeof(StarJoinCompiler)));
+    if (!starjoin_compiler_init(c, &st->run->plan, &st->spec) || !starjoin_compile_spec(c, &st->spec, n_strata)) {
         st->fallback = true;
         aqp_sample_note_star_join_run(-1);
         return;
     }
+    // The tables: the fact (its stratum appended), then each dimension.
+    // The tables: the dimensions now; the fact (its stratum appended) now
+    // too when it has a text column (its codes are this read's), else only
+    // when the GPU service does not hold its columns resident (served.cpp).
     sj::Inputs in;
-    FactReader reader{st, &c};
+    FactReader reader{st, c, &in};
+    for (int t = 0; t < c->n_tables; ++t) {
+        st->dicts[t] = static_cast<StarJoinDictionary**>(palloc0(sizeof(StarJoinDictionary*) * (c->tables[t].n_columns + 1)));
+        if (t > 0) read_table(&reader, t, &in.dims[t - 1]);
+    }
+    if (starjoin_table_has_text(c->tables[0])) read_table(&reader, 0, &in.fact);
+    if (!starjoin_fill_lookups(c, st->dicts)) {
+        st->fallback = true;
+        aqp_sample_note_star_join_run(-1);
+        return;
+    }
+    // GROUP BY a text column: the node outputs its dictionary's values.
+    st->group_dicts = static_cast<StarJoinDictionary**>(palloc0(sizeof(StarJoinDictionary*) * (list_length(st->spec.groups) + 1)));
+    ListCell* lc;
+    foreach (lc, st->spec.groups) {
+        Var* v = starjoin_text_var(static_cast<Node*>(lfirst(lc)));
+        if (v == nullptr) continue;
+        const int t = starjoin_table_of(c, v->varno);
+        st->group_dicts[foreach_current_index(lc)] = st->dicts[t][starjoin_column(c, t, v->varattno, v->vartype)];
+    }
     approx::ExecContext ctx = engine_settings();  // last_run() is the Approx Sample Scan's
     approx::RunStats stats;
     ctx.stats = &stats;
     StarJoinRun* run = st->run;
     approx::Status status;
-    if (!starjoin_run_served(st->spec.sample_relid, &c, st->spec.stratum_attno, &run->plan, &in, read_fact, &reader,
-                             &ctx, &run->result, &status)) {
-        if (in.fact.columns == nullptr) read_fact(&reader, &in.fact);
+    if (!starjoin_run_served(st->spec.sample_relid, &c->tables[0], st->spec.stratum_attno, &run->plan, &in, read_fact,
+                             &reader, &ctx, &run->result, &status)) {
+        read_fact(&reader, &in.fact);
         status = approx::guarded([&] { return sj::run(run->plan, in, ctx, run->result); });
     }
     switch (status.code) {
@@ -235,6 +172,12 @@ static void fill_group(StarJoinState* st, TupleTableSlot* slot, int64 g) {
             const size_t at = static_cast<size_t>(g * r.n_parts + out);
             slot->tts_isnull[i] = r.key_nulls[at] != 0;
             const int64 v = r.keys[at];
+            const StarJoinDictionary* dict = st->group_dicts[out];
+            if (dict != nullptr) {
+                slot->tts_values[i] = slot->tts_isnull[i] ? 0 : dict->values[v];
+                ++i;
+                continue;
+            }
             switch (TupleDescAttr(desc, i)->atttypid) {
                 case INT2OID: slot->tts_values[i] = Int16GetDatum(static_cast<int16>(v)); break;
                 case INT4OID: slot->tts_values[i] = Int32GetDatum(static_cast<int32>(v)); break;

@@ -7,10 +7,12 @@
 // add_paths_to_grouping_rel (optimizer/plan/planner.c) build parallel
 // aggregation, and PG-Strom's GpuPreAgg adds its path. The node's child is
 // the CPU Partial Aggregate of the same target: the rows it returns where
-// the engine declines. The shape (step 1): the sample relation alone, quals,
-// GROUP BY and the SUM / AVG arguments that compile.cpp compiles; COUNT /
-// SUM / AVG without FILTER. Otherwise no path, and the reason for EXPLAIN
-// VERBOSE (aqp_sample_star_join_note).
+// the engine declines. The shape: the sample relation alone or inner-joined
+// to dimension tables on unique keys (dims.cpp), quals, GROUP BY (integer,
+// date or text columns) and the SUM / AVG arguments that compile.cpp
+// compiles; COUNT / SUM / AVG without FILTER. Otherwise no path, and the
+// reason for EXPLAIN VERBOSE (aqp_sample_star_join_note). Under force the
+// path is the grouping's only one.
 #include "starjoin/starjoin_glue.h"
 
 #include "core/gpu.hpp"
@@ -43,7 +45,7 @@ static create_upper_paths_hook_type prev_upper_paths_hook = nullptr;
 List* starjoin_spec_form(const StarJoinSpec* s) {
     List* head = list_make3(makeInteger(static_cast<int>(s->sample_relid)), makeInteger(static_cast<int>(s->fact_varno)),
                             makeInteger(s->stratum_attno));
-    return lappend(list_make5(head, s->quals, s->groups, s->measures, s->measure_numbers), s->outputs);
+    return lappend(lappend(list_make5(head, s->quals, s->groups, s->measures, s->measure_numbers), s->outputs), s->dims);
 }
 void starjoin_spec_deform(List* priv, StarJoinSpec* s) {
     List* head = static_cast<List*>(linitial(priv));
@@ -55,6 +57,7 @@ void starjoin_spec_deform(List* priv, StarJoinSpec* s) {
     s->measures = static_cast<List*>(lfourth(priv));
     s->measure_numbers = static_cast<List*>(list_nth(priv, 4));
     s->outputs = static_cast<List*>(list_nth(priv, 5));
+    s->dims = static_cast<List*>(list_nth(priv, 6));
 }
 
 // planner.c's make_partial_grouping_target (static there): the GROUP BY
@@ -108,7 +111,7 @@ static const char* measure_of(Aggref* a, StarJoinCompiler* c, StarJoinSpec* spec
     const int first = agg.kind == AQP_COUNT ? 0 : 1;
     Node* stratum = reinterpret_cast<Node*>(static_cast<TargetEntry*>(list_nth(a->args, first))->expr);
     Node* sample = reinterpret_cast<Node*>(static_cast<TargetEntry*>(list_nth(a->args, first + 1))->expr);
-    if (!IsA(stratum, Var) || reinterpret_cast<Var*>(stratum)->varno != static_cast<int>(c->fact_varno) ||
+    if (!IsA(stratum, Var) || reinterpret_cast<Var*>(stratum)->varno != static_cast<int>(c->tables[0].varno) ||
         reinterpret_cast<Var*>(stratum)->varattno != spec->stratum_attno || !IsA(sample, Const) ||
         DatumGetObjectId(reinterpret_cast<Const*>(sample)->constvalue) != spec->sample_relid)
         return "an aggregate over another stratum or sample";
@@ -138,25 +141,16 @@ static const char* recognise(PlannerInfo* root, RelOptInfo* input_rel, PathTarge
                              StarJoinSpec* spec) {
     Query* parse = root->parse;
     if (parse->groupingSets != NIL) return "grouping sets";
-    if (input_rel->reloptkind != RELOPT_BASEREL || input_rel->rtekind != RTE_RELATION)
-        return "a join (dimensions are not compiled yet)";
-    RangeTblEntry* rte = planner_rt_fetch(input_rel->relid, root);
-    if (rte->relid != sample) return "the aggregates read another relation";
-    if (rte->securityQuals != NIL) return "a security qual";
-    spec->sample_relid = sample;
-    spec->fact_varno = input_rel->relid;
-    spec->stratum_attno = input_rel->max_attr;  // the sample relation's last column
-    sj::Plan plan;
-    StarJoinCompiler c{&plan, input_rel->relid, 0, {}, {}, nullptr};
     List* quals = NIL;
+    const char* why = starjoin_recognise_join(root, input_rel, sample, spec, &quals);
+    if (why != nullptr) return why;
+    spec->sample_relid = sample;
+    sj::Plan plan;
+    StarJoinCompiler c;
+    if (!starjoin_compiler_init(&c, &plan, spec)) return c.failed;
     ListCell* lc;
-    foreach (lc, input_rel->baserestrictinfo) {
-        RestrictInfo* ri = static_cast<RestrictInfo*>(lfirst(lc));
-        if (ri->security_level > 0) return "a security-barrier qual";
-        quals = lappend(quals, ri->clause);
-    }
     sj::ProgramRef ref;
-    if (!starjoin_compile_quals(&c, quals, &ref)) return psprintf("a qual: %s", c.failed);
+    if (!starjoin_compile_fact_filter(&c, quals, &ref)) return psprintf("a qual: %s", c.failed);
     spec->quals = quals;
     int i = 0;
     foreach (lc, partial->exprs) {
@@ -168,7 +162,7 @@ static const char* recognise(PlannerInfo* root, RelOptInfo* input_rel, PathTarge
             out = -1 - out;
         } else if (get_pathtarget_sortgroupref(partial, i) != 0) {
             Oid t = exprType(e);
-            if (t != INT2OID && t != INT4OID && t != INT8OID && t != DATEOID)
+            if (t != INT2OID && t != INT4OID && t != INT8OID && t != DATEOID && starjoin_text_var(e) == nullptr)
                 return psprintf("GROUP BY an expression of type %s", format_type_be(t));
             if (!starjoin_compile(&c, e, sj::Kind::Int, &ref)) return psprintf("a GROUP BY expression: %s", c.failed);
             if (list_length(spec->groups) == sj::kMaxGroupParts) return "more GROUP BY expressions than the star join takes";
@@ -180,6 +174,9 @@ static const char* recognise(PlannerInfo* root, RelOptInfo* input_rel, PathTarge
         spec->outputs = lappend(spec->outputs, makeInteger(out));
         ++i;
     }
+    // The whole plan once (the dimensions' outputs, their limits).
+    sj::Plan whole;
+    if (!starjoin_compiler_init(&c, &whole, spec) || !starjoin_compile_spec(&c, spec, 1)) return c.failed;
     return nullptr;
 }
 
@@ -261,6 +258,9 @@ static const char* add_star_join_path(PlannerInfo* root, RelOptInfo* input_rel, 
     top = reinterpret_cast<Path*>(create_agg_path(root, output_rel, top, output_rel->reltarget, strategy,
                                                   AGGSPLIT_FINAL_DESERIAL, parse->groupClause,
                                                   reinterpret_cast<List*>(gx->havingQual), &final_costs, groups));
+    // force: the only path (the Finalize Aggregate's own costs, e.g. the
+    // final functions', can exceed a small join's whole CPU plan).
+    if (starjoin_mode == STAR_JOIN_FORCE) output_rel->pathlist = output_rel->partial_pathlist = NIL;
     add_path(output_rel, top);
     return nullptr;
 }

@@ -31,7 +31,7 @@ extern "C" {
 namespace sj = approx::starjoin;
 
 // The resident key of the fact columns (see the top of the file).
-static uint64 fact_key(Relation rel, BlockNumber blocks, const StarJoinCompiler* c, AttrNumber stratum_attno) {
+static uint64 fact_key(Relation rel, BlockNumber blocks, const StarJoinTable* c, AttrNumber stratum_attno) {
     struct {
         uint32 magic;
         Oid database, relid;
@@ -67,7 +67,7 @@ static void read_and_pack(StarJoinReadFact read, void* arg, sj::Inputs* in, sj::
     si->fact_rows = in->fact.rows;
 }
 
-bool starjoin_run_served(Oid sample_relid, const StarJoinCompiler* c, AttrNumber stratum_attno, const sj::Plan* plan,
+bool starjoin_run_served(Oid sample_relid, const StarJoinTable* fact, AttrNumber stratum_attno, const sj::Plan* plan,
                          sj::Inputs* in, StarJoinReadFact read, void* arg, approx::ExecContext* ctx, sj::Result* out,
                          approx::Status* status) {
     if (ctx->service == nullptr || ctx->mode == approx::DeviceMode::Cpu) return false;
@@ -77,7 +77,7 @@ bool starjoin_run_served(Oid sample_relid, const StarJoinCompiler* c, AttrNumber
     // relation's statistics, else its blocks at a row of 32 bytes or more.
     const double reltuples = rel->rd_rel->reltuples;
     const int64 rows = reltuples >= 0 ? static_cast<int64>(reltuples) : static_cast<int64>(blocks) * (BLCKSZ / 32);
-    const uint64 key = fact_key(rel, blocks, c, stratum_attno);
+    const uint64 key = fact_key(rel, blocks, fact, stratum_attno);
     table_close(rel, NoLock);
     if (!approx::service::wanted(*ctx, rows)) return false;
 
@@ -86,7 +86,8 @@ bool starjoin_run_served(Oid sample_relid, const StarJoinCompiler* c, AttrNumber
     si.fact_rows = rows;
     si.dims = in->dims;
     const GpuServiceHooks& hooks = gpu_service_hooks();
-    const bool resident = hooks.resident != nullptr && hooks.resident(key);
+    // Read already (a text column: its codes are this read's): send them.
+    const bool resident = in->fact.columns == nullptr && hooks.resident != nullptr && hooks.resident(key);
     if (!resident) read_and_pack(read, arg, in, &si);
     approx::Status st = approx::guarded([&] { return sj::run_in_service(*plan, si, *ctx, *out); });
     bool sent = !resident;

@@ -11,7 +11,10 @@
 // settings pick; where the engine declines, it returns the rows of its child,
 // the CPU Partial Aggregate of the same target.
 //   starjoin/path.cpp      the hook, the shape, the path, the plan node, the setting
+//   starjoin/dims.cpp      the join's shape: the fact, its dimensions, their keys
 //   starjoin/compile.cpp   SQL expressions -> the engine's programs
+//   starjoin/tables.cpp    the tables the programs read; a spec's whole plan
+//   starjoin/read.cpp      the tables' columns at execution, text dictionaries, lookups
 //   starjoin/exec.cpp      the CustomScan at execution
 // Includes aqp/aqp.h and aqp/sample.h only from the sample path's room.
 #pragma once
@@ -20,6 +23,11 @@
 #include "aqp/sample.h"
 
 #include "core/starjoin/starjoin.hpp"
+
+extern "C" {
+#include "nodes/pathnodes.h"
+#include "utils/snapshot.h"
+}
 
 // approx_gpu.star_join: off, on (by cost), force (whenever the shape allows).
 enum StarJoinMode { STAR_JOIN_OFF = 0, STAR_JOIN_ON = 1, STAR_JOIN_FORCE = 2 };
@@ -30,28 +38,98 @@ void starjoin_init(void);
 void starjoin_exec_register(void);
 extern const CustomScanMethods starjoin_scan_methods;
 
-// ---- compile.cpp --------------------------------------------------------------------
-// What a plan's fact programs read: the fact relation's range-table index
-// (Vars of other relations are not compiled) and the columns in the order
-// the programs first read them (attribute numbers and engine types).
+// ---- compile.cpp, tables.cpp --------------------------------------------------------------------
+// The tables a plan's programs read: table 0 the fact (the sample relation),
+// table 1 + d the plan's dimension d; per table its range-table index and
+// the columns in the order the programs first read them (attribute numbers
+// and SQL types; a dimension's key is its column 0). A fact program reads a
+// dimension's column through that dimension's output program `Col k`
+// (DimOut); text columns are dictionary codes (ColType::Code), and a
+// predicate over one text column is a Lookup whose table the node fills at
+// execution (StarJoinLookup: by evaluating the expression with PostgreSQL's
+// executor once per distinct value).
 constexpr int kStarJoinMaxColumns = 64;
-struct StarJoinCompiler {
-    approx::starjoin::Plan* plan;  // code and pool are appended to
-    Index fact_varno;
+struct StarJoinTable {
+    Index varno;
+    Oid relid;
     int n_columns;
     AttrNumber attnos[kStarJoinMaxColumns];
     Oid types[kStarJoinMaxColumns];
-    const char* failed;  // why not (the first reason)
+    int n_outputs;  // dimensions: the output programs, each `Col output_columns[o]`
+    int output_columns[approx::starjoin::kMaxDimOutputs];
 };
+struct StarJoinLookup {
+    int table, column;  // the text column whose codes it maps
+    Node* expr;         // the predicate (Bool) over that one column's Var
+    Var* var;
+    int32 instr;        // the Lookup instruction (index in plan->code) to patch
+};
+struct StarJoinCompiler {
+    approx::starjoin::Plan* plan;  // code and pool are appended to
+    int n_tables;                  // 1 + dimensions
+    StarJoinTable tables[1 + approx::starjoin::kMaxDims];
+    int current;                   // the table whose program is compiled
+    List* lookups;                 // StarJoinLookup*, in emission order
+    // Compiling a program the engine evaluates on other rows than
+    // PostgreSQL's plan may (a dimension's filter: every dimension row; the
+    // fact filter with join clauses: only rows that passed every join): no
+    // operation that can raise.
+    bool no_raise;
+    const char* failed;            // why not (the first reason)
+};
+struct StarJoinSpec;
+// The tables of spec (the fact, then its dimensions with their keys and
+// foreign keys as the first columns); false and c->failed: a key type.
+bool starjoin_compiler_init(StarJoinCompiler* c, approx::starjoin::Plan* plan, const StarJoinSpec* spec);
 // The engine type of a column of SQL type `type`; false: none.
 bool starjoin_column_type(Oid type, approx::starjoin::ColType* out);
-// The fact column index of attribute attno (added when new); -1: too many
-// columns or a type the engine does not read (c->failed says why).
-int starjoin_column(StarJoinCompiler* c, AttrNumber attno, Oid type);
-// Compiles e into a program of kind `want` (quals: a List AND-ed, Bool);
-// false and c->failed when some part is outside what the engine evaluates.
+// Column attno of table t (added when new); -1: too many columns or a type
+// the engine does not read (c->failed says why).
+int starjoin_column(StarJoinCompiler* c, int t, AttrNumber attno, Oid type);
+// The table of range-table index varno; -1: none.
+int starjoin_table_of(const StarJoinCompiler* c, Index varno);
+// Compiles e into a program of table c->current of kind `want` (quals: a
+// List AND-ed, Bool); false and c->failed when some part is outside what the
+// engine evaluates.
 bool starjoin_compile(StarJoinCompiler* c, Node* e, approx::starjoin::Kind want, approx::starjoin::ProgramRef* out);
 bool starjoin_compile_quals(StarJoinCompiler* c, List* quals, approx::starjoin::ProgramRef* out);
+// The fact filter (the fact's quals and the join clauses; no_raise when a
+// clause reads a dimension).
+bool starjoin_compile_fact_filter(StarJoinCompiler* c, List* quals, approx::starjoin::ProgramRef* out);
+// The whole plan of spec (dimensions, fact filter, groups, measures, the
+// stratum as the fact's last column); false and c->failed.
+bool starjoin_compile_spec(StarJoinCompiler* c, const StarJoinSpec* spec, int n_strata);
+// A GROUP BY expression that is a text column (the node outputs the
+// dictionary's value of the code): its Var, else nullptr.
+Var* starjoin_text_var(Node* e);
+
+// ---- dims.cpp: the join's shape at planning ------------------------------------------
+// input_rel: the sample relation alone or joined by inner joins to plain
+// tables, each by one equality fact.fk = dim.key on a unique key. Fills
+// spec->fact_varno and spec->dims, and *quals with the fact's quals and the
+// join clauses other than the keys' (compiled into the fact filter);
+// otherwise a reason.
+const char* starjoin_recognise_join(PlannerInfo* root, RelOptInfo* input_rel, Oid sample, StarJoinSpec* spec,
+                                    List** quals);
+
+// ---- read.cpp: the tables at execution ------------------------------------------------
+// A text column's dictionary: its distinct values (text Datums) by code.
+struct StarJoinDictionary {
+    int32 n;
+    Datum* values;
+};
+// Reads table t's columns (plus, extra_attno > 0, that int4 column 1-based
+// -> 0-based: the stratum) under the snapshot: values at the engine type's
+// width, NULL bitmaps where a NULL was seen, text as codes with their
+// dictionaries (dicts[k], nullptr for other columns).
+void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
+                         approx::starjoin::Column* cols, int64* rows, StarJoinDictionary** dicts);
+// Appends each lookup's table (the predicate evaluated by PostgreSQL once per
+// dictionary value) to the pool and points its instruction at it; false: a
+// predicate not NULL of a NULL value (the engine cannot take it).
+bool starjoin_fill_lookups(StarJoinCompiler* c, StarJoinDictionary** const* dicts);
+// Whether t reads a text column (dictionary codes, assigned by each read).
+bool starjoin_table_has_text(const StarJoinTable& t);
 
 // ---- served.cpp: the star join through the GPU service ----------------------------------
 // The fact columns' reader (exec.cpp): the sample relation's columns the
@@ -62,12 +140,14 @@ typedef void (*StarJoinReadFact)(void* arg, approx::starjoin::Table* fact);
 // when the service does not hold them resident. True: *status is the answer
 // (*out filled when ok). False: run it in the backend with *ctx (the
 // service's fallback rule may have changed it); in->fact is set when read.
-bool starjoin_run_served(Oid sample_relid, const StarJoinCompiler* c, AttrNumber stratum_attno,
+bool starjoin_run_served(Oid sample_relid, const StarJoinTable* fact, AttrNumber stratum_attno,
                          const approx::starjoin::Plan* plan, approx::starjoin::Inputs* in, StarJoinReadFact read,
                          void* arg, approx::ExecContext* ctx, approx::starjoin::Result* out, approx::Status* status);
 
 // ---- the node's private list (path.cpp writes, exec.cpp reads) ------------------------
 // Integer sample_relid, Integer fact_varno, Integer stratum attno,
+// List dims (per dimension a List: Integer varno, Integer relid, the fact's
+// foreign-key Var, the dimension's key Var, List quals over the dimension),
 // List quals (Expr over the fact, never seen by setrefs), List group
 // expressions (the group parts, in output order), List measures (Expr; an
 // Integer 0 for COUNT(*)), List measure numbers (per measure an Integer:
@@ -78,6 +158,7 @@ struct StarJoinSpec {
     Oid sample_relid;
     Index fact_varno;
     AttrNumber stratum_attno;
+    List* dims;
     List* quals;
     List* groups;
     List* measures;

@@ -133,6 +133,203 @@ SELECT approx_gpu.drop_synopsis('sj_syn');
 DROP TABLE sj_f;
 DROP FUNCTION sj_answer(), sj_near(float8, float8), sj_near(approx_gpu.approx_estimate, approx_gpu.approx_estimate), sj_why(text);
 
+-- ---- dimensions (issue 39 item 2, step 2): the star join over inner joins of the sample to
+-- ---- dimension tables on unique keys; text columns as dictionary codes ------------------
+SET approx_gpu.box_path = off;
+CREATE FUNCTION sjd_answer() RETURNS text LANGUAGE sql AS $$
+SELECT coalesce(approx_gpu.last_run()->>'answered_from', '-') || coalesce(': ' || (approx_gpu.last_run()->>'reason'), '')
+       || CASE WHEN approx_gpu.last_run() ? 'star_join_device'
+               THEN CASE WHEN (approx_gpu.last_run()->>'star_join_device')::int >= 0 THEN ' (star join)'
+                         ELSE ' (star join declined)' END
+               ELSE '' END $$;
+CREATE FUNCTION sjd_near(a float8, b float8) RETURNS bool LANGUAGE sql IMMUTABLE AS $$
+SELECT a IS NOT DISTINCT FROM b OR abs(a - b) <= 1e-9 * greatest(abs(a), abs(b)) $$;
+-- Two answers of the form (k text, n count, s approx_estimate): groups, the same keys, equal
+-- counts, estimates and interval ends within 1e-9.
+CREATE FUNCTION sjd_same(a regclass, b regclass, OUT groups bigint, OUT same_keys bool, OUT counts_equal bool,
+                         OUT sums_near bool) LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('SELECT count(*), count(x.k) = count(*) AND count(y.k) = count(*), bool_and(x.n = y.n),
+                         bool_and((x.s IS NULL AND y.s IS NULL) OR (sjd_near((x.s).estimate, (y.s).estimate)
+                                  AND sjd_near((x.s).lower, (y.s).lower) AND sjd_near((x.s).upper, (y.s).upper)))
+                    FROM %s x FULL JOIN %s y USING (k)', a, b) INTO groups, same_keys, counts_equal, sums_near;
+END $$;
+CREATE FUNCTION sjd_why(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE r text; BEGIN
+  FOR r IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+    IF r ~ '(Star Join|Sample Plan):' THEN RETURN NEXT btrim(r); END IF;
+  END LOOP; END $$;
+CREATE FUNCTION sjd_nodes(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE r text; BEGIN
+  FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    IF r ~ '(Approx|Aggregate|Join|Scan on sjd)' THEN RETURN NEXT btrim(regexp_replace(r, '->', '')); END IF;
+  END LOOP; END $$;
+
+-- dates (int key, int year, text month, d_zero 0 for every fifth day), customers (text region and
+-- nation, NULL at times), parts (int8 key, text brand and category),
+-- suppliers (int2 key, text region); 20,000 facts, the customer key NULL in every 23rd
+CREATE TABLE sjd_date AS
+SELECT k AS d_key, 1992 + (k - 1) / 12 AS d_year, to_char(date '1992-01-01' + (k - 1) * 31, 'YYYY-MM') AS d_month,
+       k % 5 AS d_zero FROM generate_series(1, 60) k;
+ALTER TABLE sjd_date ADD PRIMARY KEY (d_key);
+CREATE TABLE sjd_cust AS
+SELECT k AS c_key, (ARRAY['ASIA', 'EUROPE', 'AMERICA', 'AFRICA', 'NONE'])[1 + k % 5] AS c_region,
+       CASE WHEN k % 37 <> 0 THEN 'NATION ' || (k % 15) END AS c_nation, k % 7 AS c_seg FROM generate_series(1, 300) k;
+ALTER TABLE sjd_cust ADD PRIMARY KEY (c_key);
+CREATE TABLE sjd_part AS
+SELECT k::int8 AS p_key, 'MFGR#' || (1 + k % 5) || (1 + k % 4) AS p_category,
+       'MFGR#' || (1 + k % 5) || (1 + k % 4) || (k % 40) AS p_brand, k % 50 AS p_size FROM generate_series(1, 400) k;
+CREATE UNIQUE INDEX ON sjd_part (p_key);
+CREATE TABLE sjd_supp AS
+SELECT k::int2 AS s_key, (ARRAY['ASIA', 'EUROPE', 'AMERICA'])[1 + k % 3] AS s_region FROM generate_series(1, 30) k;
+ALTER TABLE sjd_supp ADD PRIMARY KEY (s_key);
+CREATE TABLE sjd_lo AS
+SELECT i AS lo_id, 1 + abs(hashint4(i)) % 60 AS lo_orderdate,
+       CASE WHEN i % 23 = 0 THEN NULL ELSE 1 + abs(hashint4(i + 100000)) % 300 END AS lo_custkey,
+       1 + abs(hashint4(i + 200000)) % 400 AS lo_partkey, (1 + abs(hashint4(i + 300000)) % 30)::int2 AS lo_suppkey,
+       abs(hashint4(i + 400000)) % 11 AS lo_discount, 1 + abs(hashint4(i + 500000)) % 50 AS lo_quantity,
+       (abs(hashint4(i + 600000)) % 100000) / 10.0::float8 AS lo_extendedprice,
+       (abs(hashint4(i + 700000)) % 50000) / 10.0::float8 AS lo_revenue,
+       (abs(hashint4(i + 800000)) % 20000) / 10.0::float8 AS lo_supplycost
+  FROM generate_series(1, 20000) i;
+ANALYZE sjd_lo, sjd_date, sjd_cust, sjd_part, sjd_supp;
+SELECT approx_gpu.create_synopsis('sjd_syn', 'sjd_lo'::regclass,
+         ARRAY['lo_orderdate', 'lo_custkey', 'lo_partkey', 'lo_suppkey', 'lo_discount', 'lo_quantity', 'lo_extendedprice',
+               'lo_revenue', 'lo_supplycost']::name[], 8000, 'cdf', 'never', ARRAY['lo_discount']::name[]) IS NOT NULL AS created;
+
+SET approx_gpu.max_missing_groups = 1;  -- groups the sample missed: still the sample's answer
+-- Q1.1: a filter on the date dimension, BETWEEN on the fact, one group
+\set q1 'SELECT ''all'' AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_extendedprice * lo_discount) AS s FROM sjd_lo, sjd_date WHERE lo_orderdate = d_key AND d_year = 1993 AND lo_discount BETWEEN 1 AND 3 AND lo_quantity < 25'
+-- Q2.1: GROUP BY an int and a text dimension column, text filters on two more dimensions
+\set q2 'SELECT d_year || '' '' || p_brand AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s FROM sjd_lo JOIN sjd_date ON lo_orderdate = d_key JOIN sjd_part ON lo_partkey = p_key JOIN sjd_supp ON lo_suppkey = s_key WHERE p_category = ''MFGR#12'' AND s_region = ''AMERICA'' GROUP BY d_year, p_brand'
+-- Q3.1: IN lists over text, GROUP BY two text columns and the year; the NULL customer keys join nothing
+\set q3 'SELECT coalesce(c_nation, ''-'') || '' '' || s_region || '' '' || d_year AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s FROM sjd_lo, sjd_cust, sjd_supp, sjd_date WHERE lo_custkey = c_key AND lo_suppkey = s_key AND lo_orderdate = d_key AND c_region IN (''ASIA'', ''EUROPE'') AND s_region <> ''EUROPE'' AND d_year BETWEEN 1992 AND 1995 GROUP BY c_nation, s_region, d_year'
+-- Q3.3: OR of text equalities, a text month range
+\set q4 'SELECT c_nation || '' '' || d_month AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s FROM sjd_lo, sjd_cust, sjd_date WHERE lo_custkey = c_key AND lo_orderdate = d_key AND (c_nation = ''NATION 3'' OR c_nation = ''NATION 7'') AND d_month BETWEEN ''1993-01'' AND ''1994-06'' GROUP BY c_nation, d_month'
+-- Q4.1: sum(revenue - supplycost), LIKE and an IN list over text
+\set q5 'SELECT d_year || '' '' || coalesce(c_nation, ''-'') AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue - lo_supplycost) AS s FROM sjd_lo, sjd_date, sjd_cust, sjd_part WHERE lo_orderdate = d_key AND lo_custkey = c_key AND lo_partkey = p_key AND c_region IN (''AMERICA'', ''NONE'') AND p_category LIKE ''MFGR#1%'' GROUP BY d_year, c_nation'
+-- a join clause across dimensions and the fact (not an equality): a fact filter reading their values
+\set q6 'SELECT c_seg::text AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_quantity * p_size) AS s FROM sjd_lo, sjd_cust, sjd_part WHERE lo_custkey = c_key AND lo_partkey = p_key AND lo_quantity > c_seg AND lo_discount < p_size GROUP BY c_seg'
+-- GROUP BY a text column with NOT LIKE, HAVING, ORDER BY and LIMIT above
+\set q7 'SELECT p_brand AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_extendedprice) AS s FROM sjd_lo JOIN sjd_part ON lo_partkey = p_key WHERE p_brand NOT LIKE ''MFGR#2%'' GROUP BY p_brand HAVING approx_gpu.approx_count(*) > 5 ORDER BY 2 DESC, 1 LIMIT 30'
+-- the join key equal to a constant too (the equivalence class holds it), avg of a dimension value
+\set q8 'SELECT s_region AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_avg_ci(lo_discount + d_zero) AS s FROM sjd_lo, sjd_date, sjd_supp WHERE lo_orderdate = d_key AND lo_suppkey = s_key AND lo_orderdate = 14 GROUP BY s_region'
+
+SET approx_gpu.star_join = off;
+CREATE TEMP TABLE d1_off AS :q1;
+SELECT sjd_answer();
+CREATE TEMP TABLE d2_off AS :q2;
+SELECT sjd_answer();
+CREATE TEMP TABLE d3_off AS :q3;
+SELECT sjd_answer();
+CREATE TEMP TABLE d4_off AS :q4;
+SELECT sjd_answer();
+CREATE TEMP TABLE d5_off AS :q5;
+SELECT sjd_answer();
+CREATE TEMP TABLE d6_off AS :q6;
+SELECT sjd_answer();
+CREATE TEMP TABLE d7_off AS :q7;
+SELECT sjd_answer();
+CREATE TEMP TABLE d8_off AS :q8;
+SELECT sjd_answer();
+SET approx_gpu.star_join = force;
+CREATE TEMP TABLE d1_on AS :q1;
+SELECT sjd_answer();
+CREATE TEMP TABLE d2_on AS :q2;
+SELECT sjd_answer();
+CREATE TEMP TABLE d3_on AS :q3;
+SELECT sjd_answer();
+CREATE TEMP TABLE d4_on AS :q4;
+SELECT sjd_answer();
+CREATE TEMP TABLE d5_on AS :q5;
+SELECT sjd_answer();
+CREATE TEMP TABLE d6_on AS :q6;
+SELECT sjd_answer();
+CREATE TEMP TABLE d7_on AS :q7;
+SELECT sjd_answer();
+CREATE TEMP TABLE d8_on AS :q8;
+SELECT sjd_answer();
+SELECT 'q1' AS q, * FROM sjd_same('d1_on', 'd1_off') UNION ALL SELECT 'q2', * FROM sjd_same('d2_on', 'd2_off')
+UNION ALL SELECT 'q3', * FROM sjd_same('d3_on', 'd3_off') UNION ALL SELECT 'q4', * FROM sjd_same('d4_on', 'd4_off')
+UNION ALL SELECT 'q5', * FROM sjd_same('d5_on', 'd5_off') UNION ALL SELECT 'q6', * FROM sjd_same('d6_on', 'd6_off')
+UNION ALL SELECT 'q7', * FROM sjd_same('d7_on', 'd7_off') UNION ALL SELECT 'q8', * FROM sjd_same('d8_on', 'd8_off');
+SELECT sjd_nodes(:'q2');
+SELECT sjd_nodes(:'q7');
+
+-- ---- dimensions outside the shape: the CPU sample plan, and why ---------------------------
+SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo LEFT JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_region');
+SELECT sjd_why('SELECT p_category, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_part ON lo_quantity = p_size GROUP BY p_category');
+SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey + 0 = c_key GROUP BY c_region');
+SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key AND lo_quantity = c_seg GROUP BY c_region');
+SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key AND lo_quantity > 100 / c_seg GROUP BY c_region');
+SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_seg * 2 > 3 GROUP BY c_region');
+SELECT sjd_why('SELECT upper(c_region), approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY 1');
+-- errors: the CPU plan's (a division by zero over a dimension value; a column the role may not read)
+SET approx_gpu.star_join = off;
+SELECT d_year, approx_gpu.approx_sum(lo_quantity / d_zero) FROM sjd_lo JOIN sjd_date ON lo_orderdate = d_key GROUP BY d_year;
+SET approx_gpu.star_join = force;
+SELECT d_year, approx_gpu.approx_sum(lo_quantity / d_zero) FROM sjd_lo JOIN sjd_date ON lo_orderdate = d_key GROUP BY d_year;
+-- no error where the rows with d_zero = 0 are filtered out first
+SELECT d_year, approx_gpu.approx_sum(lo_quantity / d_zero) > 0 AS summed FROM sjd_lo JOIN sjd_date ON lo_orderdate = d_key
+ WHERE d_zero > 0 GROUP BY d_year ORDER BY d_year;
+SELECT sjd_answer();
+CREATE ROLE regress_sjd_reader;
+GRANT SELECT ON sjd_lo, sjd_date, sjd_supp TO regress_sjd_reader;
+GRANT SELECT (c_key, c_region) ON sjd_cust TO regress_sjd_reader;
+-- a dimension with row-level security and a policy for the role
+ALTER TABLE sjd_supp ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sjd_p ON sjd_supp TO regress_sjd_reader USING (s_region <> 'ASIA');
+SET ROLE regress_sjd_reader;
+SELECT sjd_why('SELECT s_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_supp ON lo_suppkey = s_key GROUP BY s_region');
+SELECT s_region, approx_gpu.approx_count(*) > 0 AS seen FROM sjd_lo JOIN sjd_supp ON lo_suppkey = s_key GROUP BY s_region ORDER BY 1;
+SELECT sjd_answer();
+SET approx_gpu.star_join = off;
+SELECT c_nation, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_nation;
+SET approx_gpu.star_join = force;
+SELECT c_nation, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_nation;
+SELECT c_region, approx_gpu.approx_count(*) > 0 AS counted FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key
+ GROUP BY c_region ORDER BY c_region;
+SELECT sjd_answer();
+RESET ROLE;
+DROP POLICY sjd_p ON sjd_supp;
+-- a prepared statement over dimensions: each execution reads the dimensions and fills its
+-- dictionaries and lookup tables anew (a dimension row changed in between is seen)
+PREPARE sjd_p(int) AS SELECT c_region AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s
+  FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_region <> 'ASIA' AND lo_quantity < $1 GROUP BY c_region;
+CREATE TEMP TABLE p1_on AS EXECUTE sjd_p(30);
+SELECT sjd_answer();
+UPDATE sjd_cust SET c_region = 'ATLANTIS' WHERE c_key = 4;
+CREATE TEMP TABLE p2_on AS EXECUTE sjd_p(30);
+SELECT sjd_answer();
+SET approx_gpu.star_join = off;
+CREATE TEMP TABLE p2_off AS EXECUTE sjd_p(30);
+SELECT sjd_answer();
+SELECT (SELECT count(*) FROM p1_on) AS groups_before, * FROM sjd_same('p2_on', 'p2_off');
+DEALLOCATE sjd_p;
+-- a nondeterministic collation: an equality over it is a lookup PostgreSQL evaluates per distinct
+-- value ('Name' = 'NAME' there); GROUP BY it (codes group equal bytes) and LIKE (it raises) are not taken
+CREATE COLLATION sjd_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+ALTER TABLE sjd_cust ADD COLUMN c_name text COLLATE sjd_ci;
+UPDATE sjd_cust SET c_name = CASE WHEN c_key % 3 = 0 THEN 'Name' WHEN c_key % 3 = 1 THEN 'NAME' ELSE 'other' END;
+\set q9 'SELECT c_region AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_name = ''name'' GROUP BY c_region'
+CREATE TEMP TABLE d9_off AS :q9;
+SELECT sjd_answer();
+SET approx_gpu.star_join = force;
+CREATE TEMP TABLE d9_on AS :q9;
+SELECT sjd_answer();
+SELECT * FROM sjd_same('d9_on', 'd9_off');
+SELECT sjd_why('SELECT c_name, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_name');
+SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_name LIKE ''N%'' GROUP BY c_region');
+
+RESET approx_gpu.star_join;
+RESET approx_gpu.box_path;
+RESET approx_gpu.max_missing_groups;
+SELECT approx_gpu.drop_synopsis('sjd_syn');
+DROP TABLE sjd_lo, sjd_date, sjd_cust, sjd_part, sjd_supp;
+DROP ROLE regress_sjd_reader;
+DROP COLLATION sjd_ci;
+DROP FUNCTION sjd_answer(), sjd_near(float8, float8), sjd_same(regclass, regclass), sjd_why(text), sjd_nodes(text);
+
 -- ---- through the GPU service: the sample's columns stay resident there ------------------
 -- (the service pass: device = auto, every call goes to the service; in-process
 -- the same queries run in the backend and every check below holds as well)
