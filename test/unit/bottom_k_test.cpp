@@ -37,6 +37,19 @@ Parts scan(std::mt19937_64& rng, int parts, int64_t rows, int64_t m, uint64_t pr
     return p;
 }
 
+// A random trial's shape: participants, k (the sample's or census' size), rows.
+struct Trial {
+    int parts;
+    int64_t k, rows;
+};
+Trial draw(std::mt19937_64& rng, int64_t k_below, int64_t rows_below) {
+    Trial t;
+    t.parts = 1 + static_cast<int>(rng() % 5);
+    t.k = static_cast<int64_t>(rng() % k_below);
+    t.rows = static_cast<int64_t>(rng() % rows_below);
+    return t;
+}
+
 std::vector<std::pair<uint64_t, uint64_t>> sorted(const Ranked* a, int64_t n) {
     std::vector<std::pair<uint64_t, uint64_t>> v;
     for (int64_t i = 0; i < n; ++i) v.emplace_back(a[i].pri, a[i].id);
@@ -49,11 +62,11 @@ std::vector<std::pair<uint64_t, uint64_t>> sorted(const Ranked* a, int64_t n) {
 TEST(BottomK, MergeKeepsWhatTheHeapMergeKept) {
     std::mt19937_64 rng(17);
     for (int trial = 0; trial < 300; ++trial) {
-        const int parts = 1 + static_cast<int>(rng() % 5);
-        const int64_t m = static_cast<int64_t>(rng() % 60);
-        const int64_t rows = static_cast<int64_t>(rng() % 400);
+        const Trial tr = draw(rng, 60, 400);
+        const int parts = tr.parts;
+        const int64_t m = tr.k;
         const uint64_t range = trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 50 : ~uint64_t(0));  // ties
-        const Parts p = scan(rng, parts, rows, m, range);
+        const Parts p = scan(rng, parts, tr.rows, m, range);
         // old: a heap offer at a time
         std::vector<uint64_t> hp(std::max<int64_t>(m, 1)), hi(std::max<int64_t>(m, 1));
         int64_t hn = 0;
@@ -93,9 +106,9 @@ TEST(BottomK, SmallBufferCutsOftenAndKeepsTheSame) {
 TEST(SampleCensus, MergeKeepsWhatCensusOfferKept) {
     std::mt19937_64 rng(23);
     for (int trial = 0; trial < 300; ++trial) {
-        const int parts = 1 + static_cast<int>(rng() % 5);
-        const int64_t t = static_cast<int64_t>(rng() % 40);
-        const int64_t rows = static_cast<int64_t>(rng() % 300);
+        const Trial tr = draw(rng, 40, 300);
+        const int parts = tr.parts;
+        const int64_t t = tr.k, rows = tr.rows;
         std::vector<std::vector<CensusEntry>> heaps(parts, std::vector<CensusEntry>(std::max<int64_t>(t, 1)));
         std::vector<int64_t> hn(parts, 0);
         for (int64_t r = 0; r < rows; ++r) {

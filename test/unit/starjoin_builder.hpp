@@ -14,14 +14,7 @@ namespace sjtest {
 using namespace approx::starjoin;
 
 inline Instr I(Op op, Kind kind = Kind::Int, int32_t a = 0, int64_t b = 0, uint8_t sub = 0, uint8_t width = 8) {
-    Instr in;
-    in.op = op;
-    in.kind = kind;
-    in.a = a;
-    in.b = b;
-    in.sub = sub;
-    in.width = width;
-    return in;
+    return Instr{op, kind, sub, width, a, b};
 }
 
 // Appends programs and pool entries to a plan.
