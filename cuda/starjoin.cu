@@ -185,24 +185,12 @@ Status gpu_run(const Plan& plan, const Inputs& in, const Prepared& prep, const E
     DeviceBuffer<ColumnView> fact_cols;
     APPROX_TRY(run.columns(in.fact, prep.fact_used, fact_cols));
     FactView v;
-    v.code = code;
-    v.pool = pool;
-    v.cols = fact_cols.get();
-    v.filter = plan.fact_filter;
-    v.filter_first = prep.filter_first;
-    v.n_dims = plan.n_dims;
-    for (int32_t d = 0; d < plan.n_dims; ++d) {
-        v.fk_col[d] = plan.dims[d].fact_column;
-        v.dim_status[d] = dims[static_cast<size_t>(d)].status.get();
-        v.dim_vals[d] = dims[static_cast<size_t>(d)].vals.get();
-        v.dim_nout[d] = plan.dims[d].n_outputs;
-    }
-    v.n_parts = plan.n_group_parts;
-    std::copy(plan.group_parts, plan.group_parts + kMaxGroupParts, v.parts);
-    v.n_measures = plan.n_measures;
-    std::copy(plan.measures, plan.measures + kMaxMeasures, v.measures);
-    v.stratum_col = plan.stratum_column;
-    v.n_strata = plan.n_strata;
+    fill_fact_view(plan, prep, code, pool, fact_cols.get(),
+                   [&](int32_t d, const int32_t*& status, const Val*& vals) {
+                       status = dims[static_cast<size_t>(d)].status.get();
+                       vals = dims[static_cast<size_t>(d)].vals.get();
+                   },
+                   v);
     const int64_t n = in.fact.rows;
     const unsigned blocks = grid(n);
 

@@ -220,17 +220,12 @@ struct NotRejected {
 // pass 0: rows, n, sum, nonzero; pass 1: central sums about mean.
 __global__ void moments_kernel(FactView v, DevProbe probe, int64_t n, const uint64_t* gid, int pass, Acc* acc,
                                unsigned long long* rows, const double* mean, Flags* flags) {
-    const int32_t S = v.n_strata, M = v.n_measures;
+    const int32_t M = v.n_measures;
     GRID_STRIDE(r, n) {
         const uint64_t k = gid[r];
         if (k == kReject) continue;
         const Val* dv[kMaxDims];
-        Val parts[kMaxGroupParts];
-        bool ok;
-        int32_t s = 0;
-        join_row(v, r, probe, dv, ok);
-        row_parts(v, r, dv, parts, s);
-        const uint64_t cell = k * static_cast<uint64_t>(S) + static_cast<uint64_t>(s);
+        const uint64_t cell = grouped_cell(v, r, probe, k, dv);
         if (pass == 0) atomicAdd(&rows[cell], 1ull);
         for (int32_t m = 0; m < M; ++m) {
             Val y;

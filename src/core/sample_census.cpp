@@ -1,6 +1,8 @@
 // The take-all stratum's row choice (see sample_census.hpp).
 #include "core/sample_census.hpp"
 
+#include "core/bottom_k.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -35,6 +37,17 @@ void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64
     std::pop_heap(heap, heap + n, ranks_above);
     heap[n - 1] = e;
     std::push_heap(heap, heap + n, ranks_above);
+}
+
+int64_t census_merge_add(CensusEntry* buf, int64_t n, int64_t t, int64_t cap, const CensusEntry& e) {
+    if (t <= 0 || std::isnan(e.value)) return n;
+    return keep_first_add(buf, n, t, cap, e, ranks_above);
+}
+
+int64_t census_merge_end(CensusEntry* buf, int64_t n, int64_t t) {
+    n = keep_first(buf, n, std::max<int64_t>(t, 0), ranks_above);
+    std::make_heap(buf, buf + n, ranks_above);
+    return n;
 }
 
 void census_sort(CensusEntry* heap, int64_t n) {

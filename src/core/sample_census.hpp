@@ -46,6 +46,14 @@ struct CensusEntry {
 // function of the (value, key) pairs alone. Keys must be distinct per row.
 void census_offer(CensusEntry* heap, int64_t& n, int64_t t, double value, uint64_t key, int64_t row);
 
+// Merges census_offer heaps (a parallel scan's participants'), linear in
+// the entries: census_merge_add appends e to buf (capacity cap > t, e.g.
+// 2t), cutting buf back to its top t (std::nth_element) when it is full;
+// census_merge_end leaves the top min(n, t) as census_offer's heap. The rows
+// kept are those census_offer keeps when fed the same entries.
+int64_t census_merge_add(CensusEntry* buf, int64_t n, int64_t t, int64_t cap, const CensusEntry& e);
+int64_t census_merge_end(CensusEntry* buf, int64_t n, int64_t t);
+
 // Orders n kept entries (census_offer's heap) from the highest rank down,
 // so that the first t of them are the top t.
 void census_sort(CensusEntry* heap, int64_t n);

@@ -24,11 +24,6 @@ namespace {
 // this, fewer workers.
 constexpr Size kMaxSampleBytes = Size(1) << 30;
 
-struct Ranked {
-    uint64 priority;
-    uint64 tid;
-};
-
 }  // namespace
 
 RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const AttrNumber* attnums, const Oid* types,
@@ -102,15 +97,11 @@ RelationSample sample_relation(const char* fn, Relation rel, int ncheck, const A
         for (int64 i = 0; i < s->size; ++i) all[n++] = Ranked{pri[i], tid[i]};
     }
     reader_shared_destroy(pcxt);  // sh is gone from here on
-    auto by_priority = [](const Ranked& a, const Ranked& b) {
-        return a.priority < b.priority || (a.priority == b.priority && a.tid < b.tid);
-    };
-    out.m = Min(n, sample_m);
-    if (n > out.m) std::nth_element(all, all + out.m, all + n, by_priority);
-    std::sort(all, all + out.m, [](const Ranked& a, const Ranked& b) { return a.tid < b.tid; });
+    out.m = bottom_cut(all, n, sample_m);
+    std::sort(all, all + out.m, [](const Ranked& a, const Ranked& b) { return a.id < b.id; });
     out.tids = static_cast<ItemPointerData*>(MemoryContextAllocHuge(CurrentMemoryContext,
                                                                     sizeof(ItemPointerData) * Max(out.m, 1)));
-    for (int64 i = 0; i < out.m; ++i) unpack_tid(all[i].tid, &out.tids[i]);
+    for (int64 i = 0; i < out.m; ++i) unpack_tid(all[i].id, &out.tids[i]);
     pfree(all);
     out.ms_read = glue_clock_ms() - t0;
     out.read_path = launched > 0 ? "parallel scan" : "scan";

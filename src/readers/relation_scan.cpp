@@ -73,9 +73,6 @@ bool store_row(const ReaderShared* sh, const Datum* values, const bool* isnull, 
     return true;
 }
 
-// (priority, tid) pairs ordered as the sample wants them: smallest first.
-inline bool before(uint64 pa, uint64 ta, uint64 pb, uint64 tb) { return pa < pb || (pa == pb && ta < tb); }
-
 }  // namespace
 
 // Sampling: 0 when a value of type t is finite, 1 for NaN, 2 for an infinity.
@@ -139,35 +136,6 @@ static void deform_upto(HeapTuple tuple, TupleDesc desc, int upto, Datum* values
         if (thisatt->attlen <= 0) slow = true;
     }
     for (; attnum < upto; ++attnum) values[attnum] = getmissingattr(desc, attnum + 1, &isnull[attnum]);
-}
-
-// A max-heap on (priority, tid): the root is the first to go.
-void bottom_offer(uint64* pri, uint64* tids, int64* size, int64 m, uint64 p, uint64 t) {
-    int64 i;
-    if (*size < m) {  // sift up
-        i = (*size)++;
-        while (i > 0) {
-            int64 parent = (i - 1) / 2;
-            if (!before(pri[parent], tids[parent], p, t)) break;
-            pri[i] = pri[parent];
-            tids[i] = tids[parent];
-            i = parent;
-        }
-    } else {
-        if (m == 0 || !before(p, t, pri[0], tids[0])) return;
-        i = 0;  // replace the root, sift down
-        for (;;) {
-            int64 child = 2 * i + 1;
-            if (child >= m) break;
-            if (child + 1 < m && before(pri[child], tids[child], pri[child + 1], tids[child + 1])) ++child;
-            if (!before(p, t, pri[child], tids[child])) break;
-            pri[i] = pri[child];
-            tids[i] = tids[child];
-            i = child;
-        }
-    }
-    pri[i] = p;
-    tids[i] = t;
 }
 
 namespace {

@@ -63,6 +63,8 @@ extern "C" {
 #include "utils/snapshot.h"
 }
 
+#include "core/bottom_k.hpp"
+
 namespace relscan {
 
 constexpr int kMaxCols = 32;  // columns of one read (a synopsis has up to 32)
@@ -217,9 +219,11 @@ void relscan_end(RelScan* rs);
 
 // Sampling: 0 when a value of type t is finite, 1 for NaN, 2 for an infinity.
 int non_finite(Datum d, Oid t);
-// Offers (p, t) to a max-heap of the m smallest (priority, tid) pairs held
-// in pri/tids (*size in use).
-void bottom_offer(uint64* pri, uint64* tids, int64* size, int64 m, uint64 p, uint64 t);
+// Bottom-k samples by (priority, row id): core/bottom_k.hpp.
+using approx::bottom_offer;
+using approx::bottom_add;
+using approx::bottom_cut;
+using approx::Ranked;
 // A row's identity across the leaves: its relation's index, then its TID.
 inline uint64 leaf_row_id(int index, const ItemPointerData* tid) {
     return (static_cast<uint64>(index) << 48) | pack_tid(tid);

@@ -172,31 +172,42 @@ StrataCounts strata_count(const StrataRead* r) {
     // The workers' keys into the leader's table, their census heaps into the leader's.
     StrataParticipant* lead = run.leader;
     KeyTable* t = &lead->keys;
-    out.rows = lead->slot->rows;
+    StrataParticipant** parts = static_cast<StrataParticipant**>(palloc(sizeof(void*) * sh->nslots));
+    parts[0] = lead;
+    for (int p = 1; p < sh->nslots; ++p) parts[p] = strata_participant(sh, p);  // its slot's views (an empty key table)
+    // The census heaps and the bottom rows: every participant's offers
+    // appended and cut back to the best (sample::census_merge_*, bottom_add:
+    // linear, not a heap offer at a time), as sample_relation merges its.
     out.heap = static_cast<sample::CensusEntry**>(palloc0(sizeof(void*) * Max(r->nmeasures, 1)));
     out.heap_n = static_cast<int64_t*>(palloc0(sizeof(int64_t) * Max(r->nmeasures, 1)));
     out.spread = static_cast<sample::CensusSpread*>(palloc0(sizeof(sample::CensusSpread) * Max(r->nmeasures, 1)));
     for (int m = 0; m < r->nmeasures; ++m) {
+        int64 offered = 0;
+        for (int p = 0; p < sh->nslots; ++p) offered += parts[p]->heap_n[m];
+        const int64 cap = Min(offered, 2 * room);
         out.heap[m] = static_cast<sample::CensusEntry*>(
-            MemoryContextAllocHuge(CurrentMemoryContext, sizeof(sample::CensusEntry) * Max(room, 1)));
+            MemoryContextAllocHuge(CurrentMemoryContext, sizeof(sample::CensusEntry) * Max(cap, 1)));
+        int64 n = 0;
+        for (int p = 0; p < sh->nslots; ++p) {
+            const sample::CensusEntry* h = parts[p]->heap + m * room;
+            for (int64 i = 0; i < parts[p]->heap_n[m]; ++i) n = sample::census_merge_add(out.heap[m], n, room, cap, h[i]);
+        }
+        out.heap_n[m] = sample::census_merge_end(out.heap[m], n, room);
         out.spread[m] = lead->spread[m];
-        out.heap_n[m] = lead->heap_n[m];
-        memcpy(out.heap[m], lead->heap + m * room, sizeof(sample::CensusEntry) * lead->heap_n[m]);
     }
-    // The bottom rows of every participant, merged as sample_relation merges its.
-    uint64* bpri = nullptr;
+    Ranked* bottom = nullptr;
     int64 nbottom = 0;
     if (r->bottom > 0) {
-        bpri = static_cast<uint64*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * r->bottom));
-        out.bottom_ids = static_cast<uint64*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * r->bottom));
-        for (int64 i = 0; i < *lead->bsize; ++i)
-            bottom_offer(bpri, out.bottom_ids, &nbottom, r->bottom, lead->bpri[i], lead->btid[i]);
+        int64 offered = 0;
+        for (int p = 0; p < sh->nslots; ++p) offered += *parts[p]->bsize;
+        const int64 cap = Min(offered, 2 * r->bottom);
+        bottom = static_cast<Ranked*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(Ranked) * Max(cap, 1)));
+        for (int p = 0; p < sh->nslots; ++p)
+            nbottom = bottom_add(bottom, nbottom, r->bottom, cap, parts[p]->bpri, parts[p]->btid, *parts[p]->bsize);
     }
+    out.rows = lead->slot->rows;
     for (int p = 1; p < sh->nslots; ++p) {
-        StrataParticipant* w = strata_participant(sh, p);  // its slot's views (an empty key table)
-        if (r->bottom > 0)
-            for (int64 i = 0; i < *w->bsize; ++i)
-                bottom_offer(bpri, out.bottom_ids, &nbottom, r->bottom, w->bpri[i], w->btid[i]);
+        StrataParticipant* w = parts[p];
         out.rows += w->slot->rows;
         if (w->slot->nkeys > 0) {
             const char* rd = static_cast<const char*>(dsa_get_address(run.area, w->slot->keys));
@@ -220,24 +231,15 @@ StrataCounts strata_count(const StrataRead* r) {
                 a.mean += delta * b.n / n;
                 a.n = n;
             }
-            const sample::CensusEntry* h = w->heap + m * room;
-            for (int64 i = 0; i < w->heap_n[m]; ++i)
-                sample::census_offer(out.heap[m], out.heap_n[m], room, h[i].value, h[i].key, h[i].row);
         }
     }
     if (r->bottom > 0) {  // smallest (priority, id) first
-        struct Ranked {
-            uint64 pri, id;
-        };
-        Ranked* all = static_cast<Ranked*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(Ranked) * Max(nbottom, 1)));
-        for (int64 i = 0; i < nbottom; ++i) all[i] = Ranked{bpri[i], out.bottom_ids[i]};
-        std::sort(all, all + nbottom, [](const Ranked& x, const Ranked& y) {
-            return x.pri < y.pri || (x.pri == y.pri && x.id < y.id);
-        });
-        for (int64 i = 0; i < nbottom; ++i) out.bottom_ids[i] = all[i].id;
+        nbottom = bottom_cut(bottom, nbottom, r->bottom);
+        std::sort(bottom, bottom + nbottom, approx::ranked_before);
+        out.bottom_ids = static_cast<uint64*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * Max(nbottom, 1)));
+        for (int64 i = 0; i < nbottom; ++i) out.bottom_ids[i] = bottom[i].id;
         out.nbottom = nbottom;
-        pfree(all);
-        pfree(bpri);
+        pfree(bottom);
     }
     if (run.area) dsa_detach(run.area);
     reader_shared_destroy(run.pcxt);
@@ -294,18 +296,29 @@ StrataSample strata_sample(const StrataRead* r, const StrataCounts* keys, const 
         parts[p]->pri = reinterpret_cast<uint64*>(body + MAXALIGN(sizeof(int64) * nstrata));
         parts[p]->tid = parts[p]->pri + capacity;
     }
-    uint64* mp = static_cast<uint64*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * Max(capacity, 1)));
+    // (bottom_add / bottom_cut over every participant's offers: linear.)
+    int64 most = 0;
+    for (int64 s = 0; s < nstrata; ++s) {
+        int64 offered = 0;
+        for (int p = 0; p < sh->nslots; ++p) offered += parts[p]->size[s];
+        most = Max(most, Min(offered, 2 * alloc[s]));
+    }
+    Ranked* buf = static_cast<Ranked*>(MemoryContextAllocHuge(CurrentMemoryContext, sizeof(Ranked) * Max(most, 1)));
     int64 b = 0;
     for (int64 s = 0; s < nstrata; ++s) {
         out.begin[s] = b;
-        int64 n = 0;
+        int64 offered = 0, n = 0;
+        for (int p = 0; p < sh->nslots; ++p) offered += parts[p]->size[s];
+        const int64 cap = Min(offered, 2 * alloc[s]);
         for (int p = 0; p < sh->nslots; ++p)
-            for (int64 i = 0; i < parts[p]->size[s]; ++i)
-                bottom_offer(mp + b, out.ids + b, &n, alloc[s], parts[p]->pri[b + i], parts[p]->tid[b + i]);
+            n = bottom_add(buf, n, alloc[s], cap, parts[p]->pri + b, parts[p]->tid + b, parts[p]->size[s]);
+        n = bottom_cut(buf, n, alloc[s]);
+        for (int64 i = 0; i < n; ++i) out.ids[b + i] = buf[i].id;
         std::sort(out.ids + b, out.ids + b + n);
         out.size[s] = n;
         b += alloc[s];
     }
+    pfree(buf);
     reader_shared_destroy(run.pcxt);
     out.stats.ms_read = glue_clock_ms() - run.t0;
     return out;

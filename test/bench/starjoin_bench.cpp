@@ -21,6 +21,7 @@
 
 #include "core/gpu.hpp"
 #include "core/starjoin/starjoin.hpp"
+#include "../unit/starjoin_builder.hpp"
 
 using namespace approx::starjoin;
 using approx::DeviceMode;
@@ -37,15 +38,8 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v[v.size() / 2];
 }
 
-Instr I(Op op, Kind kind = Kind::Int, int32_t a = 0, int64_t b = 0, uint8_t sub = 0) {
-    Instr in;
-    in.op = op;
-    in.kind = kind;
-    in.a = a;
-    in.b = b;
-    in.sub = sub;
-    return in;
-}
+using sjtest::Builder;
+using sjtest::I;
 
 struct Dim {
     int64_t rows = 0;
@@ -146,26 +140,22 @@ struct Ssb {
 // Q2.1: sum(lo_revenue) by d_year, p_brand1 where p_category = 'MFGR#12' and s_region = 'AMERICA'.
 Plan q21() {
     Plan p;
-    auto add = [&](std::vector<Instr> c) {
-        ProgramRef r{static_cast<int32_t>(p.code.size()), static_cast<int32_t>(c.size())};
-        p.code.insert(p.code.end(), c.begin(), c.end());
-        return r;
-    };
+    Builder b{p};
     p.n_dims = 3;
-    p.dims[0] = DimensionPlan{0, 3, {}, 1, {Kind::Int}, {add({I(Op::Col, Kind::Int, 1)})}};  // date -> d_year
+    p.dims[0] = DimensionPlan{0, 3, {}, 1, {Kind::Int}, {b.add({I(Op::Col, Kind::Int, 1)})}};  // date -> d_year
     p.dims[1].key_column = 0;
     p.dims[1].fact_column = 1;
-    p.dims[1].filter = add({I(Op::Col, Kind::Int, 2), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});  // category
+    p.dims[1].filter = b.add({I(Op::Col, Kind::Int, 2), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});  // category
     p.dims[1].n_outputs = 1;
-    p.dims[1].outputs[0] = add({I(Op::Col, Kind::Int, 3)});  // p_brand1
+    p.dims[1].outputs[0] = b.add({I(Op::Col, Kind::Int, 3)});  // p_brand1
     p.dims[2].key_column = 0;
     p.dims[2].fact_column = 2;
-    p.dims[2].filter = add({I(Op::Col, Kind::Int, 1), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});  // s_region
+    p.dims[2].filter = b.add({I(Op::Col, Kind::Int, 1), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});  // s_region
     p.n_group_parts = 2;
-    p.group_parts[0] = add({I(Op::DimOut, Kind::Int, 0, 0)});
-    p.group_parts[1] = add({I(Op::DimOut, Kind::Int, 1, 0)});
+    p.group_parts[0] = b.add({I(Op::DimOut, Kind::Int, 0, 0)});
+    p.group_parts[1] = b.add({I(Op::DimOut, Kind::Int, 1, 0)});
     p.n_measures = 1;
-    p.measures[0] = add({I(Op::Col, Kind::Float, 4)});
+    p.measures[0] = b.add({I(Op::Col, Kind::Float, 4)});
     return p;
 }
 
@@ -173,30 +163,26 @@ Plan q21() {
 // and p_mfgr in ('MFGR#1', 'MFGR#2').
 Plan q41() {
     Plan p;
-    auto add = [&](std::vector<Instr> c) {
-        ProgramRef r{static_cast<int32_t>(p.code.size()), static_cast<int32_t>(c.size())};
-        p.code.insert(p.code.end(), c.begin(), c.end());
-        return r;
-    };
+    Builder b{p};
     p.pool = {0, 1};
     p.n_dims = 4;
-    p.dims[0] = DimensionPlan{0, 3, {}, 1, {Kind::Int}, {add({I(Op::Col, Kind::Int, 1)})}};
+    p.dims[0] = DimensionPlan{0, 3, {}, 1, {Kind::Int}, {b.add({I(Op::Col, Kind::Int, 1)})}};
     p.dims[1].key_column = 0;  // customer
     p.dims[1].fact_column = 0;
-    p.dims[1].filter = add({I(Op::Col, Kind::Int, 1), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});
+    p.dims[1].filter = b.add({I(Op::Col, Kind::Int, 1), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});
     p.dims[1].n_outputs = 1;
-    p.dims[1].outputs[0] = add({I(Op::Col, Kind::Int, 2)});
+    p.dims[1].outputs[0] = b.add({I(Op::Col, Kind::Int, 2)});
     p.dims[2].key_column = 0;  // supplier
     p.dims[2].fact_column = 2;
-    p.dims[2].filter = add({I(Op::Col, Kind::Int, 1), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});
+    p.dims[2].filter = b.add({I(Op::Col, Kind::Int, 1), I(Op::ConstInt, Kind::Int, 0, 1), I(Op::Cmp)});
     p.dims[3].key_column = 0;  // part
     p.dims[3].fact_column = 1;
-    p.dims[3].filter = add({I(Op::Col, Kind::Int, 1), I(Op::In, Kind::Int, 0, 2)});
+    p.dims[3].filter = b.add({I(Op::Col, Kind::Int, 1), I(Op::In, Kind::Int, 0, 2)});
     p.n_group_parts = 2;
-    p.group_parts[0] = add({I(Op::DimOut, Kind::Int, 0, 0)});
-    p.group_parts[1] = add({I(Op::DimOut, Kind::Int, 1, 0)});
+    p.group_parts[0] = b.add({I(Op::DimOut, Kind::Int, 0, 0)});
+    p.group_parts[1] = b.add({I(Op::DimOut, Kind::Int, 1, 0)});
     p.n_measures = 1;
-    p.measures[0] = add({I(Op::Col, Kind::Float, 4), I(Op::Col, Kind::Float, 5), I(Op::Sub, Kind::Float)});
+    p.measures[0] = b.add({I(Op::Col, Kind::Float, 4), I(Op::Col, Kind::Float, 5), I(Op::Sub, Kind::Float)});
     return p;
 }
 

@@ -8,22 +8,15 @@
 
 #include "core/starjoin/interp.hpp"
 #include "core/starjoin/program.hpp"
+#include "starjoin_builder.hpp"
 
 using namespace approx::starjoin;
 using approx::StatusCode;
 
 namespace {
 
-Instr I(Op op, Kind kind = Kind::Int, int32_t a = 0, int64_t b = 0, uint8_t sub = 0, uint8_t width = 8) {
-    Instr in;
-    in.op = op;
-    in.kind = kind;
-    in.a = a;
-    in.b = b;
-    in.sub = sub;
-    in.width = width;
-    return in;
-}
+using sjtest::I;
+
 Instr CI(int64_t v) { return I(Op::ConstInt, Kind::Int, 0, v); }
 Instr CF(double v) { return I(Op::ConstFloat, Kind::Float, 0, float_bits(v)); }
 Instr CB(bool v) { return I(Op::ConstBool, Kind::Bool, 0, v ? 1 : 0); }

@@ -12,35 +12,11 @@
 
 #include "core/starjoin/interp.hpp"
 #include "core/starjoin/starjoin.hpp"
+#include "starjoin_builder.hpp"
 
 namespace sjtest {
 
 using namespace approx::starjoin;
-
-struct Builder {
-    Plan& plan;
-    ProgramRef add(const std::vector<Instr>& code) {
-        ProgramRef r{static_cast<int32_t>(plan.code.size()), static_cast<int32_t>(code.size())};
-        plan.code.insert(plan.code.end(), code.begin(), code.end());
-        return r;
-    }
-    int32_t pool(const std::vector<int64_t>& v) {
-        int32_t at = static_cast<int32_t>(plan.pool.size());
-        plan.pool.insert(plan.pool.end(), v.begin(), v.end());
-        return at;
-    }
-};
-
-inline Instr I(Op op, Kind kind = Kind::Int, int32_t a = 0, int64_t b = 0, uint8_t sub = 0, uint8_t width = 8) {
-    Instr in;
-    in.op = op;
-    in.kind = kind;
-    in.a = a;
-    in.b = b;
-    in.sub = sub;
-    in.width = width;
-    return in;
-}
 
 inline void set_null(std::vector<uint8_t>& bm, size_t r) { bm[r >> 3] |= static_cast<uint8_t>(1u << (r & 7)); }
 inline bool is_null(const std::vector<uint8_t>& bm, size_t r) { return bm.empty() ? false : (bm[r >> 3] >> (r & 7)) & 1; }

@@ -164,24 +164,12 @@ Status cpu_run(const Plan& plan, const Inputs& in, const Prepared& prep, const E
     if (ctx.cancelled()) return cancelled_status();
     const std::vector<ColumnView> cols = views(in.fact);
     FactView v;
-    v.code = plan.code.data();
-    v.pool = plan.pool.data();
-    v.cols = cols.data();
-    v.filter = plan.fact_filter;
-    v.filter_first = prep.filter_first;
-    v.n_dims = plan.n_dims;
-    for (int32_t d = 0; d < plan.n_dims; ++d) {
-        v.fk_col[d] = plan.dims[d].fact_column;
-        v.dim_status[d] = maps[static_cast<size_t>(d)].status.data();
-        v.dim_vals[d] = maps[static_cast<size_t>(d)].vals.data();
-        v.dim_nout[d] = plan.dims[d].n_outputs;
-    }
-    v.n_parts = plan.n_group_parts;
-    std::copy(plan.group_parts, plan.group_parts + kMaxGroupParts, v.parts);
-    v.n_measures = plan.n_measures;
-    std::copy(plan.measures, plan.measures + kMaxMeasures, v.measures);
-    v.stratum_col = plan.stratum_column;
-    v.n_strata = plan.n_strata;
+    fill_fact_view(plan, prep, plan.code.data(), plan.pool.data(), cols.data(),
+                   [&](int32_t d, const int32_t*& status, const Val*& vals) {
+                       status = maps[static_cast<size_t>(d)].status.data();
+                       vals = maps[static_cast<size_t>(d)].vals.data();
+                   },
+                   v);
     const Probe probe{maps.data()};
     const int64_t n = in.fact.rows;
     const int32_t P = plan.n_group_parts, S = plan.n_strata, M = plan.n_measures;
@@ -283,12 +271,7 @@ Status cpu_run(const Plan& plan, const Inputs& in, const Prepared& prep, const E
                 const uint64_t k = gid[static_cast<size_t>(r)];
                 if (k == kReject) continue;
                 const Val* dv[kMaxDims];
-                Val parts[kMaxGroupParts];
-                bool ok;
-                int32_t s = 0;
-                join_row(v, r, probe, dv, ok);
-                row_parts(v, r, dv, parts, s);
-                const size_t cell = static_cast<size_t>(k) * static_cast<size_t>(S) + static_cast<size_t>(s);
+                const size_t cell = static_cast<size_t>(grouped_cell(v, r, probe, k, dv));
                 for (int32_t m = 0; m < M; ++m) {
                     Val y;
                     int32_t e = measure_value(v, m, r, dv, y);

@@ -5,6 +5,7 @@
 // the group layout (mixed radix), the budget, and the engines' entry points.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -111,6 +112,18 @@ SJ_HD uint64_t pack_key(const GroupLayout& g, const Val* parts) {
     return k;
 }
 
+// A grouped row's (group, stratum) cell, k its group's index, and its
+// dimension rows' outputs in dv (the moments passes re-join the row).
+template <class Probe>
+SJ_HD uint64_t grouped_cell(const FactView& v, int64_t r, const Probe& probe, uint64_t k, const Val** dv) {
+    Val parts[kMaxGroupParts];
+    bool ok;
+    int32_t s = 0;
+    join_row(v, r, probe, dv, ok);
+    row_parts(v, r, dv, parts, s);
+    return k * static_cast<uint64_t>(v.n_strata) + static_cast<uint64_t>(s);
+}
+
 // Measure m of a joined row (COUNT(*): 1).
 SJ_HD int32_t measure_value(const FactView& v, int32_t m, int64_t r, const Val** dv, Val& out) {
     if (v.measures[m].length == 0) {
@@ -140,6 +153,31 @@ struct Prepared {
     std::vector<uint8_t> fact_used;              // fact columns some program (or the join) reads
     std::vector<std::vector<uint8_t>> dim_used;  // per dimension, its columns read
 };
+
+// The FactView of a plan over the fact's columns `cols`, with the plan's
+// code and pool at `code` and `pool` (host or device copies); dim(d, status,
+// vals) gives dimension d's per-row status and outputs.
+template <class DimRows>
+void fill_fact_view(const Plan& plan, const Prepared& prep, const Instr* code, const int64_t* pool,
+                    const ColumnView* cols, DimRows dim, FactView& v) {
+    v.code = code;
+    v.pool = pool;
+    v.cols = cols;
+    v.filter = plan.fact_filter;
+    v.filter_first = prep.filter_first;
+    v.n_dims = plan.n_dims;
+    for (int32_t d = 0; d < plan.n_dims; ++d) {
+        v.fk_col[d] = plan.dims[d].fact_column;
+        dim(d, v.dim_status[d], v.dim_vals[d]);
+        v.dim_nout[d] = plan.dims[d].n_outputs;
+    }
+    v.n_parts = plan.n_group_parts;
+    std::copy(plan.group_parts, plan.group_parts + kMaxGroupParts, v.parts);
+    v.n_measures = plan.n_measures;
+    std::copy(plan.measures, plan.measures + kMaxMeasures, v.measures);
+    v.stratum_col = plan.stratum_column;
+    v.n_strata = plan.n_strata;
+}
 
 // Checks the plan against the inputs (programs, columns, key kinds, strata,
 // row counts); host_data: every used column must have host data (the CPU).
