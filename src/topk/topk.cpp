@@ -1,7 +1,8 @@
 // SQL glue for top-k: the aggregates topk/bottomk (id, score, k) -> scored[],
 // and the functions topk/bottomk(relation, id_column, score_column, k), which
-// read the table through the relation reader and hand every pair to the
-// selection engine (no pruning on the way: that is the GPU's work).
+// read the table through the relation reader, each participant keeping its k
+// best pairs (ReadBound), and hand those to the selection engine (every pair
+// under approx_gpu.device = gpu: the GPU's select).
 // topk_nra(relation, id_column, score_columns, k, batch) is in topk_nra.cpp.
 #include "runtime/runtime.h"
 #include "runtime/aggregate_state.h"
