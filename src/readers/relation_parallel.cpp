@@ -59,6 +59,42 @@ int relscan::choose_workers(Relation top, BlockNumber pages, bool any_temp) {
     return Min(Min(workers, max_parallel_workers_per_gather), max_parallel_workers);
 }
 
+// The chunk pool (relation_scan.h): a worker takes a FREE chunk (waiting on
+// cv_free when none is), and marks a filled one FULL for the leader.
+int relscan::acquire_chunk(ReaderShared* sh) {
+    for (;;) {
+        int got = -1;
+        SpinLockAcquire(&sh->mutex);
+        for (int i = 0; i < sh->nchunks; ++i)
+            if (header(sh, i)->state == kFree) {
+                header(sh, i)->state = kFilling;
+                got = i;
+                break;
+            }
+        SpinLockRelease(&sh->mutex);
+        if (got >= 0) {
+            ConditionVariableCancelSleep();
+            ChunkHeader* h = header(sh, got);
+            h->rows = 0;
+            h->skipped = 0;
+            h->seen = 0;
+            memset(h->null_counts, 0, sizeof h->null_counts);
+            return got;
+        }
+        SpinLockAcquire(&sh->mutex);
+        ++sh->chunk_waits;
+        SpinLockRelease(&sh->mutex);
+        ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
+    }
+}
+
+void relscan::publish_chunk(ReaderShared* sh, int i) {
+    SpinLockAcquire(&sh->mutex);
+    header(sh, i)->state = kFull;
+    SpinLockRelease(&sh->mutex);
+    ConditionVariableBroadcast(&sh->cv_full);
+}
+
 ReaderLayout relscan::reader_layout(int nrels, int ncols) {
     ReaderLayout l;
     l.off_relids = MAXALIGN(sizeof(ReaderShared));

@@ -192,44 +192,6 @@ void sample_row(const ReaderShared* sh, SampleSlot* slot, const ItemPointerData*
     bottom_offer(sample_priorities(slot), sample_tids(sh, slot), &slot->size, sh->sample_m, p, t);
 }
 
-}  // namespace
-
-int acquire_chunk(ReaderShared* sh) {
-    for (;;) {
-        int got = -1;
-        SpinLockAcquire(&sh->mutex);
-        for (int i = 0; i < sh->nchunks; ++i)
-            if (header(sh, i)->state == kFree) {
-                header(sh, i)->state = kFilling;
-                got = i;
-                break;
-            }
-        SpinLockRelease(&sh->mutex);
-        if (got >= 0) {
-            ConditionVariableCancelSleep();
-            ChunkHeader* h = header(sh, got);
-            h->rows = 0;
-            h->skipped = 0;
-            h->seen = 0;
-            memset(h->null_counts, 0, sizeof h->null_counts);
-            return got;
-        }
-        SpinLockAcquire(&sh->mutex);
-        ++sh->chunk_waits;
-        SpinLockRelease(&sh->mutex);
-        ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
-    }
-}
-
-void publish_chunk(ReaderShared* sh, int i) {
-    SpinLockAcquire(&sh->mutex);
-    header(sh, i)->state = kFull;
-    SpinLockRelease(&sh->mutex);
-    ConditionVariableBroadcast(&sh->cv_full);
-}
-
-namespace {
-
 // Bounded reads: the row checked and converted as store_row stores it, then offered.
 void bound_row(RelScan* rs, const Datum* values, const bool* isnull, int64* skipped) {
     BoundSlot* b = rs->bound;
