@@ -181,6 +181,7 @@ Status cpu_join(const JoinSide& build, const JoinSide& probe, JoinSink sink, voi
 
     CpuStorage table;
     APPROX_TRY(build_cpu_storage(dkeys.data(), nullptr, distinct, ctx, o.table, false, table, info.table));
+    APPROX_TRY(table.build_filter(dkeys.data(), distinct, ctx));
     std::vector<int64_t>().swap(dkeys);
 
     // Probe: matches per probe row, and where they start in the output.

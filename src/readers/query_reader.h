@@ -51,7 +51,10 @@ struct QueryColumns {
     double ms_read;         // time spent running the query and collecting rows
     const char* read_path;  // how the rows were read, for last_run(): "query", "parallel scan", ...
     int read_workers;       // parallel workers that read besides the backend
+    int read_workers_planned;  // the workers asked for (approx_gpu.read_workers, relation_parallel.cpp)
     int64 worker_rows;      // rows (kept or skipped) those workers read
+    int64 rows_seen;        // a bounded read (relation_reader.h, ReadBound): the rows offered to the
+                            // participants' bounds, of which `rows` were kept; else 0
     int64 chunk_waits;      // times a worker waited for the backend to take its rows
     StagedInput* staged;    // non-null: the columns are on the GPU too (relation_reader.h)
 };

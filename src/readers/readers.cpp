@@ -13,9 +13,9 @@ int relscan::read_workers = -1;
 void readers_init(void) {
     DefineCustomIntVariable(
         "approx_gpu.read_workers", "Parallel workers that read a table for a function given a relation (-1 = auto).",
-        "auto: the table's parallel_workers option, else one worker from 8 x min_parallel_table_scan_size and one "
-        "more for every tripling of the table, capped by max_parallel_workers_per_gather; 0 reads in the backend "
-        "alone. Workers come from max_parallel_workers; fewer may start, and the backend reads what they do not.",
+        "auto: the table's parallel_workers option, else none under 8 x min_parallel_table_scan_size and above it "
+        "one worker for every 4 x min_parallel_table_scan_size (at least PostgreSQL's parallel scan rule), capped "
+        "by max_parallel_workers_per_gather; 0 reads in the backend alone. Workers come from max_parallel_workers; fewer may start, and the backend reads what they do not.",
         &relscan::read_workers, -1, -1, 1024, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable(
         "approx_gpu.upload_while_reading", "Upload a table's columns to the GPU while the reader reads them.",
@@ -30,7 +30,7 @@ void record_read(const QueryColumns* const* inputs, int n) {
     double ms = 0;
     int most = 0;  // the input read by the most workers names the path
     for (int i = 0; i < n; ++i) {
-        rows += inputs[i]->rows + inputs[i]->rows_skipped;
+        rows += (inputs[i]->rows_seen > 0 ? inputs[i]->rows_seen : inputs[i]->rows) + inputs[i]->rows_skipped;
         worker_rows += inputs[i]->worker_rows;
         waits += inputs[i]->chunk_waits;
         ms += inputs[i]->ms_read;
@@ -39,6 +39,7 @@ void record_read(const QueryColumns* const* inputs, int n) {
     if (n == 0) return;
     approx::RunStats& s = last_run_stats();
     s.add("read_workers", inputs[most]->read_workers);
+    s.add("read_workers_planned", inputs[most]->read_workers_planned);
     s.add("rows_read_by_workers", static_cast<double>(worker_rows));
     s.add("read_chunk_waits", static_cast<double>(waits));
     if (ms > 0) s.add("rows_read_per_s", rows / (ms / 1000.0));

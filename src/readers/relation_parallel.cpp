@@ -24,12 +24,17 @@ extern "C" {
 using namespace relscan;
 
 // Workers for `pages` heap pages of `top`, unless approx_gpu.read_workers
-// says otherwise: the table's parallel_workers option, else PostgreSQL's rule
-// for a parallel sequential scan (one worker, one more for every tripling)
-// counted from 8 x min_parallel_table_scan_size -- a worker costs a process
-// start and this library's load (30-40 ms measured on 2 cores), which a
-// table under about 64 MB does not repay -- capped by
-// max_parallel_workers_per_gather.
+// says otherwise: the table's parallel_workers option, else none under 8 x
+// min_parallel_table_scan_size -- a worker costs a process start and this
+// library's load (30-40 ms measured on 2 cores), which a table under about
+// 64 MB does not repay -- and above it one worker for every 4 x
+// min_parallel_table_scan_size (32 MB: 20-30 ms of reading for one worker),
+// at least PostgreSQL's rule for a parallel sequential scan (one worker, one
+// more for every tripling), capped by max_parallel_workers_per_gather: a
+// worker here does no per-row executor work, so it repays its start on far
+// less of the table than an executor worker, and the operators that read
+// whole tables are bound by the read (issue 39: 4 workers by PostgreSQL's
+// rule for 10^7 rows where 8 were allowed).
 int relscan::choose_workers(Relation top, BlockNumber pages, bool any_temp) {
     // Only this backend can read temporary tables; no workers inside a
     // parallel operation.
@@ -43,13 +48,51 @@ int relscan::choose_workers(Relation top, BlockNumber pages, bool any_temp) {
     if (workers < 0) {
         double threshold = 8.0 * Max(min_parallel_table_scan_size, 1);
         if (pages < threshold) return 0;
+        const double per_worker = 4.0 * Max(min_parallel_table_scan_size, 1);
         workers = 1;
         while (pages >= threshold * 3 && workers < 1024) {
             ++workers;
             threshold *= 3;
         }
+        workers = static_cast<int>(Max(static_cast<double>(workers), Min(pages / per_worker, 1024.0)));
     }
     return Min(Min(workers, max_parallel_workers_per_gather), max_parallel_workers);
+}
+
+// The chunk pool (relation_scan.h): a worker takes a FREE chunk (waiting on
+// cv_free when none is), and marks a filled one FULL for the leader.
+int relscan::acquire_chunk(ReaderShared* sh) {
+    for (;;) {
+        int got = -1;
+        SpinLockAcquire(&sh->mutex);
+        for (int i = 0; i < sh->nchunks; ++i)
+            if (header(sh, i)->state == kFree) {
+                header(sh, i)->state = kFilling;
+                got = i;
+                break;
+            }
+        SpinLockRelease(&sh->mutex);
+        if (got >= 0) {
+            ConditionVariableCancelSleep();
+            ChunkHeader* h = header(sh, got);
+            h->rows = 0;
+            h->skipped = 0;
+            h->seen = 0;
+            memset(h->null_counts, 0, sizeof h->null_counts);
+            return got;
+        }
+        SpinLockAcquire(&sh->mutex);
+        ++sh->chunk_waits;
+        SpinLockRelease(&sh->mutex);
+        ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
+    }
+}
+
+void relscan::publish_chunk(ReaderShared* sh, int i) {
+    SpinLockAcquire(&sh->mutex);
+    header(sh, i)->state = kFull;
+    SpinLockRelease(&sh->mutex);
+    ConditionVariableBroadcast(&sh->cv_full);
 }
 
 ReaderLayout relscan::reader_layout(int nrels, int ncols) {

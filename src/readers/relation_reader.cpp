@@ -80,9 +80,11 @@ int drain_chunks(ReaderShared* sh, ReadResult* res) {
             if (src.nulls[c]) memcpy(res->view.nulls[c] + out->rows, src.nulls[c], static_cast<Size>(h->rows));
             out->null_counts[c] += h->null_counts[c];
         }
+        const int64 seen = sh->bound_k > 0 ? h->seen : h->rows;  // bounded: rows read, not kept
         out->rows += h->rows;
+        out->rows_seen += sh->bound_k > 0 ? h->seen : 0;
         out->rows_skipped += h->skipped;
-        out->worker_rows += h->rows + h->skipped;
+        out->worker_rows += seen + h->skipped;
         SpinLockAcquire(&sh->mutex);
         h->state = kFree;
         SpinLockRelease(&sh->mutex);
@@ -101,6 +103,7 @@ struct LeaderScan {
     int rel;  // current relation; nrels when done
     bool open;
     RelScan scan;
+    BoundSlot* bound;  // bounded reads: the leader's best rows
 };
 
 // Scans up to kLeaderSteps pages into the result; false once every relation is done.
@@ -112,9 +115,10 @@ bool leader_step(LeaderScan* ls, ReadResult* res) {
         if (!ls->open) {
             relscan_begin(&ls->scan, sh, ls->rel, ls->rels[ls->rel], ls->pscans ? ls->pscans[ls->rel] : nullptr,
                           ls->snapshot, 0);
+            ls->scan.bound = ls->bound;
             ls->open = true;
         }
-        reserve_rows(res, out->rows + kPageRows);
+        if (!ls->bound) reserve_rows(res, out->rows + kPageRows);
         if (!relscan_step(&ls->scan, res->view, &out->rows, &out->rows_skipped, out->null_counts)) {
             relscan_end(&ls->scan);
             ls->open = false;
@@ -240,7 +244,7 @@ struct ReadPlan {
 // Opens the members, maps the columns by name (attnums differ between
 // children), chooses the workers and lays out the shared block.
 void plan_read(const char* fn, Oid relid, int ncols, const char* const* column_names, const ColumnKind* kinds,
-               bool allow_infinity, const bool* nullable, const ReadTarget* t, ReadPlan* p) {
+               bool allow_infinity, const bool* nullable, const ReadBound* bound, const ReadTarget* t, ReadPlan* p) {
     const int nrels = list_length(t->members);
     Relation* rels = static_cast<Relation*>(palloc0(sizeof(Relation) * Max(nrels, 1)));
     AttrNumber* atts = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * Max(nrels, 1) * ncols));
@@ -289,6 +293,11 @@ void plan_read(const char* fn, Oid relid, int ncols, const char* const* column_n
     sh->chunk_bytes = chunk_bytes;
     sh->nchunks = nchunks;
     sh->allow_infinity = allow_infinity;
+    if (bound != nullptr && bound->k > 0 && bound->k <= kMaxBoundK && ncols == 2 && kinds[0] == ColumnKind::Integer &&
+        kinds[1] == ColumnKind::Float && (nullable == nullptr || (!nullable[0] && !nullable[1]))) {
+        sh->bound_k = bound->k;
+        sh->bound_asc = bound->ascending;
+    }
     for (int c = 0; c < ncols; ++c) {
         sh->kinds[c] = static_cast<uint8>(kinds[c]);
         sh->nullable[c] = nullable != nullptr && nullable[c];
@@ -318,10 +327,13 @@ QueryColumns run_read(const char* fn, int ncols, const ColumnKind* kinds, const 
     res.out = &out;
     res.kinds = kinds;
     res.nullable = nullable;
-    reserve_rows(&res, static_cast<int64>(Min(p->tuples * 1.05 + kPageRows, 1e9)));
+    // Bounded: each participant's k rows; else the rows the statistics expect.
+    const bool bounded = sh->bound_k > 0;
+    reserve_rows(&res, bounded ? sh->bound_k * (launched + 1)
+                               : static_cast<int64>(Min(p->tuples * 1.05 + kPageRows, 1e9)));
     // Uploads that overlap the reading (room for the rows the statistics
     // expect and some more; past that the engine uploads as before).
-    StagedInput* staged = stage_for_gpu && p->tuples > 0
+    StagedInput* staged = stage_for_gpu && !bounded && p->tuples > 0
                               ? stage_start(ncols, static_cast<int64>(Min(p->tuples * 1.05 + 16 * kChunkRows, 1e9)))
                               : nullptr;
 
@@ -331,6 +343,7 @@ QueryColumns run_read(const char* fn, int ncols, const ColumnKind* kinds, const 
     ls.rels = p->rels;
     ls.pscans = p->pscans;
     ls.snapshot = p->snapshot;
+    ls.bound = bounded ? bound_slot(sh) : nullptr;
     bool leader_done = false;
     for (;;) {
         if (launched > 0 && drain_chunks(sh, &res) > 0) {
@@ -349,6 +362,12 @@ QueryColumns run_read(const char* fn, int ncols, const ColumnKind* kinds, const 
             break;
         }
     }
+    if (ls.bound) {  // the leader's own best rows
+        reserve_rows(&res, out.rows + ls.bound->size);
+        bound_take(ls.bound, res.view, out.rows, 0, ls.bound->size);
+        out.rows += ls.bound->size;
+        out.rows_seen += ls.bound->seen;
+    }
     out.chunk_waits = sh->chunk_waits;  // sh lives in the DSM segment destroyed below
     reader_shared_destroy(p->pcxt);
     for (int r = 0; r < p->nrels; ++r)
@@ -359,6 +378,7 @@ QueryColumns run_read(const char* fn, int ncols, const ColumnKind* kinds, const 
     if (stage_done(staged, res.view, out.rows)) out.staged = staged;
     out.read_path = launched > 0 ? "parallel scan" : "scan";
     out.read_workers = launched;
+    out.read_workers_planned = p->pcxt != nullptr ? p->pcxt->nworkers : 0;
     return out;
 }
 
@@ -367,7 +387,7 @@ QueryColumns run_read(const char* fn, int ncols, const ColumnKind* kinds, const 
 QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
                                    const char* const* column_names, const char* const* column_args,
                                    const ColumnKind* kinds, bool allow_infinity, const bool* nullable,
-                                   bool stage_for_gpu) {
+                                   bool stage_for_gpu, const ReadBound* bound) {
     Assert(ncols > 0 && ncols <= kMaxCols);
     double t0 = glue_clock_ms();
     ReadTarget target;
@@ -379,7 +399,7 @@ QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid reli
         relation_close(target.top, NoLock);
     } else {
         ReadPlan plan;
-        plan_read(fn, relid, ncols, column_names, kinds, allow_infinity, nullable, &target, &plan);
+        plan_read(fn, relid, ncols, column_names, kinds, allow_infinity, nullable, bound, &target, &plan);
         out = run_read(fn, ncols, kinds, nullable, stage_for_gpu, &target, &plan);
     }
     out.ms_read = glue_clock_ms() - t0;

@@ -52,10 +52,24 @@ void readers_init(void);
 // (out.staged; the upload overlaps the workers' reading): pass
 // staged_columns(&out) in ExecContext::staged to the engine, and
 // release_staged(&out) after it (an ERROR frees them with the memory context).
+//
+// bound (optional; top-k): the read is of two columns, an Integer id and a
+// Float score, neither nullable, and every participant (the backend and each
+// worker) keeps only the k rows it read that rank first by (score DESC, id
+// ASC), or (score ASC, id ASC) when ascending -- topk::select's order -- so
+// the result holds at most (workers + 1) * k rows, among them the k best of
+// the table; rows_seen counts the rows offered (every row is still checked:
+// NULLs skipped and counted, NaN an ERROR). Ignored (a full read) when the
+// query reads the relation (views, row-level security) or k > kMaxBoundK.
+struct ReadBound {
+    int64 k;
+    bool ascending;
+};
+constexpr int64 kMaxBoundK = 262144;  // 6 MB of kept rows per participant
 QueryColumns read_relation_columns(const char* fn, const char* rel_arg, Oid relid, int ncols,
                                    const char* const* column_names, const char* const* column_args,
                                    const ColumnKind* kinds, bool allow_infinity, const bool* nullable = nullptr,
-                                   bool stage_for_gpu = false);
+                                   bool stage_for_gpu = false, const ReadBound* bound = nullptr);
 
 namespace approx::gpu {
 struct StagedColumns;

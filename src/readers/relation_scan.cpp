@@ -160,37 +160,14 @@ void sample_row(const ReaderShared* sh, SampleSlot* slot, const ItemPointerData*
     bottom_offer(sample_priorities(slot), sample_tids(sh, slot), &slot->size, sh->sample_m, p, t);
 }
 
-int acquire_chunk(ReaderShared* sh) {
-    for (;;) {
-        int got = -1;
-        SpinLockAcquire(&sh->mutex);
-        for (int i = 0; i < sh->nchunks; ++i)
-            if (header(sh, i)->state == kFree) {
-                header(sh, i)->state = kFilling;
-                got = i;
-                break;
-            }
-        SpinLockRelease(&sh->mutex);
-        if (got >= 0) {
-            ConditionVariableCancelSleep();
-            ChunkHeader* h = header(sh, got);
-            h->rows = 0;
-            h->skipped = 0;
-            memset(h->null_counts, 0, sizeof h->null_counts);
-            return got;
-        }
-        SpinLockAcquire(&sh->mutex);
-        ++sh->chunk_waits;
-        SpinLockRelease(&sh->mutex);
-        ConditionVariableSleep(&sh->cv_free, PG_WAIT_EXTENSION);
+// Bounded reads: the row checked and converted as store_row stores it, then offered.
+void bound_row(RelScan* rs, const Datum* values, const bool* isnull, int64* skipped) {
+    BoundSlot* b = rs->bound;
+    if (store_row(rs->sh, values, isnull, b->one, 0, skipped, nullptr)) {
+        double score;
+        memcpy(&score, &b->scratch[1], 8);
+        bound_offer(b, b->scratch[0], score);
     }
-}
-
-void publish_chunk(ReaderShared* sh, int i) {
-    SpinLockAcquire(&sh->mutex);
-    header(sh, i)->state = kFull;
-    SpinLockRelease(&sh->mutex);
-    ConditionVariableBroadcast(&sh->cv_full);
 }
 
 }  // namespace
@@ -267,6 +244,8 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
                 sample_row(sh, rs->sample, &rs->slot->tts_tid, values, isnull);
                 MemoryContextSwitchTo(old);
                 MemoryContextReset(rs->tmp);
+            } else if (rs->bound) {
+                bound_row(rs, values, isnull, skipped);
             } else if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts)) {
                 ++*rows;
             }
@@ -314,6 +293,8 @@ bool relscan_step(RelScan* rs, const ColumnsView& dst, int64* rows, int64* skipp
             strata_row(rs, &tuple.t_self);
         else if (rs->sample)
             sample_row(sh, rs->sample, &tuple.t_self, values, isnull);
+        else if (rs->bound)
+            bound_row(rs, values, isnull, skipped);
         else if (store_row(sh, values, isnull, dst, *rows, skipped, null_counts))
             ++*rows;
     }
@@ -339,17 +320,19 @@ void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
     ColumnsView view;
     memset(&view, 0, sizeof view);
     StrataParticipant* strata = sh->strata_mode ? strata_participant(sh, ParallelWorkerNumber + 1) : nullptr;
+    BoundSlot* bound = sh->bound_k > 0 ? bound_slot(sh) : nullptr;
     for (int r = 0; r < sh->nrels; ++r) {
         Relation rel = table_open(relids(sh)[r], AccessShareLock);
         RelScan rs;
         relscan_begin(&rs, sh, r, rel, static_cast<ParallelTableScanDesc>(shm_toc_lookup(toc, kKeyScanBase + r, false)),
                       snapshot, ParallelWorkerNumber + 1);
         rs.strata = strata;
-        while (rs.sample || rs.strata) {  // sampling: no chunks
+        rs.bound = bound;
+        while (rs.sample || rs.strata || rs.bound) {  // sampling, bounded reads: no chunks
             int64 none = 0;
-            if (!relscan_step(&rs, view, &none, &none, nullptr)) break;
+            if (!relscan_step(&rs, view, &none, bound ? &bound->skipped : &none, nullptr)) break;
         }
-        for (; !rs.sample && !rs.strata;) {
+        for (; !rs.sample && !rs.strata && !rs.bound;) {
             if (chunk < 0) {
                 chunk = acquire_chunk(sh);
                 view = chunk_view(sh, chunk);
@@ -369,6 +352,7 @@ void approx_gpu_relation_reader_worker(dsm_segment* seg, shm_toc* toc) {
     }
     if (chunk >= 0) publish_chunk(sh, chunk);
     if (strata) strata_publish(sh, strata);
+    if (bound) bound_publish(sh, bound);
     SpinLockAcquire(&sh->mutex);
     ++sh->workers_done;
     SpinLockRelease(&sh->mutex);

@@ -80,6 +80,7 @@ struct ChunkHeader {
     uint32 state;
     int32 rows;
     int64 skipped;
+    int64 seen;  // bounded reads: the rows the worker offered to its bound (its first chunk)
     int64 null_counts[kMaxCols];
 };
 
@@ -102,6 +103,11 @@ struct ReaderShared {
     Size chunk_bytes;
 
     bool direct;  // heap relations are read page by page (see above)
+
+    // Bounded reads (ReadBound, relation_bound.cpp): > 0: every participant
+    // keeps its bound_k best rows and publishes only those, at its end.
+    int64 bound_k;
+    bool bound_asc;
 
     // Sampling mode (sample_m > 0): columns are only checked to be finite.
     int64 sample_m;
@@ -201,6 +207,7 @@ struct RelScan {
     SampleSlot* sample;
     MemoryContext tmp;
     struct StrataParticipant* strata;  // strata modes: the participant's state (across relations)
+    struct BoundSlot* bound;           // bounded reads: the participant's best rows (across relations)
     Datum* values;                     // a row's columns (ncols)
     bool* isnull;
     Datum* row_values;  // strata modes: the row's first max_attnum attributes
@@ -235,6 +242,33 @@ inline uint64 leaf_row_id(int index, const ItemPointerData* tid) {
 StrataParticipant* strata_participant(const ReaderShared* sh, int participant);
 void strata_row(RelScan* rs, const ItemPointerData* tid);
 void strata_publish(const ReaderShared* sh, StrataParticipant* p);
+
+// Bounded reads (relation_bound.cpp): a participant's bound_k best rows of
+// (id, score) as a max-heap on (score key, id key) -- topk.hpp's order, the
+// root the first to go -- with the scores as read (-0 stays -0).
+struct BoundSlot {
+    int64 k;
+    int64 size;
+    int64 seen;     // rows offered
+    int64 skipped;  // a worker's rows skipped (NULLs)
+    bool asc;
+    uint64* skey;
+    uint64* ikey;
+    double* score;
+    int64 scratch[2];  // one row, converted and checked by the column reader's rules
+    ColumnsView one;   // views scratch
+};
+BoundSlot* bound_slot(const ReaderShared* sh);
+void bound_offer(BoundSlot* b, int64 id, double score);
+// Rows [from, from + n) of the slot (in heap order) into dst at row `at`.
+void bound_take(const BoundSlot* b, const ColumnsView& dst, int64 at, int64 from, int64 n);
+// A worker's end: its rows, and its seen and skipped counts, in chunks.
+void bound_publish(ReaderShared* sh, const BoundSlot* b);
+
+// The chunk pool (relation_scan.cpp): a FREE chunk, taken (FILLING; waits
+// for one), and a filled chunk marked FULL for the leader.
+int acquire_chunk(ReaderShared* sh);
+void publish_chunk(ReaderShared* sh, int i);
 
 // ---- the leader's side, shared by the column reader and the sampler ----
 

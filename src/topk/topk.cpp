@@ -1,7 +1,8 @@
 // SQL glue for top-k: the aggregates topk/bottomk (id, score, k) -> scored[],
 // and the functions topk/bottomk(relation, id_column, score_column, k), which
-// read the table through the relation reader and hand every pair to the
-// selection engine (no pruning on the way: that is the GPU's work).
+// read the table through the relation reader, each participant keeping its k
+// best pairs (ReadBound), and hand those to the selection engine (every pair
+// under approx_gpu.device = gpu: the GPU's select).
 // topk_nra(relation, id_column, score_columns, k, batch) is in topk_nra.cpp.
 #include "runtime/runtime.h"
 #include "runtime/aggregate_state.h"
@@ -272,8 +273,13 @@ static Datum topk_relation(FunctionCallInfo fcinfo, Order order) {
     static const ColumnKind kinds[2] = {ColumnKind::Integer, ColumnKind::Float};
     static const char* const args[2] = {"id_column", "score_column"};
     const char* cols[2] = {NameStr(*PG_GETARG_NAME(1)), NameStr(*PG_GETARG_NAME(2))};
+    // Each participant of the read keeps its k best rows (relation_reader.h,
+    // ReadBound), unless approx_gpu.device = gpu asks for the GPU's select
+    // over every row (then the columns are uploaded while they are read).
+    const ReadBound bound = {k, order == Order::Asc};
+    const bool gpu_forced = engine_settings().mode == approx::DeviceMode::Gpu;
     QueryColumns in = read_relation_columns(fn, "relation", PG_GETARG_OID(0), 2, cols, args, kinds, true, nullptr,
-                                            true);
+                                            true, gpu_forced ? nullptr : &bound);
     if (in.rows == 0) PG_RETURN_NULL();  // no rows: NULL, like the aggregate
     int64* ids;
     double* scores;
@@ -287,6 +293,10 @@ static Datum topk_relation(FunctionCallInfo fcinfo, Order order) {
     });
     const QueryColumns* inputs[1] = {&in};
     record_read(inputs, 1);
+    if (in.rows_seen > 0) {  // a bounded read: the rows read, and the participants' best the engine selected from
+        last_run_stats().rows = in.rows_seen;
+        last_run_stats().add("rows_selected_from", static_cast<double>(in.rows));
+    }
     release_staged(&in);
     check_engine_result(st, fn);
     PG_RETURN_ARRAYTYPE_P(scored_array(fcinfo, ids, scores, static_cast<int64>(got)));

@@ -125,7 +125,7 @@ CREATE FUNCTION pg_temp.form_header(what text) RETURNS text LANGUAGE sql AS $$
                 CASE WHEN current_setting('bench.read_workers')::int >= 0
                      THEN format('approx_gpu.read_workers = %1$s, max_parallel_workers_per_gather = %1$s',
                                  current_setting('bench.read_workers'))
-                     ELSE format('approx_gpu.read_workers = -1 (auto: PostgreSQL''s parallel seq scan rule, '
+                     ELSE format('approx_gpu.read_workers = -1 (auto: one worker per 32 MB from 64 MB, '
                                  'capped by max_parallel_workers_per_gather = %s)', current_setting('bench.pg_workers')) END,
                 current_setting('max_parallel_workers'))
 $$;

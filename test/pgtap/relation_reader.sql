@@ -7,7 +7,7 @@
 \ir preamble.psql
 SET jit = off;
 BEGIN;
-SELECT plan(21);
+SELECT plan(23);
 
 SELECT setseed(0.41);
 -- Not temporary: parallel workers read only tables the whole cluster can see
@@ -41,6 +41,13 @@ SELECT is(pg_temp.with_workers(w, $$SELECT approx_gpu.topk('public.rrp_a', 'id',
           pg_temp.order_by(500)::text, format('topk(relation) = ORDER BY ... LIMIT 500 with %s read workers', w))
   FROM unnest(ARRAY[0, 1, 3]) w;
 SELECT ok((approx_gpu.last_run()->>'read_workers')::int >= 0, 'last_run() reports the read workers');
+-- each participant keeps its k best: a k larger than the chunks a worker may hold at once, and bottomk
+SELECT is(pg_temp.with_workers(3, $$SELECT approx_gpu.topk('public.rrp_a', 'id', 'score', 200000)::text$$),
+          pg_temp.order_by(200000)::text, 'topk(relation) = ORDER BY ... LIMIT 200000 with 3 read workers');
+SELECT is(pg_temp.with_workers(3, $$SELECT approx_gpu.bottomk('public.rrp_a', 'id', 'score', 300)::text$$),
+          (SELECT array_agg(ROW(id, score)::approx_gpu.scored ORDER BY score, id)
+           FROM (SELECT id, score FROM public.rrp_a WHERE score IS NOT NULL ORDER BY score, id LIMIT 300) x)::text,
+          'bottomk(relation) = ORDER BY score, id LIMIT 300 with 3 read workers');
 
 -- joins: as multisets, equal to the inner-query form and to PostgreSQL's join
 SELECT set_config('approx_gpu.read_workers', '3', true) IS NOT NULL AS set3 \gset

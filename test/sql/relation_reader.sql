@@ -308,6 +308,28 @@ END $$;
 SELECT count(*) AS leftover_workers FROM pg_stat_activity WHERE backend_type = 'parallel worker' AND datname = current_database();
 SELECT approx_gpu.hash_join_count('rr_one', 'key', 'rr_a', 'key') > 0 AS reads_again;
 
+-- ---- topk(relation): every participant of the read keeps only its k best rows ----------------
+-- (issue 39): every row is read and checked, at most k per participant reach the engine
+SET approx_gpu.read_workers = 2;
+SELECT * FROM rr_topk_check('rr_a', 'value', 'score', 40);
+SELECT approx_gpu.bottomk('rr_a', 'value', 'score', 40) IS NOT NULL AS bounded_read;
+SELECT (approx_gpu.last_run()->>'rows')::bigint = (SELECT count(*) FROM rr_a WHERE value IS NOT NULL AND score IS NOT NULL) AS every_row_read,
+       (approx_gpu.last_run()->>'rows_skipped')::bigint = (SELECT count(*) FROM rr_a WHERE value IS NULL OR score IS NULL) AS nulls_skipped,
+       (approx_gpu.last_run()->>'rows_selected_from')::int <= 40 * (1 + (approx_gpu.last_run()->>'read_workers')::int) AS at_most_k_each;
+RESET approx_gpu.read_workers;
+-- auto workers (issue 39): none under 8 x min_parallel_table_scan_size, above it one for every
+-- 4 x, capped by max_parallel_workers_per_gather (PostgreSQL's rule would plan 4 here)
+SET min_parallel_table_scan_size = '8kB';
+SET max_parallel_workers_per_gather = 6;
+SELECT approx_gpu.topk('rr_a', 'value', 'score', 3) IS NOT NULL AS read_auto;
+SELECT (approx_gpu.last_run()->>'read_workers_planned')::int = least(6, current_setting('max_parallel_workers')::int) AS planned_all_allowed,
+       (SELECT pg_relation_size('rr_a') / 8192) BETWEEN 216 AND 647 AS postgres_rule_says_4;
+SET min_parallel_table_scan_size = '8MB';
+SELECT approx_gpu.topk('rr_a', 'value', 'score', 3) IS NOT NULL AS read_small;
+SELECT (approx_gpu.last_run()->>'read_workers_planned')::int AS small_table_workers;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+
 DROP TABLE rr_a, rr_b, rr_edges, rr_pos, rr_empty, rr_wide, rr_part, rr_inh CASCADE;
 DROP TABLE rr_types, rr_snap, rr_nan, rr_one;
 DROP DOMAIN rr_dom;
