@@ -79,15 +79,11 @@ static PlannedStmt* plan_again(QueryDesc* qd) {
     unhooked.pending = false;
     if (old->commandType != CMD_SELECT || old->utilityStmt != nullptr || !ActiveSnapshotSet() || IsInParallelMode())
         return nullptr;
-    // The parameters as bound (extended protocol): their types, as parse analysis resolved them.
+    // The parameters as bound (extended protocol): a list of values whose
+    // parser hook (makeParamList's) gives each $n the type parse analysis
+    // resolved; none fetched on demand (a function's variables).
     ParamListInfo params = qd->params;
-    int nparams = params != nullptr ? params->numParams : 0;
-    if (params != nullptr && (params->paramFetch != nullptr || params->parserSetup != nullptr)) return nullptr;
-    Oid* types = nparams > 0 ? static_cast<Oid*>(palloc(nparams * sizeof(Oid))) : nullptr;
-    for (int i = 0; i < nparams; ++i) {
-        types[i] = params->params[i].ptype;
-        if (!OidIsValid(types[i])) return nullptr;
-    }
+    if (params != nullptr && params->paramFetch != nullptr) return nullptr;
     // The statement in its source text: the only one, or the SELECT at its place.
     List* raws = pg_parse_query(qd->sourceText);
     Node* select = nullptr;
@@ -106,7 +102,10 @@ static PlannedStmt* plan_again(QueryDesc* qd) {
     raw->stmt = select;
     raw->stmt_location = old->stmt_location;
     raw->stmt_len = old->stmt_len;
-    List* queries = pg_analyze_and_rewrite_fixedparams(raw, qd->sourceText, types, nparams, qd->queryEnv);
+    List* queries =
+        params != nullptr && params->parserSetup != nullptr
+            ? pg_analyze_and_rewrite_withcb(raw, qd->sourceText, params->parserSetup, params->parserSetupArg, qd->queryEnv)
+            : pg_analyze_and_rewrite_fixedparams(raw, qd->sourceText, nullptr, 0, qd->queryEnv);
     if (list_length(queries) != 1) return nullptr;
     Query* q = linitial_node(Query, queries);
     if (q->commandType != CMD_SELECT || q->utilityStmt != nullptr) return nullptr;
