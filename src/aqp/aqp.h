@@ -81,6 +81,17 @@ void aqp_planner_init(void);
 // False while planning a statement the hook did not see: the library was
 // loaded by that statement's planning (the aggregates' support function).
 bool aqp_sample_path_considered(void);
+// Has the hook planned any statement in this backend yet?
+bool aqp_planner_hook_seen(void);
+
+// ---- in aqp_first_statement.cpp ----------------------------------------------------------
+// A session's first approx_* statement without preloading: the library is
+// loaded while it is planned, past the planner hook. The support function
+// notes that planning (root: the planner's, for the statement's place in its
+// source text) before the hook has planned anything; an ExecutorStart hook
+// plans the same statement again through the hook and starts that plan.
+void aqp_note_unhooked_planning(PlannerInfo* root);
+void aqp_first_statement_init(void);
 
 // ---- in aqp_rules.cpp ------------------------------------------------------------------
 // Rules both paths apply.

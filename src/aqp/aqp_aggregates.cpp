@@ -10,8 +10,11 @@
 // PostgreSQL's optimizer/prep/prepagg.c and optimizer/util/plancat.c), which
 // loads this library -- and so installs the create_upper_paths_hook from
 // _PG_init -- during planning of a session's first query, before
-// create_ordinary_grouping_paths consults the hook. shared_preload_libraries
-// = 'approx_gpu' is the alternative.
+// create_ordinary_grouping_paths consults the hook. The planner_hook itself
+// was passed by before that, so the support function also notes this
+// planning, and the statement is planned again through the hook at its
+// executor start (aqp_first_statement.cpp). shared_preload_libraries =
+// 'approx_gpu' is the alternative.
 #include "aqp/aqp.h"
 #include "runtime/aggregate_state.h"
 
@@ -23,6 +26,7 @@ extern "C" {
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "nodes/supportnodes.h"
 #include "common/int.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
@@ -140,8 +144,16 @@ APPROX_FUNCTION(approx_gpu_aqp_percentile_disc_ci_final) {
 }
 
 // The planner support function of the transition functions: answers no
-// request (NULL = "no information"); being called is its purpose (see the top).
-APPROX_FUNCTION(approx_gpu_aqp_support) { PG_RETURN_POINTER(nullptr); }
+// request (NULL = "no information"); being called is its purpose (see the
+// top). Called before the planner hook has planned anything, it notes the
+// planning that loaded the library: that statement is planned again at its
+// executor start (aqp_first_statement.cpp).
+APPROX_FUNCTION(approx_gpu_aqp_support) {
+    Node* req = reinterpret_cast<Node*>(PG_GETARG_POINTER(0));
+    if (IsA(req, SupportRequestCost) && !aqp_planner_hook_seen())
+        aqp_note_unhooked_planning(reinterpret_cast<SupportRequestCost*>(req)->root);
+    PG_RETURN_POINTER(nullptr);
+}
 
 // ---- the aggregates' OIDs -------------------------------------------------------
 

@@ -31,8 +31,12 @@ static bool has_box_node(Plan* p) {
 // had passed the hook by).
 static int hook_depth = 0;
 bool aqp_sample_path_considered(void) { return hook_depth > 0; }
+// Has the hook planned anything in this backend (aqp_first_statement.cpp)?
+static bool hook_seen = false;
+bool aqp_planner_hook_seen(void) { return hook_seen; }
 
 static PlannedStmt* aqp_planner(Query* parse, const char* query_string, int cursor_options, ParamListInfo params) {
+    hook_seen = true;
     // Only SELECTs that mention an approx_* aggregate are copied (cheap walk).
     bool consider = parse->commandType == CMD_SELECT && parse->utilityStmt == nullptr && !IsInParallelMode() &&
                     IsTransactionState();

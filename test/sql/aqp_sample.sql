@@ -507,3 +507,48 @@ RESET approx_gpu.random_seed;
 SELECT approx_gpu.drop_synopsis('sp_r9_syn');
 DROP TABLE r9p, sp_r9f, sp_r9d;
 DROP FUNCTION sp_r9_fn(int);
+
+-- ---- a session's first statement takes the sample path without preloading (issue 40 item 6)
+-- In a fresh session (in-process: nothing preloaded) the first approx_*
+-- statement loads the library while it is planned, past the planner hook; it
+-- is planned again through the hook at its executor start. As psql -c sends
+-- it: alone, then with a second statement in the same message.
+CREATE TABLE sp_first AS SELECT i AS id, i % 30 AS k, (i % 100)::float8 AS x FROM generate_series(1, 30000) i;
+ANALYZE sp_first;
+-- the table's counts reach the statistics before the build reads them (else
+-- \c flushes them after the build and the synopsis looks stale)
+SELECT pg_stat_force_next_flush();
+SELECT approx_gpu.create_synopsis('sp_first_syn', 'sp_first'::regclass, ARRAY['x', 'k']::name[], 3000, 'cdf', 'never')
+       IS NOT NULL AS created;
+\c
+SET approx_gpu.random_seed = 41;
+SELECT approx_gpu.approx_sum(x) AS first_sum FROM sp_first WHERE x < 30 OR k = 7 \gset
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from, approx_gpu.last_run()->>'reason' AS reason;
+SELECT abs(:'first_sum'::float8 / (SELECT sum(x) FROM sp_first WHERE x < 30 OR k = 7) - 1) < 0.1 AS close;
+-- the same statement in the now warm session: the same answer
+SELECT approx_gpu.approx_sum(x) = :'first_sum'::float8 AS same FROM sp_first WHERE x < 30 OR k = 7;
+\c
+SET approx_gpu.random_seed = 41;
+SELECT approx_gpu.approx_sum(x) = :'first_sum'::float8 AS same FROM sp_first WHERE x < 30 OR k = 7 \; SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
+-- EXPLAIN and CREATE TABLE AS as a session's first statement: the sample plan
+\c
+EXPLAIN (COSTS OFF) SELECT approx_gpu.approx_sum(x) FROM sp_first WHERE x < 30 OR k = 7;
+\c
+SET approx_gpu.random_seed = 41;
+CREATE TEMP TABLE first_ctas AS SELECT approx_gpu.approx_sum(x) AS s FROM sp_first WHERE x < 30 OR k = 7;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from, s = :'first_sum'::float8 AS same FROM first_ctas;
+-- a statement a function runs is not the client's: not preloaded, the
+-- function's first call runs its query over the rows (last_run() says so);
+-- the plan the function cached is planned again at its next call
+CREATE FUNCTION sp_first_fn() RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE v float8;
+BEGIN SELECT approx_gpu.approx_sum(x) INTO v FROM sp_first WHERE x < 30 OR k = 7; RETURN v; END $$;
+\c
+SET approx_gpu.random_seed = 41;
+SELECT sp_first_fn() > 0 AS answered;
+SELECT sp_first_fn() = :'first_sum'::float8 AS same;
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
+RESET approx_gpu.random_seed;
+SELECT approx_gpu.drop_synopsis('sp_first_syn');
+DROP FUNCTION sp_first_fn();
+DROP TABLE sp_first;
