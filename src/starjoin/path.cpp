@@ -207,12 +207,25 @@ static bool gpu_would_run(int64 rows) {
     return approx::will_run_on_gpu(ctx, rows);
 }
 
+// The rows the engine reads: the sample relation's (a join's estimated
+// output would count rows after its filters, and send selective queries,
+// which the GPU answers best, to the CPU).
+static int64 sample_rows(PlannerInfo* root, RelOptInfo* input_rel, Oid sample) {
+    int i = -1;
+    while ((i = bms_next_member(input_rel->relids, i)) >= 0) {
+        RelOptInfo* rel = root->simple_rel_array[i];
+        if (rel != nullptr && rel->rtekind == RTE_RELATION && planner_rt_fetch(i, root)->relid == sample)
+            return static_cast<int64>(rel->tuples > 0 ? rel->tuples : rel->rows);
+    }
+    return static_cast<int64>(input_rel->rows);
+}
+
 static const char* add_star_join_path(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel,
                                       GroupPathExtraData* gx, Oid sample) {
     if (starjoin_mode == STAR_JOIN_OFF) return nullptr;  // off says nothing in EXPLAIN (the default)
     // on: only where the GPU runs it (the CPU engine is not faster than
     // PostgreSQL's executor here; force runs it, to test both engines).
-    const int64 rows = static_cast<int64>(input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows);
+    const int64 rows = sample_rows(root, input_rel, sample);
     // Nothing noted: EXPLAIN on a machine without a GPU stays as it was.
     if (starjoin_mode == STAR_JOIN_ON && !gpu_would_run(rows)) return nullptr;
     if (!(gx->flags & GROUPING_CAN_PARTIAL_AGG)) return "the aggregates cannot be split into partial states";

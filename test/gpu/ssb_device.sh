@@ -7,7 +7,7 @@
 # (prepare.sh puts it into .device/bin.tar.xz):
 #   run(command="bash test/gpu/ssb_device.sh", carry=[".device"])
 # The cluster is stopped and removed at the end unless KEEP=1; CONF adds
-# postgresql.conf lines to those below. QUERIES=1: after each load, lineorder's
+# postgresql.conf lines to those below; DEVICE sets approx_gpu.device (cpu). QUERIES=1: after each load, lineorder's
 # exact row count and the 13 SSB queries (test/workloads/ssb) exact with
 # max_parallel_workers_per_gather = WORKERS (8): rows, and planning + execution
 # ms of one EXPLAIN ANALYZE after one warm-up run (a first look, not the
@@ -28,7 +28,7 @@ max_connections = 200
 max_worker_processes = 24
 max_parallel_workers = 20
 max_parallel_maintenance_workers = 8
-${CONF:-}" start_cluster "$W" cpu
+${CONF:-}" start_cluster "$W" "${DEVICE:-cpu}"
 export PGDATABASE=postgres
 if [ "${WORKLOAD:-0}" = 1 ]; then
   # The workload table (test/bench/aqp_workloads.sh) at this SF with the cpp

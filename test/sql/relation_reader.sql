@@ -310,13 +310,16 @@ SELECT approx_gpu.hash_join_count('rr_one', 'key', 'rr_a', 'key') > 0 AS reads_a
 
 -- ---- topk(relation): every participant of the read keeps only its k best rows ----------------
 -- (issue 39): every row is read and checked, at most k per participant reach the engine
+-- (the CPU engine's read: device = gpu ships every row to the GPU's selection)
 SET approx_gpu.read_workers = 2;
+SET approx_gpu.device = cpu;
 SELECT * FROM rr_topk_check('rr_a', 'value', 'score', 40);
 SELECT approx_gpu.bottomk('rr_a', 'value', 'score', 40) IS NOT NULL AS bounded_read;
 SELECT (approx_gpu.last_run()->>'rows')::bigint = (SELECT count(*) FROM rr_a WHERE value IS NOT NULL AND score IS NOT NULL) AS every_row_read,
        (approx_gpu.last_run()->>'rows_skipped')::bigint = (SELECT count(*) FROM rr_a WHERE value IS NULL OR score IS NULL) AS nulls_skipped,
        (approx_gpu.last_run()->>'rows_selected_from')::int <= 40 * (1 + (approx_gpu.last_run()->>'read_workers')::int) AS at_most_k_each;
 RESET approx_gpu.read_workers;
+RESET approx_gpu.device;
 -- auto workers (issue 39): none under 8 x min_parallel_table_scan_size, above it one for every
 -- 4 x, capped by max_parallel_workers_per_gather (PostgreSQL's rule would plan 4 here)
 SET min_parallel_table_scan_size = '8kB';
