@@ -62,7 +62,12 @@ static const char* find_keys(PlannerInfo* root, RelOptInfo* input_rel, Index fac
         }
         if (bms_num_members(rels) < 2) continue;  // no join
         if (!bms_is_subset(rels, input_rel->relids)) return "an equality with another query level";
-        if (!bms_is_member(static_cast<int>(fact), rels)) return "a join between two dimensions";
+        if (!bms_is_member(static_cast<int>(fact), rels)) {
+            // c_region = 'ASIA' AND s_region = 'ASIA': each a base qual of its
+            // own dimension (generate_base_implied_equalities_const), no join
+            if (ec->ec_has_const) continue;
+            return "a join between two dimensions";
+        }
         Var* fk = nullptr;
         foreach (mc, ec->ec_members) {
             EquivalenceMember* em = static_cast<EquivalenceMember*>(lfirst(mc));

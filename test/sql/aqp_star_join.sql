@@ -320,6 +320,15 @@ SELECT sjd_answer();
 SELECT * FROM sjd_same('d9_on', 'd9_off');
 SELECT sjd_why('SELECT c_name, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_name');
 SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_name LIKE ''N%'' GROUP BY c_region');
+-- one constant for two dimensions' columns (SSB Q3.1, Q4.1: c_region = 'ASIA' AND s_region = 'ASIA'):
+-- one equivalence class, a base qual of each dimension, no join between them
+SET approx_gpu.star_join = off;
+\set q10 'SELECT c_seg AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key JOIN sjd_supp ON lo_suppkey = s_key WHERE c_region = ''ASIA'' AND s_region = ''ASIA'' GROUP BY c_seg'
+CREATE TEMP TABLE d10_off AS :q10;
+SET approx_gpu.star_join = force;
+CREATE TEMP TABLE d10_on AS :q10;
+SELECT sjd_answer();
+SELECT * FROM sjd_same('d10_on', 'd10_off');
 
 RESET approx_gpu.star_join;
 RESET approx_gpu.box_path;
