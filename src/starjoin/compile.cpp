@@ -94,14 +94,7 @@ struct Emit {
     int32 first;  // the program's first instruction (jump targets are relative to it)
     int32 here() const { return static_cast<int32>(c->plan->code.size()) - first; }
     void put(Op op, Kind kind, uint8_t sub = 0, uint8_t width = 8, int32 a = 0, int64 b = 0) {
-        Instr in;
-        in.op = op;
-        in.kind = kind;
-        in.sub = sub;
-        in.width = width;
-        in.a = a;
-        in.b = b;
-        c->plan->code.push_back(in);
+        c->plan->code.push_back(Instr{op, kind, sub, width, a, b});
     }
     void patch(int32 at, int32 target) { c->plan->code[first + at].a = target; }
 };

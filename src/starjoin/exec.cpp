@@ -60,12 +60,11 @@ static void begin_star_join(CustomScanState* node, EState* estate, int eflags) {
 
 // Reads table t of the plan (0: the fact, its stratum appended) into *table
 // once; its text columns' dictionaries into st->dicts[t].
-struct FactReader {
+struct TableReader {
     StarJoinState* st;
     const StarJoinCompiler* c;
-    sj::Inputs* in;
 };
-static void read_table(FactReader* r, int t, sj::Table* table) {
+static void read_table(TableReader* r, int t, sj::Table* table) {
     if (table->columns != nullptr) return;
     const StarJoinTable& tab = r->c->tables[t];
     sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (tab.n_columns + 1)));
@@ -75,7 +74,7 @@ static void read_table(FactReader* r, int t, sj::Table* table) {
     table->n_columns = tab.n_columns + (t == 0 ? 1 : 0);
 }
 // The fact's reader as served.cpp calls it (StarJoinReadFact).
-static void read_fact(void* arg, sj::Table* fact) { read_table(static_cast<FactReader*>(arg), 0, fact); }
+static void read_fact(void* arg, sj::Table* fact) { read_table(static_cast<TableReader*>(arg), 0, fact); }
 
 static void run_star_join(StarJoinState* st) {
     const int n_strata = aqp_sample_design_strata(st->spec.sample_relid);
@@ -100,7 +99,7 @@ static void run_star_join(StarJoinState* st) {
     // too when it has a text column (its codes are this read's), else only
     // when the GPU service does not hold its columns resident (served.cpp).
     sj::Inputs in;
-    FactReader reader{st, c, &in};
+    TableReader reader{st, c};
     for (int t = 0; t < c->n_tables; ++t) {
         st->dicts[t] = static_cast<StarJoinDictionary**>(palloc0(sizeof(StarJoinDictionary*) * (c->tables[t].n_columns + 1)));
         if (t > 0) read_table(&reader, t, &in.dims[t - 1]);

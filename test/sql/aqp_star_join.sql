@@ -131,34 +131,19 @@ RESET approx_gpu.star_join;
 RESET approx_gpu.box_path;
 SELECT approx_gpu.drop_synopsis('sj_syn');
 DROP TABLE sj_f;
-DROP FUNCTION sj_answer(), sj_near(float8, float8), sj_near(approx_gpu.approx_estimate, approx_gpu.approx_estimate), sj_why(text);
 
 -- ---- dimensions (issue 39 item 2, step 2): the star join over inner joins of the sample to
 -- ---- dimension tables on unique keys; text columns as dictionary codes ------------------
 SET approx_gpu.box_path = off;
-CREATE FUNCTION sjd_answer() RETURNS text LANGUAGE sql AS $$
-SELECT coalesce(approx_gpu.last_run()->>'answered_from', '-') || coalesce(': ' || (approx_gpu.last_run()->>'reason'), '')
-       || CASE WHEN approx_gpu.last_run() ? 'star_join_device'
-               THEN CASE WHEN (approx_gpu.last_run()->>'star_join_device')::int >= 0 THEN ' (star join)'
-                         ELSE ' (star join declined)' END
-               ELSE '' END $$;
-CREATE FUNCTION sjd_near(a float8, b float8) RETURNS bool LANGUAGE sql IMMUTABLE AS $$
-SELECT a IS NOT DISTINCT FROM b OR abs(a - b) <= 1e-9 * greatest(abs(a), abs(b)) $$;
 -- Two answers of the form (k text, n count, s approx_estimate): groups, the same keys, equal
 -- counts, estimates and interval ends within 1e-9.
 CREATE FUNCTION sjd_same(a regclass, b regclass, OUT groups bigint, OUT same_keys bool, OUT counts_equal bool,
                          OUT sums_near bool) LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE format('SELECT count(*), count(x.k) = count(*) AND count(y.k) = count(*), bool_and(x.n = y.n),
-                         bool_and((x.s IS NULL AND y.s IS NULL) OR (sjd_near((x.s).estimate, (y.s).estimate)
-                                  AND sjd_near((x.s).lower, (y.s).lower) AND sjd_near((x.s).upper, (y.s).upper)))
+                         bool_and(sj_near(x.s, y.s))
                     FROM %s x FULL JOIN %s y USING (k)', a, b) INTO groups, same_keys, counts_equal, sums_near;
 END $$;
-CREATE FUNCTION sjd_why(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE r text; BEGIN
-  FOR r IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
-    IF r ~ '(Star Join|Sample Plan):' THEN RETURN NEXT btrim(r); END IF;
-  END LOOP; END $$;
 CREATE FUNCTION sjd_nodes(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE r text; BEGIN
   FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
@@ -217,38 +202,38 @@ SET approx_gpu.max_missing_groups = 1;  -- groups the sample missed: still the s
 
 SET approx_gpu.star_join = off;
 CREATE TEMP TABLE d1_off AS :q1;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d2_off AS :q2;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d3_off AS :q3;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d4_off AS :q4;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d5_off AS :q5;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d6_off AS :q6;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d7_off AS :q7;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d8_off AS :q8;
-SELECT sjd_answer();
+SELECT sj_answer();
 SET approx_gpu.star_join = force;
 CREATE TEMP TABLE d1_on AS :q1;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d2_on AS :q2;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d3_on AS :q3;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d4_on AS :q4;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d5_on AS :q5;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d6_on AS :q6;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d7_on AS :q7;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE TEMP TABLE d8_on AS :q8;
-SELECT sjd_answer();
+SELECT sj_answer();
 SELECT 'q1' AS q, * FROM sjd_same('d1_on', 'd1_off') UNION ALL SELECT 'q2', * FROM sjd_same('d2_on', 'd2_off')
 UNION ALL SELECT 'q3', * FROM sjd_same('d3_on', 'd3_off') UNION ALL SELECT 'q4', * FROM sjd_same('d4_on', 'd4_off')
 UNION ALL SELECT 'q5', * FROM sjd_same('d5_on', 'd5_off') UNION ALL SELECT 'q6', * FROM sjd_same('d6_on', 'd6_off')
@@ -257,13 +242,13 @@ SELECT sjd_nodes(:'q2');
 SELECT sjd_nodes(:'q7');
 
 -- ---- dimensions outside the shape: the CPU sample plan, and why ---------------------------
-SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo LEFT JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_region');
-SELECT sjd_why('SELECT p_category, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_part ON lo_quantity = p_size GROUP BY p_category');
-SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey + 0 = c_key GROUP BY c_region');
-SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key AND lo_quantity = c_seg GROUP BY c_region');
-SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key AND lo_quantity > 100 / c_seg GROUP BY c_region');
-SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_seg * 2 > 3 GROUP BY c_region');
-SELECT sjd_why('SELECT upper(c_region), approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY 1');
+SELECT sj_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo LEFT JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_region');
+SELECT sj_why('SELECT p_category, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_part ON lo_quantity = p_size GROUP BY p_category');
+SELECT sj_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey + 0 = c_key GROUP BY c_region');
+SELECT sj_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key AND lo_quantity = c_seg GROUP BY c_region');
+SELECT sj_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key AND lo_quantity > 100 / c_seg GROUP BY c_region');
+SELECT sj_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_seg * 2 > 3 GROUP BY c_region');
+SELECT sj_why('SELECT upper(c_region), approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY 1');
 -- errors: the CPU plan's (a division by zero over a dimension value; a column the role may not read)
 SET approx_gpu.star_join = off;
 SELECT d_year, approx_gpu.approx_sum(lo_quantity / d_zero) FROM sjd_lo JOIN sjd_date ON lo_orderdate = d_key GROUP BY d_year;
@@ -272,7 +257,7 @@ SELECT d_year, approx_gpu.approx_sum(lo_quantity / d_zero) FROM sjd_lo JOIN sjd_
 -- no error where the rows with d_zero = 0 are filtered out first
 SELECT d_year, approx_gpu.approx_sum(lo_quantity / d_zero) > 0 AS summed FROM sjd_lo JOIN sjd_date ON lo_orderdate = d_key
  WHERE d_zero > 0 GROUP BY d_year ORDER BY d_year;
-SELECT sjd_answer();
+SELECT sj_answer();
 CREATE ROLE regress_sjd_reader;
 GRANT SELECT ON sjd_lo, sjd_date, sjd_supp TO regress_sjd_reader;
 GRANT SELECT (c_key, c_region) ON sjd_cust TO regress_sjd_reader;
@@ -280,16 +265,16 @@ GRANT SELECT (c_key, c_region) ON sjd_cust TO regress_sjd_reader;
 ALTER TABLE sjd_supp ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sjd_p ON sjd_supp TO regress_sjd_reader USING (s_region <> 'ASIA');
 SET ROLE regress_sjd_reader;
-SELECT sjd_why('SELECT s_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_supp ON lo_suppkey = s_key GROUP BY s_region');
+SELECT sj_why('SELECT s_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_supp ON lo_suppkey = s_key GROUP BY s_region');
 SELECT s_region, approx_gpu.approx_count(*) > 0 AS seen FROM sjd_lo JOIN sjd_supp ON lo_suppkey = s_key GROUP BY s_region ORDER BY 1;
-SELECT sjd_answer();
+SELECT sj_answer();
 SET approx_gpu.star_join = off;
 SELECT c_nation, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_nation;
 SET approx_gpu.star_join = force;
 SELECT c_nation, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_nation;
 SELECT c_region, approx_gpu.approx_count(*) > 0 AS counted FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key
  GROUP BY c_region ORDER BY c_region;
-SELECT sjd_answer();
+SELECT sj_answer();
 RESET ROLE;
 DROP POLICY sjd_p ON sjd_supp;
 -- a prepared statement over dimensions: each execution reads the dimensions and fills its
@@ -297,13 +282,13 @@ DROP POLICY sjd_p ON sjd_supp;
 PREPARE sjd_p(int) AS SELECT c_region AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s
   FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_region <> 'ASIA' AND lo_quantity < $1 GROUP BY c_region;
 CREATE TEMP TABLE p1_on AS EXECUTE sjd_p(30);
-SELECT sjd_answer();
+SELECT sj_answer();
 UPDATE sjd_cust SET c_region = 'ATLANTIS' WHERE c_key = 4;
 CREATE TEMP TABLE p2_on AS EXECUTE sjd_p(30);
-SELECT sjd_answer();
+SELECT sj_answer();
 SET approx_gpu.star_join = off;
 CREATE TEMP TABLE p2_off AS EXECUTE sjd_p(30);
-SELECT sjd_answer();
+SELECT sj_answer();
 SELECT (SELECT count(*) FROM p1_on) AS groups_before, * FROM sjd_same('p2_on', 'p2_off');
 DEALLOCATE sjd_p;
 -- a nondeterministic collation: an equality over it is a lookup PostgreSQL evaluates per distinct
@@ -313,13 +298,13 @@ ALTER TABLE sjd_cust ADD COLUMN c_name text COLLATE sjd_ci;
 UPDATE sjd_cust SET c_name = CASE WHEN c_key % 3 = 0 THEN 'Name' WHEN c_key % 3 = 1 THEN 'NAME' ELSE 'other' END;
 \set q9 'SELECT c_region AS k, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(lo_revenue) AS s FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_name = ''name'' GROUP BY c_region'
 CREATE TEMP TABLE d9_off AS :q9;
-SELECT sjd_answer();
+SELECT sj_answer();
 SET approx_gpu.star_join = force;
 CREATE TEMP TABLE d9_on AS :q9;
-SELECT sjd_answer();
+SELECT sj_answer();
 SELECT * FROM sjd_same('d9_on', 'd9_off');
-SELECT sjd_why('SELECT c_name, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_name');
-SELECT sjd_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_name LIKE ''N%'' GROUP BY c_region');
+SELECT sj_why('SELECT c_name, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key GROUP BY c_name');
+SELECT sj_why('SELECT c_region, approx_gpu.approx_count(*) FROM sjd_lo JOIN sjd_cust ON lo_custkey = c_key WHERE c_name LIKE ''N%'' GROUP BY c_region');
 -- one constant for two dimensions' columns (SSB Q3.1, Q4.1: c_region = 'ASIA' AND s_region = 'ASIA'):
 -- one equivalence class, a base qual of each dimension, no join between them
 SET approx_gpu.star_join = off;
@@ -327,7 +312,7 @@ SET approx_gpu.star_join = off;
 CREATE TEMP TABLE d10_off AS :q10;
 SET approx_gpu.star_join = force;
 CREATE TEMP TABLE d10_on AS :q10;
-SELECT sjd_answer();
+SELECT sj_answer();
 SELECT * FROM sjd_same('d10_on', 'd10_off');
 
 RESET approx_gpu.star_join;
@@ -337,7 +322,7 @@ SELECT approx_gpu.drop_synopsis('sjd_syn');
 DROP TABLE sjd_lo, sjd_date, sjd_cust, sjd_part, sjd_supp;
 DROP ROLE regress_sjd_reader;
 DROP COLLATION sjd_ci;
-DROP FUNCTION sjd_answer(), sjd_near(float8, float8), sjd_same(regclass, regclass), sjd_why(text), sjd_nodes(text);
+DROP FUNCTION sjd_same(regclass, regclass), sjd_nodes(text);
 
 -- ---- through the GPU service: the sample's columns stay resident there ------------------
 -- (the service pass: device = auto, every call goes to the service; in-process
@@ -357,11 +342,6 @@ SELECT coalesce((approx_gpu.gpu_service_info()->>'used_by_this_session')::bool, 
    AND coalesce((approx_gpu.last_run()->>'star_join_service')::int, want) = want $$;
 CREATE FUNCTION sj_hits() RETURNS bigint LANGUAGE sql AS $$
 SELECT coalesce((approx_gpu.gpu_service_info()->'cache'->>'hits')::bigint, 0) $$;
-CREATE FUNCTION sj_close(a approx_gpu.approx_estimate, b approx_gpu.approx_estimate) RETURNS bool LANGUAGE sql
-IMMUTABLE AS $$
-SELECT (a IS NULL AND b IS NULL)
-    OR (abs(a.estimate - b.estimate) <= 1e-9 * greatest(abs(a.estimate), abs(b.estimate))
-        AND abs(a.upper - b.upper) <= 1e-9 * greatest(abs(a.upper), abs(b.upper))) $$;
 -- the first run sends the columns (1), the second finds them resident (2): a cache hit
 CREATE TEMP TABLE r1 AS
 SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s FROM sj_r WHERE x > 10 GROUP BY g;
@@ -372,7 +352,7 @@ SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s FROM
 SELECT sj_served(2) AS resident, approx_gpu.last_run()->>'star_join_device' IS NOT NULL AS star_join,
        sj_hits() > :hits0 OR NOT coalesce((approx_gpu.gpu_service_info()->>'used_by_this_session')::bool, false)
          AS hits_grew;
-SELECT count(*) AS groups, bool_and(r1.n = r2.n AND sj_close(r1.s, r2.s)) AS same FROM r1 FULL JOIN r2 USING (g);
+SELECT count(*) AS groups, bool_and(r1.n = r2.n AND sj_near(r1.s, r2.s)) AS same FROM r1 FULL JOIN r2 USING (g);
 -- a refresh builds a new sample relation: its columns are sent (no stale resident copy),
 -- and the answer is the new sample's (as the CPU sample plan's over it)
 UPDATE sj_r SET x = x + 1000;
@@ -383,11 +363,12 @@ SELECT sj_served(1) AS sent_again, approx_gpu.last_run()->>'star_join_device' IS
 SET approx_gpu.star_join = off;
 CREATE TEMP TABLE r4 AS
 SELECT g, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum_ci(x) AS s FROM sj_r WHERE x > 10 GROUP BY g;
-SELECT count(*) AS groups, bool_and(r3.n = r4.n AND sj_close(r3.s, r4.s)) AS as_cpu_plan,
+SELECT count(*) AS groups, bool_and(r3.n = r4.n AND sj_near(r3.s, r4.s)) AS as_cpu_plan,
        bool_and((r3.s).estimate > (r2.s).estimate) AS follows_new_sample
   FROM r3 FULL JOIN r4 USING (g) JOIN r2 USING (g);
 RESET approx_gpu.star_join;
 RESET approx_gpu.box_path;
 SELECT approx_gpu.drop_synopsis('sj_r_syn');
 DROP TABLE sj_r;
-DROP FUNCTION sj_served(int), sj_hits(), sj_close(approx_gpu.approx_estimate, approx_gpu.approx_estimate);
+DROP FUNCTION sj_served(int), sj_hits();
+DROP FUNCTION sj_answer(), sj_near(float8, float8), sj_near(approx_gpu.approx_estimate, approx_gpu.approx_estimate), sj_why(text);
