@@ -61,6 +61,9 @@ void aqp_sample_note_star_join_run(int device);
 // the service with the sample's columns sent, 2 in the service from its
 // resident copy of them (the backend read no row).
 void aqp_sample_note_star_join_service(int how);
+// How many of its tables the node took from the session's kept reads
+// (starjoin/cache.cpp; last_run()'s "star_join_kept"), and how many it read.
+void aqp_sample_note_star_join_reads(int kept, int read);
 // Which approx_* aggregate a weighted Aggref stands for (false: none).
 bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
 // The strata of the design pushed for sample_relid (the sample plan runs

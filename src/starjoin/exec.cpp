@@ -49,6 +49,8 @@ struct StarJoinState {
     int64 next;
     StarJoinDictionary** dicts[1 + sj::kMaxDims];  // per table, per column: text columns' dictionaries
     StarJoinDictionary** group_dicts;              // per group part: its dictionary (GROUP BY a text column)
+    uint64 version_keys[1 + sj::kMaxDims];         // per table read: its version's key (cache.cpp; 0: none)
+    int tables_kept, tables_read;                  // tables from the session's kept reads, and read
 };
 
 static void begin_star_join(CustomScanState* node, EState* estate, int eflags) {
@@ -68,10 +70,13 @@ static void read_table(TableReader* r, int t, sj::Table* table) {
     if (table->columns != nullptr) return;
     const StarJoinTable& tab = r->c->tables[t];
     sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (tab.n_columns + 1)));
-    starjoin_read_table(tab, r->st->css.ss.ps.state->es_snapshot, t == 0 ? r->st->spec.stratum_attno : 0, cols,
-                        &table->rows, r->st->dicts[t]);
+    EState* estate = r->st->css.ss.ps.state;
+    const bool kept = starjoin_read_table_cached(tab, estate->es_snapshot, t == 0 ? r->st->spec.stratum_attno : 0, estate->es_query_cxt,
+                               cols, &table->rows, r->st->dicts[t], &r->st->version_keys[t]);
     table->columns = cols;
     table->n_columns = tab.n_columns + (t == 0 ? 1 : 0);
+    ++(kept ? r->st->tables_kept : r->st->tables_read);
+    aqp_sample_note_star_join_reads(r->st->tables_kept, r->st->tables_read);
 }
 // The fact's reader as served.cpp calls it (StarJoinReadFact).
 static void read_fact(void* arg, sj::Table* fact) { read_table(static_cast<TableReader*>(arg), 0, fact); }

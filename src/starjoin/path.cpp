@@ -301,6 +301,12 @@ void starjoin_init(void) {
                              "off: PostgreSQL's executor aggregates the sample; on (default): where it is cheaper (a "
                              "GPU runs it); force: wherever the query's shape allows (to test both engines).",
                              &starjoin_mode, STAR_JOIN_ON, modes, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("approx_gpu.star_join_cache_size",
+                            "Memory a session keeps the star join's read tables in, to use them again.",
+                            "Dimensions while every page stays all-visible, sample relations while they exist; "
+                            "0 reads every table for every query.",
+                            &starjoin_cache_size_mb, 256, 0, MAX_KILOBYTES / 1024, PGC_USERSET, GUC_UNIT_MB, nullptr,
+                            nullptr, nullptr);
     starjoin_exec_register();
     prev_upper_paths_hook = create_upper_paths_hook;
     create_upper_paths_hook = starjoin_upper_paths;

@@ -3,7 +3,7 @@
 // (a sequential scan under the statement's snapshot; the executor has
 // checked the caller's privileges on their range-table entries and locked
 // them), at the engine type's width; text columns as dictionary codes (the
-// distinct values by bytes, in first-seen order), and the Lookup tables of
+// distinct values in the order of their bytes), and the Lookup tables of
 // the predicates over them, each predicate evaluated by PostgreSQL's executor
 // once per distinct value.
 #include "starjoin/starjoin_glue.h"
@@ -79,6 +79,40 @@ static int32 dict_code(DictBuilder* b, Datum d) {
     b->dict->values[b->dict->n] = PointerGetDatum(copy);
     return b->dict->n++;
 }
+// Orders a dictionary by its values' bytes and renumbers the column's codes
+// to match, so that the codes are a function of the rows alone, not of the
+// order a scan met them (a synchronized scan starts mid-table): two reads of
+// the same rows -- two backends, or a backend and the GPU service's resident
+// copy of another backend's read -- agree on every code.
+static int dict_value_cmp(const void* a, const void* b, void* arg) {
+    const Datum* values = static_cast<const Datum*>(arg);
+    const text* x = DatumGetTextPP(values[*static_cast<const int32*>(a)]);
+    const text* y = DatumGetTextPP(values[*static_cast<const int32*>(b)]);
+    const int32 lx = VARSIZE_ANY_EXHDR(x), ly = VARSIZE_ANY_EXHDR(y);
+    const int c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
+    return c != 0 ? c : (lx > ly) - (lx < ly);
+}
+static void dict_canonical(StarJoinDictionary* dict, int32* codes, const uint8* nulls, int64 rows) {
+    const int32 n = dict->n;
+    if (n < 2) return;
+    int32* order = static_cast<int32*>(palloc_extended(sizeof(int32) * n, MCXT_ALLOC_HUGE));
+    int32* rank = static_cast<int32*>(palloc_extended(sizeof(int32) * n, MCXT_ALLOC_HUGE));
+    Datum* sorted = static_cast<Datum*>(palloc_extended(sizeof(Datum) * n, MCXT_ALLOC_HUGE));
+    for (int32 k = 0; k < n; ++k) order[k] = k;
+    qsort_arg(order, n, sizeof(int32), dict_value_cmp, dict->values);
+    for (int32 k = 0; k < n; ++k) {
+        rank[order[k]] = k;
+        sorted[k] = dict->values[order[k]];
+    }
+    for (int64 r = 0; r < rows; ++r) {
+        if (nulls != nullptr && (nulls[r / 8] >> (r % 8)) & 1) continue;  // a NULL row's value was never written
+        codes[r] = rank[codes[r]];
+    }
+    memcpy(dict->values, sorted, sizeof(Datum) * n);
+    pfree(order);
+    pfree(rank);
+    pfree(sorted);
+}
 
 void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno, sj::Column* cols,
                          int64* rows_out, StarJoinDictionary** dicts) {
@@ -152,7 +186,10 @@ void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber e
     table_endscan(scan);
     table_close(rel, NoLock);
     for (int i = 0; i < t.n_columns; ++i)
-        if (types[i] == sj::ColType::Code) hash_destroy(builders[i].map);
+        if (types[i] == sj::ColType::Code) {
+            hash_destroy(builders[i].map);
+            dict_canonical(builders[i].dict, reinterpret_cast<int32*>(data[i]), any_null[i] ? nulls[i] : nullptr, rows);
+        }
     for (int i = 0; i < n; ++i) {
         cols[i].type = types[i];
         cols[i].data = data[i];

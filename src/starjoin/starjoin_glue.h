@@ -15,6 +15,7 @@
 //   starjoin/compile.cpp   SQL expressions -> the engine's programs
 //   starjoin/tables.cpp    the tables the programs read; a spec's whole plan
 //   starjoin/read.cpp      the tables' columns at execution, text dictionaries, lookups
+//   starjoin/cache.cpp     the backend's kept reads, while a table's version proves them
 //   starjoin/exec.cpp      the CustomScan at execution
 // Includes aqp/aqp.h and aqp/sample.h only from the sample path's room.
 #pragma once
@@ -124,11 +125,23 @@ struct StarJoinDictionary {
 // dictionaries (dicts[k], nullptr for other columns).
 void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
                          approx::starjoin::Column* cols, int64* rows, StarJoinDictionary** dicts);
+// ---- cache.cpp: the backend's kept reads -------------------------------------------------------
+// approx_gpu.star_join_cache_size: MB of read tables a backend keeps.
+extern int starjoin_cache_size_mb;
+// starjoin_read_table() through the backend's cache: a kept read of the same
+// columns when the table's version proves it holds the rows the snapshot
+// sees, pinned until query_cxt goes; else a read (kept when it fits).
+// *version_key: a hash of the table's version and the columns read (0: no
+// version proves the rows; the read is this statement's alone). True: the
+// kept read was used (no row read).
+bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
+                                MemoryContext query_cxt, approx::starjoin::Column* cols, int64* rows,
+                                StarJoinDictionary** dicts, uint64* version_key);
 // Appends each lookup's table (the predicate evaluated by PostgreSQL once per
 // dictionary value) to the pool and points its instruction at it; false: a
 // predicate not NULL of a NULL value (the engine cannot take it).
 bool starjoin_fill_lookups(StarJoinCompiler* c, StarJoinDictionary** const* dicts);
-// Whether t reads a text column (dictionary codes, assigned by each read).
+// Whether t reads a text column (dictionary codes: the backend needs the dictionary).
 bool starjoin_table_has_text(const StarJoinTable& t);
 
 // ---- served.cpp: the star join through the GPU service ----------------------------------

@@ -371,4 +371,60 @@ RESET approx_gpu.box_path;
 SELECT approx_gpu.drop_synopsis('sj_r_syn');
 DROP TABLE sj_r;
 DROP FUNCTION sj_served(int), sj_hits();
+-- ---- kept reads (starjoin/cache.cpp): a session keeps the tables it read and uses them
+-- ---- again only while nothing can have changed them (last_run()'s star_join_read: tables read)
+SET approx_gpu.device = :'sj_device';
+SET approx_gpu.box_path = off;
+SET approx_gpu.star_join = force;
+CREATE TABLE sj_kd (d_key int PRIMARY KEY, d_name text, d_flag bool) WITH (autovacuum_enabled = off);
+INSERT INTO sj_kd SELECT i, 'name ' || (i % 5), i % 4 <> 0 FROM generate_series(1, 200) i;
+CREATE TABLE sj_k AS
+SELECT i AS id, 1 + i % 200 AS k, ((i::bigint * 7919) % 1000) / 10.0::float8 AS x FROM generate_series(1, 20000) i;
+ANALYZE sj_k;
+SELECT approx_gpu.create_synopsis('sj_k_syn', 'sj_k'::regclass, ARRAY['x', 'k']::name[], 4000) IS NOT NULL AS created;
+VACUUM (FREEZE, ANALYZE) sj_kd;  -- every page all-visible: the dimension can be kept
+CREATE FUNCTION sj_kept_query() RETURNS TABLE (d_name text, n float8, s approx_gpu.approx_estimate)
+LANGUAGE sql AS $$
+SELECT d_name, approx_gpu.approx_count(*), approx_gpu.approx_sum_ci(x)
+  FROM sj_k JOIN sj_kd ON k = d_key WHERE d_flag GROUP BY d_name $$;
+CREATE FUNCTION sj_reads() RETURNS int LANGUAGE sql AS $$ SELECT (approx_gpu.last_run()->>'star_join_read')::int $$;
+-- each answer against star_join = off's over the same sample (the CPU sample plan reads every table)
+CREATE FUNCTION sj_kept_check(label text) RETURNS TABLE (step text, reads int, as_off bool, groups bigint)
+LANGUAGE plpgsql AS $$
+DECLARE r int;
+BEGIN
+    SET LOCAL approx_gpu.star_join = force;
+    CREATE TEMP TABLE kon AS SELECT * FROM sj_kept_query();
+    r := sj_reads();
+    SET LOCAL approx_gpu.star_join = off;
+    CREATE TEMP TABLE koff AS SELECT * FROM sj_kept_query();
+    RETURN QUERY SELECT label, r, bool_and(kon.n = koff.n AND sj_near(kon.s, koff.s)) AND count(kon.d_name) = count(*)
+                        AND count(koff.d_name) = count(*), count(*)
+                   FROM kon FULL JOIN koff USING (d_name);
+    DROP TABLE kon, koff;
+END $$;
+SELECT step, reads >= 1 AS read, as_off, groups FROM sj_kept_check('first');  -- read, then kept
+SELECT * FROM sj_kept_check('again');                         -- 0 reads
+UPDATE sj_kd SET d_name = 'renamed' WHERE d_key = 1;          -- its page is no longer all-visible
+SELECT * FROM sj_kept_check('after update');                  -- the dimension read again: 6 groups
+SELECT * FROM sj_kept_check('updated, again');
+VACUUM sj_kd;                                                 -- all-visible again, with new rows
+SELECT * FROM sj_kept_check('after vacuum');                  -- read again (the VACUUM history changed)
+SELECT * FROM sj_kept_check('vacuumed, again');               -- then kept
+BEGIN;
+UPDATE sj_kd SET d_name = 'uncommitted' WHERE d_key = 2;
+SELECT * FROM sj_kept_check('own update');                    -- this transaction's rows: 7 groups
+ROLLBACK;
+SELECT * FROM sj_kept_check('rolled back');                   -- read again: 6 groups
+SET approx_gpu.star_join_cache_size = 0;
+VACUUM sj_kd;
+SELECT step, reads >= 1 AS read, as_off, groups FROM sj_kept_check('no cache');
+SELECT step, reads >= 1 AS read, as_off, groups FROM sj_kept_check('no cache, again');
+RESET approx_gpu.star_join_cache_size;
+SELECT approx_gpu.drop_synopsis('sj_k_syn');
+DROP FUNCTION sj_kept_check(text), sj_kept_query(), sj_reads();
+DROP TABLE sj_k, sj_kd;
+RESET approx_gpu.star_join;
+RESET approx_gpu.box_path;
+RESET approx_gpu.device;
 DROP FUNCTION sj_answer(), sj_near(float8, float8), sj_near(approx_gpu.approx_estimate, approx_gpu.approx_estimate), sj_why(text);

@@ -118,6 +118,11 @@ static int star_join_run = -2;
 void aqp_sample_note_star_join_run(int device) { star_join_run = device; }
 static int star_join_service = -1;  // -1: not sent to the service
 void aqp_sample_note_star_join_service(int how) { star_join_service = how; }
+static int star_join_kept = -1, star_join_read = -1;  // -1: none noted
+void aqp_sample_note_star_join_reads(int kept, int read) {
+    star_join_kept = kept;
+    star_join_read = read;
+}
 
 static void fall_back(ApproxSampleState* st, const char* reason) {
     if (st->fallback == nullptr) st->fallback = reason;
@@ -249,6 +254,7 @@ static void run_sample_plan(ApproxSampleState* st) {
     aqp_sample_guard_reset();
     star_join_run = -2;
     star_join_service = -1;
+    star_join_kept = star_join_read = -1;
     aqp_sample_design_push(&design);
     TupleDesc nested = nullptr;
     PG_TRY();
@@ -284,6 +290,10 @@ static void run_sample_plan(ApproxSampleState* st) {
     if (st->executions > 1) last_run_stats().add("executions", static_cast<double>(st->executions));
     if (star_join_run > -2) last_run_stats().add("star_join_device", star_join_run);
     if (star_join_service >= 0) last_run_stats().add("star_join_service", star_join_service);
+    if (star_join_kept >= 0) {
+        last_run_stats().add("star_join_kept", star_join_kept);
+        last_run_stats().add("star_join_read", star_join_read);
+    }
 }
 
 static TupleTableSlot* next_row(ScanState* ss) {
