@@ -310,8 +310,8 @@ void resident_free(void* device, size_t bytes) {
 }
 
 const void* resident_device(const ExecContext& ctx, const void* host, size_t bytes) {
-    const ResidentInput* r = ctx.resident;
-    if (r && host && r->host == host && r->device && bytes <= r->bytes) return r->device;
+    const ResidentInput* r = ctx.resident.find(host);
+    if (r && r->device && bytes <= r->bytes) return r->device;
     return nullptr;
 }
 

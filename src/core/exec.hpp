@@ -70,6 +70,24 @@ struct ResidentInput {
     size_t bytes = 0;
 };
 
+// The resident inputs of one service request (up to service::kMaxCached: a
+// star join keeps its fact table and its dimension tables, each under its
+// own key). Engines look theirs up by the host pointer they were handed.
+constexpr int kMaxResident = 2;
+struct ResidentInputs {
+    ResidentInput in[kMaxResident];
+    int n = 0;
+    void add(const ResidentInput& r) {
+        if (n < kMaxResident) in[n++] = r;
+    }
+    // The entry whose host copy is `host`, or null.
+    const ResidentInput* find(const void* host) const {
+        for (int i = 0; host && i < n; ++i)
+            if (in[i].host == host) return &in[i];
+        return nullptr;
+    }
+};
+
 struct ExecContext {
     DeviceMode mode = DeviceMode::Auto;
     int64_t gpu_min_rows = 10000;
@@ -82,8 +100,8 @@ struct ExecContext {
     // Backends: the GPU service's transport when calls go to the service
     // (library preloaded, service up, approx_gpu.use_service on), else null.
     service::Transport service = nullptr;
-    // The service: an input of this request that is resident on the device.
-    const ResidentInput* resident = nullptr;
+    // The service: this request's inputs that are resident on the device.
+    ResidentInputs resident;
 
     bool cancelled() const { return cancel != nullptr && cancel(); }
 };

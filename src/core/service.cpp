@@ -29,18 +29,22 @@ const char* op_name(Op op) {
     return "unknown";
 }
 
-void Request::cache_last_input(uint64_t key) {
-    if (n_in > 0 && in_bytes[n_in - 1] > 0) {
-        cache_in = n_in - 1;
-        cache_key = key != 0 ? key : content_hash(in[cache_in], in_bytes[cache_in]);
-    }
+bool Request::cache_last_input(uint64_t key) {
+    if (n_in == 0 || in_bytes[n_in - 1] == 0 || n_cached >= kMaxCached) return false;
+    const int i = n_in - 1;
+    cache_in[n_cached] = i;
+    cache_key[n_cached] = key != 0 ? key : content_hash(in[i], in_bytes[i]);
+    cache_absent[n_cached++] = false;
+    return true;
 }
 
-void Request::add_resident_input(uint64_t key) {
+bool Request::add_resident_input(uint64_t key) {
+    if (n_cached >= kMaxCached) return false;
     add_in(nullptr, 0);
-    cache_in = n_in - 1;
-    cache_key = key;
-    cache_absent = true;
+    cache_in[n_cached] = n_in - 1;
+    cache_key[n_cached] = key;
+    cache_absent[n_cached++] = true;
+    return true;
 }
 
 Status Served::check_in(int i, size_t bytes) const {
@@ -218,6 +222,41 @@ void cache_unpin(const CacheEntry* e) {
     if (e == nullptr) return;
     std::lock_guard<std::mutex> g(cache.lock);
     const_cast<CacheEntry*>(e)->pins -= 1;
+}
+
+void CachedInputs::unpin() {
+    for (const CacheEntry*& e : pinned) {
+        cache_unpin(e);
+        e = nullptr;
+    }
+}
+
+Status pin_cached(ExecContext& ctx, int device, int n, const int* in, const uint64_t* key, const bool* omitted,
+                  Served& req, CachedInputs& pins) {
+    pins.unpin();
+    pins.looked = 0;
+    ctx.resident = ResidentInputs();
+    if (n < 0 || n > kMaxCached) return Status::Error(StatusCode::Internal, "GPU service: %d cacheable inputs", n);
+    for (int k = 0; k < n; ++k) {
+        const int i = in[k];
+        if (i < 0 || i >= req.n_in) return Status::Error(StatusCode::Internal, "GPU service: cacheable input %d", i);
+        ResidentInput r;
+        pins.looked = k + 1;
+        pins.pinned[k] = cache_find(device, key[k], r);
+        pins.hit[k] = pins.pinned[k] != nullptr;
+        if (pins.hit[k]) {
+            req.in[i] = r.host;
+            req.in_bytes[i] = r.bytes;
+        } else if (omitted[k]) {
+            pins.unpin();
+            ctx.resident = ResidentInputs();
+            return Status::Error(StatusCode::NotServed, "resident input evicted");
+        } else if (cache_insert(ctx, device, key[k], req.in[i], req.in_bytes[i], pins.pinned[k], r).ok()) {
+            req.in[i] = r.host;
+        }  // else it does not fit: the staged copy serves, not resident
+        if (pins.pinned[k]) ctx.resident.add(r);
+    }
+    return Status::Ok();
 }
 
 CacheStats cache_stats() {

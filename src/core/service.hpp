@@ -46,6 +46,7 @@ const char* op_name(Op op);
 constexpr int kMaxIn = 8;
 constexpr int kMaxOut = 4;
 constexpr size_t kMaxParamBytes = 8192;
+constexpr int kMaxCached = kMaxResident;  // cacheable inputs per request
 
 // The backend's side of one call.
 struct Request {
@@ -56,15 +57,17 @@ struct Request {
     size_t in_bytes[kMaxIn] = {};
     void* out[kMaxOut] = {};
     size_t out_bytes[kMaxOut] = {};  // capacity; the service writes exactly this much
-    // in[cache_in] may stay resident in the service under cache_key (a hash
-    // of its bytes), so that later calls with the same bytes skip the copy.
-    uint64_t cache_key = 0;
-    int cache_in = -1;
-    // in[cache_in] was never read: the caller found cache_key in the service's
-    // resident directory (add_resident_input). The transport sends the request
-    // without it; a service that no longer holds it answers NotServed, and the
-    // caller reads the input and asks again.
-    bool cache_absent = false;
+    // Cacheable inputs, k < n_cached: in[cache_in[k]] may stay resident in
+    // the service under cache_key[k] (a hash of its bytes), so that later
+    // calls with the same bytes skip the copy. Each is omitted or sent on its own.
+    int n_cached = 0;
+    int cache_in[kMaxCached] = {-1, -1};
+    uint64_t cache_key[kMaxCached] = {};
+    // in[cache_in[k]] was never read: the caller found cache_key[k] in the
+    // service's resident directory (add_resident_input). The transport sends
+    // the request without it; a service that no longer holds it answers
+    // NotServed, and the caller reads the input and asks again.
+    bool cache_absent[kMaxCached] = {};
     // Only the executor of this device may run it (-1: any): a request on
     // state the service holds for the backend (a moving-object index).
     int device = -1;
@@ -91,10 +94,13 @@ struct Request {
         out_bytes[n_out++] = p ? bytes : 0;
     }
     // Marks the input just added as cacheable; key = its content_hash when the
-    // caller has it already (0: computed here).
-    void cache_last_input(uint64_t key = 0);
+    // caller has it already (0: computed here). False, and the input is sent
+    // as a plain one, when it is empty or kMaxCached inputs are cacheable already.
+    bool cache_last_input(uint64_t key = 0);
     // Adds the cacheable input as absent (cache_absent): resident under key.
-    void add_resident_input(uint64_t key);
+    // False, and nothing added, when kMaxCached inputs are cacheable already:
+    // the caller then reads the input and add_in()s it.
+    bool add_resident_input(uint64_t key);
 };
 
 // The service's view of a request: pointers into the staging area (or the
@@ -193,6 +199,25 @@ const CacheEntry* cache_find(int device, uint64_t key, ResidentInput& out);
 Status cache_insert(const ExecContext& ctx, int device, uint64_t key, const void* bytes, size_t n,
                     const CacheEntry*& entry, ResidentInput& out);
 void cache_unpin(const CacheEntry* e);
+
+// The executor's side of a request's cacheable inputs (in[k], key[k],
+// omitted[k]: not sent, the backend saw it resident). Each one resident is
+// pinned and read from the cache (a hit); each one sent and not resident is
+// copied into it when it fits. Either way a pinned one is in ctx.resident.
+// NotServed when an omitted one is not resident. Unpinned by unpin() or the
+// destructor, also after an error.
+struct CachedInputs {
+    const CacheEntry* pinned[kMaxCached] = {};
+    bool hit[kMaxCached] = {};
+    int looked = 0;  // inputs looked up (hit[k] for k < looked: a hit or a miss)
+    CachedInputs() = default;
+    CachedInputs(const CachedInputs&) = delete;
+    CachedInputs& operator=(const CachedInputs&) = delete;
+    ~CachedInputs() { unpin(); }
+    void unpin();
+};
+Status pin_cached(ExecContext& ctx, int device, int n, const int* in, const uint64_t* key, const bool* omitted,
+                  Served& req, CachedInputs& pins);
 CacheStats cache_stats();
 // Keys currently resident (for the backends' shared directory); returns how many.
 int cache_keys(uint64_t* keys, int max);

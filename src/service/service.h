@@ -82,18 +82,19 @@ struct ServiceSlot {
     int32 n_in, n_out;
     uint64 in_off[approx::service::kMaxIn], in_bytes[approx::service::kMaxIn];
     uint64 out_off[approx::service::kMaxOut], out_bytes[approx::service::kMaxOut];
-    uint64 cache_key;
-    int32 cache_in;
+    int32 n_cached;  // cacheable inputs (Request::n_cached): in[cache_in[k]] under cache_key[k]
+    int32 cache_in[approx::service::kMaxCached];
+    uint64 cache_key[approx::service::kMaxCached];
     int32 device_affinity;  // only this device's executor takes it (-1: any); Request::device
     bool detached;          // nobody waits for the answer: the executor frees the slot (Request::detached)
     uint64 owner;           // the session's token (gpu_service_session_token), 0 if none
-    bool cache_omitted;     // in[cache_in] was not copied: the backend saw its key resident
+    bool cache_omitted[approx::service::kMaxCached];  // in[cache_in[k]] not copied: the backend saw it resident
     uint64 staging_off, staging_bytes;
 
     // The answer.
     int32 status_code;  // approx::StatusCode
     char message[320];
-    bool cache_hit;
+    bool cache_hit[approx::service::kMaxCached];
     int32 device;  // the executor's device (-1: CPU engine)
     double ms_queued, ms_run;
     approx::RunStats stats;

@@ -90,7 +90,14 @@ void give_up(ServiceShared* sh, int no, uint64 seq) {
     SpinLockRelease(&sh->lock);
 }
 
-void merge_stats(const approx::ExecContext& ctx, const ServiceSlot* s, bool cached, double ms_round_trip) {
+// Whether input i goes without its bytes: omit's bit k set for the cacheable input k that it is.
+bool omitted(const approx::service::Request& req, unsigned omit, int i) {
+    for (int k = 0; k < req.n_cached; ++k)
+        if ((omit >> k & 1u) && req.cache_in[k] == i) return true;
+    return false;
+}
+
+void merge_stats(const approx::ExecContext& ctx, const ServiceSlot* s, double ms_round_trip) {
     if (ctx.stats == nullptr) return;
     approx::RunStats& mine = *ctx.stats;
     const approx::RunStats& theirs = s->stats;
@@ -105,15 +112,21 @@ void merge_stats(const approx::ExecContext& ctx, const ServiceSlot* s, bool cach
     mine.add("service_ms_queued", s->ms_queued);
     mine.add("service_ms_run", s->ms_run);  // the engine call in the service, all of it
     mine.add("service_ms_round_trip", ms_round_trip);
-    if (cached) mine.add("service_resident_hit", s->cache_hit ? 1 : 0);
+    // 1 only when every cacheable input was resident: nothing cacheable was copied to the device.
+    if (s->n_cached > 0) {
+        bool all = true;
+        for (int k = 0; k < s->n_cached && k < approx::service::kMaxCached; ++k) all = all && s->cache_hit[k];
+        mine.add("service_resident_hit", all ? 1 : 0);
+    }
 }
 
-Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::service::Request& req, bool omit) {
+// omit: bit k set when cacheable input k goes without its bytes.
+Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::service::Request& req, unsigned omit) {
     const double t0 = glue_clock_ms();
     const double timeout = service_queue_timeout_ms;
     uint64 need = 0;
     for (int i = 0; i < req.n_in; ++i)
-        if (!(omit && i == req.cache_in)) need += align_up(req.in_bytes[i]);
+        if (!omitted(req, omit, i)) need += align_up(req.in_bytes[i]);
     for (int i = 0; i < req.n_out; ++i) need += align_up(req.out_bytes[i]);
     if (need > sh->staging_size) {
         pg_atomic_fetch_add_u64(&sh->requests_not_served, 1);
@@ -165,7 +178,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     s->n_out = req.n_out;
     for (int i = 0; i < req.n_in; ++i) {
         s->in_bytes[i] = req.in_bytes[i];
-        if (omit && i == req.cache_in) {
+        if (omitted(req, omit, i)) {
             s->in_off[i] = 0;
             continue;
         }
@@ -187,12 +200,15 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
     s->time_limit_ms = service_request_limit_ms;
     s->test_fault = service_test_fault;
     s->rows = req.rows;
-    s->cache_key = req.cache_key;
-    s->cache_in = req.cache_in;
+    s->n_cached = req.n_cached;
+    for (int k = 0; k < approx::service::kMaxCached; ++k) {
+        s->cache_in[k] = k < req.n_cached ? req.cache_in[k] : -1;
+        s->cache_key[k] = k < req.n_cached ? req.cache_key[k] : 0;
+        s->cache_omitted[k] = k < req.n_cached && (omit >> k & 1u);
+    }
     s->device_affinity = req.device;
     s->detached = req.detached;
     s->owner = gpu_service_session_token();
-    s->cache_omitted = omit;
     s->backend_pid = MyProcPid;
     const uint32 generation = pg_atomic_read_u32(&sh->generation);
     s->generation = generation;
@@ -215,7 +231,7 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
             if (st.ok())
                 for (int i = 0; i < req.n_out; ++i)
                     if (req.out_bytes[i]) memcpy(req.out[i], sh->staging + s->out_off[i], req.out_bytes[i]);
-            if (st.code != StatusCode::NotServed) merge_stats(ctx, s, req.cache_in >= 0, glue_clock_ms() - t0);
+            if (st.code != StatusCode::NotServed) merge_stats(ctx, s, glue_clock_ms() - t0);
             SpinLockAcquire(&sh->lock);
             s->staging_bytes = 0;
             pg_atomic_write_u32(&s->state, SLOT_FREE);
@@ -247,12 +263,19 @@ Status send_and_wait(ServiceShared* sh, const approx::ExecContext& ctx, approx::
 Status transport(const approx::ExecContext& ctx, approx::service::Request& req) {
     ServiceShared* sh = gpu_service_shared();
     if (sh == nullptr) return Status::Error(StatusCode::NotServed, "no GPU service");
-    // An input the caller never read (Request::cache_absent) goes omitted;
-    // evicted meanwhile, the NotServed answer is the caller's to act on.
-    bool omit = req.cache_in >= 0 && (req.cache_absent || key_resident(sh, req.cache_key));
+    // Each cacheable input goes omitted when the caller never read it
+    // (Request::cache_absent) or the directory lists its key. One evicted
+    // meanwhile: if the caller has every omitted one, send them all after
+    // all; else the NotServed answer is the caller's to act on.
+    unsigned omit = 0;
+    bool absent = false;
+    for (int k = 0; k < req.n_cached && k < approx::service::kMaxCached; ++k)
+        if (req.cache_absent[k] || key_resident(sh, req.cache_key[k])) {
+            omit |= 1u << k;
+            absent = absent || req.cache_absent[k];
+        }
     Status st = send_and_wait(sh, ctx, req, omit);
-    if (omit && !req.cache_absent && st.code == StatusCode::NotServed)  // evicted since we looked: send it after all
-        st = send_and_wait(sh, ctx, req, false);
+    if (omit != 0 && !absent && st.code == StatusCode::NotServed) st = send_and_wait(sh, ctx, req, 0);
     return st;
 }
 

@@ -122,7 +122,7 @@ void run_request(int index, int slot_no) {
     const double t0 = glue_clock_ms();
     s->ms_queued = t0 - s->submitted_ms;
     s->device = device;
-    s->cache_hit = false;
+    for (bool& h : s->cache_hit) h = false;
 
     approx::ExecContext ctx;
     ctx.mode = device < 0 ? approx::DeviceMode::Cpu : static_cast<approx::DeviceMode>(s->mode);
@@ -156,32 +156,19 @@ void run_request(int index, int slot_no) {
     }
 
     Status st;
-    approx::ResidentInput resident;
-    const approx::service::CacheEntry* pinned = nullptr;
+    approx::service::CachedInputs pins;  // unpinned below, or by its destructor
     if (!layout_ok) {
         st = Status::Error(StatusCode::Internal, "GPU service: request outside the staging area");
     } else {
-        const int ci = s->cache_in;
-        const int cache_device = device < 0 ? 0 : device;
-        if (ci >= 0 && ci < r.n_in) {
-            pinned = approx::service::cache_find(cache_device, s->cache_key, resident);
-            if (pinned) {
-                s->cache_hit = true;
-                pg_atomic_fetch_add_u64(&sh->cache_hits, 1);
-                r.in[ci] = resident.host;
-                r.in_bytes[ci] = resident.bytes;
-            } else {
-                pg_atomic_fetch_add_u64(&sh->cache_misses, 1);
-                if (!s->cache_omitted && approx::service::cache_insert(ctx, cache_device, s->cache_key, r.in[ci],
-                                                                       r.in_bytes[ci], pinned, resident)
-                                             .ok())
-                    r.in[ci] = resident.host;
-            }
-            if (pinned) ctx.resident = &resident;
+        st = approx::service::pin_cached(ctx, device < 0 ? 0 : device, s->n_cached, s->cache_in, s->cache_key,
+                                         s->cache_omitted, r, pins);
+        for (int k = 0; k < pins.looked; ++k) {
+            s->cache_hit[k] = pins.hit[k];
+            pg_atomic_fetch_add_u64(pins.hit[k] ? &sh->cache_hits : &sh->cache_misses, 1);
         }
-        if (ci >= 0 && s->cache_omitted && pinned == nullptr)
-            st = Status::Error(StatusCode::NotServed, "resident input evicted");
-        else if (s->test_fault == SERVICE_FAULT_ERROR)
+        if (!st.ok()) {
+            // an omitted input evicted (NotServed: the backend sends it), or a bad request
+        } else if (s->test_fault == SERVICE_FAULT_ERROR)
             st = Status::Error(StatusCode::GpuError, "a GPU error injected by approx_gpu.service_test_fault");
         else if (s->test_fault == SERVICE_FAULT_TRAP)
             st = device >= 0 ? approx::gpu::test_trap()
@@ -193,7 +180,7 @@ void run_request(int index, int slot_no) {
             st = approx::service::serve(ctx, r);
         }
     }
-    approx::service::cache_unpin(pinned);
+    pins.unpin();
     running_cancel[index].store(nullptr);
     running_deadline[index].store(0);
     // A stop the backend did not ask for is not its cancel (57014 tells the

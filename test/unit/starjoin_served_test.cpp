@@ -53,16 +53,17 @@ Status loopback(const ExecContext&, service::Request& req) {
         s.in[i] = ins[i].data();
         s.in_bytes[i] = req.in_bytes[i];
     }
-    if (req.cache_in >= 0) {
-        auto f = lb.resident.find(req.cache_key);
+    for (int k = 0; k < req.n_cached; ++k) {
+        const int ci = req.cache_in[k];
+        auto f = lb.resident.find(req.cache_key[k]);
         if (f != lb.resident.end()) {
             ++lb.hits;
-            s.in[req.cache_in] = f->second.data();
-            s.in_bytes[req.cache_in] = f->second.size();
-        } else if (req.cache_absent) {
+            s.in[ci] = f->second.data();
+            s.in_bytes[ci] = f->second.size();
+        } else if (req.cache_absent[k]) {
             return Status::Error(StatusCode::NotServed, "resident input evicted");
         } else {
-            lb.resident[req.cache_key] = ins[static_cast<size_t>(req.cache_in)];
+            lb.resident[req.cache_key[k]] = ins[static_cast<size_t>(ci)];
         }
     }
     for (int i = 0; i < req.n_out; ++i) {

@@ -225,9 +225,9 @@ Status serve_star_join(const ExecContext& ctx, const service::Served& req) {
     const uint8_t* fact = static_cast<const uint8_t*>(req.in[2]);
     APPROX_TRY(unpack_table(fact, req.in_bytes[2], fact_cols, in.fact));
     // Resident on this device: the GPU engine reads the device copy.
-    if (ctx.resident && ctx.resident->host == fact && ctx.resident->device)
+    if (const ResidentInput* res = ctx.resident.find(fact); res && res->device)
         for (Column& c : fact_cols) {
-            const char* dev = static_cast<const char*>(ctx.resident->device);
+            const char* dev = static_cast<const char*>(res->device);
             if (c.data) c.device = dev + (static_cast<const uint8_t*>(c.data) - fact);
             if (c.nulls) c.device_nulls = reinterpret_cast<const uint8_t*>(dev + (c.nulls - fact));
         }
