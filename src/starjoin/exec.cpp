@@ -129,8 +129,8 @@ static void run_star_join(StarJoinState* st) {
     ctx.stats = &stats;
     StarJoinRun* run = st->run;
     approx::Status status;
-    if (!starjoin_run_served(st->spec.sample_relid, &c->tables[0], st->spec.stratum_attno, &run->plan, &in, read_fact,
-                             &reader, &ctx, &run->result, &status)) {
+    if (!starjoin_run_served(st->spec.sample_relid, &c->tables[0], st->spec.stratum_attno, &run->plan, &in,
+                             st->version_keys + 1, read_fact, &reader, &ctx, &run->result, &status)) {
         read_fact(&reader, &in.fact);
         status = approx::guarded([&] { return sj::run(run->plan, in, ctx, run->result); });
     }

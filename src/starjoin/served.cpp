@@ -56,6 +56,34 @@ static uint64 fact_key(Relation rel, BlockNumber blocks, const StarJoinTable* c,
     return approx::service::content_hash(&k, sizeof k);
 }
 
+// The resident key of the dimensions: their versions' keys (cache.cpp: each
+// the table's version and the columns read) in the plan's order; 0 when
+// some dimension has no version (its rows are this statement's read).
+static uint64 dims_key(const uint64* dim_keys, int n_dims) {
+    struct {
+        uint32 magic;
+        int32 n_dims;
+        uint64 keys[sj::kMaxDims];
+    } k;
+    memset(&k, 0, sizeof k);
+    k.magic = 0x44534a53u;  // "SJSD"
+    k.n_dims = n_dims;
+    for (int d = 0; d < n_dims; ++d) {
+        if (dim_keys[d] == 0) return 0;
+        k.keys[d] = dim_keys[d];
+    }
+    return n_dims > 0 ? approx::service::content_hash(&k, sizeof k) : 0;
+}
+
+// Packs the dimensions into one blob for the request.
+static void pack_dims(const sj::Inputs* in, int n_dims, sj::ServedInputs* si) {
+    const size_t n = sj::dims_blob_bytes(in->dims, n_dims);
+    uint8* blob = static_cast<uint8*>(palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE));
+    sj::pack_dims(in->dims, n_dims, blob);
+    si->dims_blob = blob;
+    si->dims_bytes = n;
+}
+
 // Reads the fact columns (read) and packs them into one blob for the request.
 static void read_and_pack(StarJoinReadFact read, void* arg, sj::Inputs* in, sj::ServedInputs* si) {
     read(arg, &in->fact);
@@ -68,8 +96,8 @@ static void read_and_pack(StarJoinReadFact read, void* arg, sj::Inputs* in, sj::
 }
 
 bool starjoin_run_served(Oid sample_relid, const StarJoinTable* fact, AttrNumber stratum_attno, const sj::Plan* plan,
-                         sj::Inputs* in, StarJoinReadFact read, void* arg, approx::ExecContext* ctx, sj::Result* out,
-                         approx::Status* status) {
+                         sj::Inputs* in, const uint64* dim_keys, StarJoinReadFact read, void* arg,
+                         approx::ExecContext* ctx, sj::Result* out, approx::Status* status) {
     if (ctx->service == nullptr || ctx->mode == approx::DeviceMode::Cpu) return false;
     Relation rel = table_open(sample_relid, AccessShareLock);
     const BlockNumber blocks = RelationGetNumberOfBlocks(rel);
@@ -84,15 +112,18 @@ bool starjoin_run_served(Oid sample_relid, const StarJoinTable* fact, AttrNumber
     sj::ServedInputs si;
     si.fact_key = key;
     si.fact_rows = rows;
-    si.dims = in->dims;
     const GpuServiceHooks& hooks = gpu_service_hooks();
     // Read already (a text column: its codes are this read's): send them.
     const bool resident = in->fact.columns == nullptr && hooks.resident != nullptr && hooks.resident(key);
     if (!resident) read_and_pack(read, arg, in, &si);
+    si.dims_key = dims_key(dim_keys, plan->n_dims);
+    const bool dims_resident = si.dims_key != 0 && hooks.resident != nullptr && hooks.resident(si.dims_key);
+    if (!dims_resident) pack_dims(in, plan->n_dims, &si);
     approx::Status st = approx::guarded([&] { return sj::run_in_service(*plan, si, *ctx, *out); });
     bool sent = !resident;
-    if (resident && st.code == approx::StatusCode::NotServed) {  // evicted since the directory said so
-        read_and_pack(read, arg, in, &si);
+    if ((resident || dims_resident) && st.code == approx::StatusCode::NotServed) {  // evicted since the directory said so
+        if (si.fact == nullptr) read_and_pack(read, arg, in, &si);
+        if (si.dims_blob == nullptr) pack_dims(in, plan->n_dims, &si);
         st = approx::guarded([&] { return sj::run_in_service(*plan, si, *ctx, *out); });
         sent = true;
     }

@@ -153,9 +153,12 @@ typedef void (*StarJoinReadFact)(void* arg, approx::starjoin::Table* fact);
 // when the service does not hold them resident. True: *status is the answer
 // (*out filled when ok). False: run it in the backend with *ctx (the
 // service's fallback rule may have changed it); in->fact is set when read.
+// The dimensions (in->dims, read) stay resident in the service too when
+// every one has a version (dim_keys[d] != 0, cache.cpp).
 bool starjoin_run_served(Oid sample_relid, const StarJoinTable* fact, AttrNumber stratum_attno,
-                         const approx::starjoin::Plan* plan, approx::starjoin::Inputs* in, StarJoinReadFact read,
-                         void* arg, approx::ExecContext* ctx, approx::starjoin::Result* out, approx::Status* status);
+                         const approx::starjoin::Plan* plan, approx::starjoin::Inputs* in, const uint64* dim_keys,
+                         StarJoinReadFact read, void* arg, approx::ExecContext* ctx, approx::starjoin::Result* out,
+                         approx::Status* status);
 
 // ---- the node's private list (path.cpp writes, exec.cpp reads) ------------------------
 // Integer sample_relid, Integer fact_varno, Integer stratum attno,

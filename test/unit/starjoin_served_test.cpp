@@ -217,6 +217,42 @@ TEST(StarJoinServed, ResidentFactIsNotSentAndEvictionSaysSo) {
     expect_equal(direct, third);
 }
 
+TEST(StarJoinServed, ResidentDimensionsAreNotSentAndEvictionSaysSo) {
+    Star s(4000, 100, 80, 2, 9);
+    Inputs in = s.inputs();
+    std::vector<uint8_t> fact = blob_of(in.fact);
+    Knobs k;
+    k.groups = 1;
+    Plan plan = make_plan(s, k);
+    ASSERT_GT(plan.n_dims, 0);
+    std::vector<uint8_t> dims(dims_blob_bytes(in.dims, plan.n_dims));
+    pack_dims(in.dims, plan.n_dims, dims.data());
+    auto with_dims = [&](const std::vector<uint8_t>* f, const std::vector<uint8_t>* d) {
+        ServedInputs si = served_inputs(f, in, 0x1234);
+        si.dims = nullptr;  // only the blob, or the key
+        si.dims_blob = d ? d->data() : nullptr;
+        si.dims_bytes = d ? d->size() : 0;
+        si.dims_key = 0x5678;
+        return si;
+    };
+    Result direct, first, second, third;
+    ASSERT_TRUE(run(plan, in, cpu_ctx(), direct).ok());
+    lb = Loopback();
+    ASSERT_TRUE(run_in_service(plan, with_dims(&fact, &dims), served_ctx(), first).ok());
+    EXPECT_EQ(lb.resident.count(0x1234), 1u);
+    EXPECT_EQ(lb.resident.count(0x5678), 1u);
+    // Both resident: neither travels, the same answer.
+    ASSERT_TRUE(run_in_service(plan, with_dims(nullptr, nullptr), served_ctx(), second).ok());
+    EXPECT_EQ(lb.hits, 2);
+    expect_equal(direct, first);
+    expect_equal(direct, second);
+    // The dimensions evicted: NotServed, and with them sent again it answers.
+    lb.resident.erase(0x5678);
+    EXPECT_EQ(run_in_service(plan, with_dims(nullptr, nullptr), served_ctx(), third).code, StatusCode::NotServed);
+    ASSERT_TRUE(run_in_service(plan, with_dims(nullptr, &dims), served_ctx(), third).ok());
+    expect_equal(direct, third);
+}
+
 TEST(StarJoinServed, TooLargeForTheStagingAreaIsNotServedAndErrorsComeBack) {
     Star s(3000, 100, 80, 2, 3);
     Inputs in = s.inputs();

@@ -38,7 +38,7 @@ size_t values_bytes(const Table& t, int32_t c) {
 size_t bitmap_bytes(int64_t rows) { return static_cast<size_t>((rows + 7) / 8); }
 
 struct Params {
-    uint64_t plan_bytes = 0, dims_bytes = 0, body_capacity = 0;
+    uint64_t plan_bytes = 0, body_capacity = 0;
     int32_t n_dims = 0;
 };
 
@@ -129,21 +129,35 @@ Status unpack_table(const uint8_t* bytes, size_t n, std::vector<Column>& cols, T
     return Status::Ok();
 }
 
+size_t dims_blob_bytes(const Table* dims, int32_t n) {
+    size_t bytes = 0;
+    for (int32_t d = 0; d < n; ++d) bytes += table_blob_bytes(dims[d]);
+    return bytes;
+}
+
+void pack_dims(const Table* dims, int32_t n, uint8_t* out) {
+    for (int32_t d = 0; d < n; ++d) {
+        pack_table(dims[d], out);
+        out += table_blob_bytes(dims[d]);
+    }
+}
+
 // ---- the backend's side ----------------------------------------------------------------
 
 Status run_in_service(const Plan& plan, const ServedInputs& in, const ExecContext& ctx, Result& out) {
     out = Result();
     std::vector<uint8_t> plan_bytes, dims, body;
-    size_t dims_n = 0;
     const int32_t n_dims = std::max(0, std::min(plan.n_dims, kMaxDims));
+    const bool dims_absent = in.dims_blob == nullptr && in.dims_key != 0;  // resident under dims_key
+    const uint8_t* dims_blob = in.dims_blob;
+    size_t dims_n = in.dims_bytes;
     APPROX_TRY(guarded([&] {
         serialize(plan, plan_bytes);
-        for (int32_t d = 0; d < n_dims; ++d) dims_n += table_blob_bytes(in.dims[d]);
-        dims.resize(dims_n);
-        size_t at = 0;
-        for (int32_t d = 0; d < n_dims; ++d) {
-            pack_table(in.dims[d], dims.data() + at);
-            at += table_blob_bytes(in.dims[d]);
+        if (dims_blob == nullptr && !dims_absent) {  // not cached: packed here
+            dims_n = dims_blob_bytes(in.dims, n_dims);
+            dims.resize(dims_n);
+            pack_dims(in.dims, n_dims, dims.data());
+            dims_blob = dims.data();
         }
         return Status::Ok();
     }));
@@ -157,7 +171,6 @@ Status run_in_service(const Plan& plan, const ServedInputs& in, const ExecContex
         service::Request r(service::Op::StarJoin, in.fact_rows);
         Params p;
         p.plan_bytes = plan_bytes.size();
-        p.dims_bytes = dims_n;
         p.body_capacity = capacity;
         p.n_dims = n_dims;
         r.add_param(p);
@@ -168,7 +181,12 @@ Status run_in_service(const Plan& plan, const ServedInputs& in, const ExecContex
             r.add_in(in.fact, in.fact_bytes);
             if (in.fact_key != 0) r.cache_last_input(in.fact_key);
         }
-        r.add_in(dims.data(), dims_n);
+        if (dims_absent) {
+            r.add_resident_input(in.dims_key);
+        } else {
+            r.add_in(dims_blob, dims_n);
+            if (in.dims_key != 0) r.cache_last_input(in.dims_key);
+        }
         r.add_out(&head, sizeof head);
         r.add_out(body.data(), body.size());
         APPROX_TRY(service::call(ctx, r));
@@ -210,8 +228,11 @@ Status serve_star_join(const ExecContext& ctx, const service::Served& req) {
         return Status::Error(StatusCode::Internal, "GPU service: star join with %d dimensions", p.n_dims);
     const uint8_t *plan_bytes = nullptr, *dims = nullptr;
     APPROX_TRY(req.input(1, static_cast<size_t>(p.plan_bytes), plan_bytes));
-    APPROX_TRY(req.input(3, static_cast<size_t>(p.dims_bytes), dims));
-    APPROX_TRY(req.check_in(2, req.n_in > 2 ? req.in_bytes[2] : 0));  // the fact: its blob says its size
+    // The fact and the dimensions: their blobs say their sizes (either may be resident).
+    APPROX_TRY(req.check_in(2, req.n_in > 2 ? req.in_bytes[2] : 0));
+    APPROX_TRY(req.check_in(3, req.n_in > 3 ? req.in_bytes[3] : 0));
+    dims = static_cast<const uint8_t*>(req.in[3]);
+    const size_t dims_n = req.in_bytes[3];
     Head* head = nullptr;
     uint8_t* body = nullptr;
     APPROX_TRY(req.output(0, 1, head));
@@ -224,19 +245,24 @@ Status serve_star_join(const ExecContext& ctx, const service::Served& req) {
     std::vector<Column> fact_cols, dim_cols[kMaxDims];
     const uint8_t* fact = static_cast<const uint8_t*>(req.in[2]);
     APPROX_TRY(unpack_table(fact, req.in_bytes[2], fact_cols, in.fact));
-    // Resident on this device: the GPU engine reads the device copy.
-    if (const ResidentInput* res = ctx.resident.find(fact); res && res->device)
-        for (Column& c : fact_cols) {
-            const char* dev = static_cast<const char*>(res->device);
-            if (c.data) c.device = dev + (static_cast<const uint8_t*>(c.data) - fact);
-            if (c.nulls) c.device_nulls = reinterpret_cast<const uint8_t*>(dev + (c.nulls - fact));
-        }
     size_t at = 0;
     for (int32_t d = 0; d < p.n_dims; ++d) {
         size_t used = 0;
-        APPROX_TRY(unpack_table(dims + at, static_cast<size_t>(p.dims_bytes) - at, dim_cols[d], in.dims[d], &used));
+        APPROX_TRY(unpack_table(dims + at, dims_n - at, dim_cols[d], in.dims[d], &used));
         at += used;
     }
+    // Resident on this device: the GPU engine reads the device copies.
+    auto on_device = [&ctx](const uint8_t* blob, std::vector<Column>& cols) {
+        const ResidentInput* res = ctx.resident.find(blob);
+        if (res == nullptr || res->device == nullptr) return;
+        const char* dev = static_cast<const char*>(res->device);
+        for (Column& c : cols) {
+            if (c.data) c.device = dev + (static_cast<const uint8_t*>(c.data) - blob);
+            if (c.nulls) c.device_nulls = reinterpret_cast<const uint8_t*>(dev + (c.nulls - blob));
+        }
+    };
+    on_device(fact, fact_cols);
+    for (int32_t d = 0; d < p.n_dims; ++d) on_device(dims, dim_cols[d]);
 
     Result r;
     APPROX_TRY(run(plan, in, ctx, r));

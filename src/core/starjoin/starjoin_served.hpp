@@ -29,12 +29,21 @@ struct ServedInputs {
     size_t fact_bytes = 0;
     uint64_t fact_key = 0;  // the fact blob's key in the service's resident cache (0: not cached)
     int64_t fact_rows = 0;  // the fact's rows, or an estimate when it was not read (statistics)
-    const Table* dims = nullptr;  // plan.n_dims tables: small, in the request every time
+    const Table* dims = nullptr;  // plan.n_dims tables (packed here when dims_blob and dims_key are unset)
+    // The dimensions as one blob (pack_dims()), cacheable like the fact under
+    // dims_key (0: not cached); null with dims_key set: resident under it.
+    const uint8_t* dims_blob = nullptr;
+    size_t dims_bytes = 0;
+    uint64_t dims_key = 0;
 };
 
+// The dimensions' blobs one after another (unpack_table reads them in turn).
+size_t dims_blob_bytes(const Table* dims, int32_t n);
+void pack_dims(const Table* dims, int32_t n, uint8_t* out);  // writes dims_blob_bytes(dims, n) bytes
+
 // run() in the GPU service. NotServed: the caller runs it itself -- the
-// request is larger than the staging area, or `fact` was null and the
-// service no longer holds it (read it and call again).
+// request is larger than the staging area, or `fact` or `dims_blob` was null
+// and the service no longer holds it (pack both and call again).
 Status run_in_service(const Plan& plan, const ServedInputs& in, const ExecContext& ctx, Result& out);
 
 }  // namespace approx::starjoin
