@@ -147,3 +147,29 @@ BEGIN
         END;
     END IF;
 END $$;
+
+-- Server-side latency of one query's approximate twin in one session (issue
+-- 39's acceptance: planning + execution, after a warm-up, runs times): its
+-- median and p95, what answered it and where the star join ran; and the
+-- exact query's median of exact_runs.
+CREATE OR REPLACE FUNCTION bench_latency(query text, runs int, exact_runs int,
+        OUT answered_from text, OUT star_join text, OUT service text, OUT kept text,
+        OUT approx_med float8, OUT approx_p95 float8, OUT approx_max float8, OUT exact_ms float8)
+LANGUAGE plpgsql AS $$
+DECLARE approx text := workload_approx(query); t0 timestamptz; ms float8[] := '{}'; lr jsonb;
+BEGIN
+    EXECUTE approx;  -- the warm-up: reads what the session (or the GPU service) then keeps
+    FOR i IN 1..runs LOOP
+        t0 := clock_timestamp();
+        EXECUTE approx;
+        ms := ms || extract(epoch FROM clock_timestamp() - t0)::float8 * 1000;
+    END LOOP;
+    lr := approx_gpu.last_run();
+    answered_from := coalesce(lr->>'answered_from', '-') || coalesce(' (' || (lr->>'reason') || ')', '');
+    star_join := CASE lr->>'star_join_device' WHEN '1' THEN 'gpu' WHEN '0' THEN 'cpu' WHEN '-1' THEN 'declined' END;
+    service := CASE lr->>'star_join_service' WHEN '0' THEN 'backend' WHEN '1' THEN 'sent' WHEN '2' THEN 'resident' END;
+    kept := (lr->>'star_join_kept') || '/' || ((lr->>'star_join_kept')::int + (lr->>'star_join_read')::int);
+    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_cont(0.95) WITHIN GROUP (ORDER BY x), max(x)
+      INTO approx_med, approx_p95, approx_max FROM unnest(ms) x;
+    exact_ms := bench_ms(query, exact_runs);
+END $$;

@@ -12,7 +12,9 @@
 # max_parallel_workers_per_gather = WORKERS (8): rows, and planning + execution
 # ms of one EXPLAIN ANALYZE after one warm-up run (a first look, not the
 # acceptance table's medians). WORKLOAD=1: instead, test/bench/aqp_workloads.sh
-# (GEN=cpp; SAMPLE, REPS, WORKLOADS as there) on this cluster.
+# (GEN=cpp; SAMPLE, REPS, WORKLOADS as there) on this cluster. LATENCY=1:
+# instead, test/bench/ssb_latency.sh per variant of VARIANTS (default uniform;
+# SF, ROWS, RUNS, EXACT_RUNS, WORKERS as there).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/approx_out}; mkdir -p "$OUT"
@@ -30,6 +32,13 @@ max_parallel_workers = 20
 max_parallel_maintenance_workers = 8
 ${CONF:-}" start_cluster "$W" "${DEVICE:-cpu}"
 export PGDATABASE=postgres
+if [ "${LATENCY:-0}" = 1 ]; then
+  # The latency table (test/bench/ssb_latency.sh): per SSB query the
+  # approximate twin's median / p95 over RUNS runs in one session, beside exact.
+  echo "$(nproc) cores, $(postgres --version), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+  for v in ${VARIANTS:-uniform}; do SF=${SF:-10} VARIANT=$v bash test/bench/ssb_latency.sh; done
+  exit 0
+fi
 if [ "${WORKLOAD:-0}" = 1 ]; then
   # The workload table (test/bench/aqp_workloads.sh) at this SF with the cpp
   # generator: exact vs the approximate twin (the star join where the GPU
