@@ -4,22 +4,12 @@
 // reads, not the join, were most of a query's time (SSB SF 1, part's
 // 2·10^5 rows: two thirds of 180 ms on the CPU engine).
 //
-// A kept read is used only while it provably holds what the statement's
-// snapshot sees (its "version" is unchanged):
-//   - the sample relation (the fact): its storage (relfilenode) and size in
-//     blocks. Sample relations are written only by synopsis builds, and a
-//     build makes a new relation (the GPU service's resident key, served.cpp,
-//     rests on the same rule);
-//   - any other table: every page all-visible (the visibility map), and the
-//     same storage, size, and VACUUM history (count and time of the last
-//     VACUUM and autovacuum, from the shared statistics, read fresh), with
-//     no VACUUM or ANALYZE running (ShareUpdateExclusiveLock free). Any
-//     INSERT, UPDATE or DELETE clears its page's all-visible bit, and only
-//     VACUUM sets it again (COPY FREEZE writes into new storage), so the
-//     rows are those of the read: all visible to every snapshot. Not during
-//     recovery, nor with track_counts off (VACUUM then reports nothing).
-// Otherwise the table is read as before. A version's hash also keys the
-// tables the GPU service keeps resident (served.cpp).
+// A kept read is used only while its table's version proves that it holds
+// what the statement's snapshot sees (readers/relation_version.h: the sample
+// relation while its storage and size are unchanged; a dimension while every
+// page stays all-visible and nothing vacuumed it since); otherwise the table
+// is read as before. A version's hash also keys the tables the GPU service
+// keeps resident (served.cpp).
 //
 // Memory: approx_gpu.star_join_cache_size per backend; least recently used
 // first out. A read in use is pinned until its query's memory goes (an ERROR
@@ -28,16 +18,11 @@
 
 extern "C" {
 #include "access/table.h"
-#include "access/visibilitymap.h"
-#include "access/xlog.h"
-#include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
 #include "utils/memutils.h"
-#include "utils/pgstat_internal.h"
 #include "utils/rel.h"
 }
+
+#include "readers/relation_version.h"
 
 #include "core/service.hpp"
 
@@ -47,53 +32,6 @@ namespace sj = approx::starjoin;
 
 namespace {
 
-struct TableVersion {
-    uint32 magic;
-    Oid database, relid;
-    RelFileNode node;
-    BlockNumber blocks;
-    int32 pad;
-    int64 vacuums;
-    TimestampTz vacuumed, autovacuumed;
-};
-
-// The VACUUM history of rel from the shared statistics (not the
-// transaction's cached snapshot of them: a VACUUM of another session during
-// this transaction must show).
-bool vacuum_history(Relation rel, TableVersion* v) {
-    const Oid db = rel->rd_rel->relisshared ? InvalidOid : MyDatabaseId;
-    PgStat_EntryRef* ref = pgstat_get_entry_ref(PGSTAT_KIND_RELATION, db, RelationGetRelid(rel), false, nullptr);
-    if (ref == nullptr) return true;  // no entry: never vacuumed since the statistics began
-    pgstat_lock_entry_shared(ref, false);
-    const PgStat_StatTabEntry& s = reinterpret_cast<PgStatShared_Relation*>(ref->shared_stats)->stats;
-    v->vacuums = s.vacuum_count + s.autovac_vacuum_count;
-    v->vacuumed = s.vacuum_timestamp;
-    v->autovacuumed = s.autovac_vacuum_timestamp;
-    pgstat_unlock_entry(ref);
-    return true;
-}
-
-// rel's version; false: no version proves its rows (see the top of the file).
-bool table_version(Relation rel, bool sample_relation, TableVersion* v) {
-    memset(v, 0, sizeof *v);
-    v->magic = 0x56544a53u;  // "SJTV"
-    v->database = MyDatabaseId;
-    v->relid = RelationGetRelid(rel);
-    v->node = rel->rd_node;
-    v->blocks = RelationGetNumberOfBlocks(rel);
-    if (sample_relation) return true;
-    if (RecoveryInProgress() || !pgstat_track_counts) return false;
-    if (v->blocks > 0) {
-        BlockNumber all_visible = 0, all_frozen = 0;
-        visibilitymap_count(rel, &all_visible, &all_frozen);
-        if (all_visible < v->blocks) return false;
-    }
-    // A VACUUM that is running may have set bits it has not reported yet.
-    if (!ConditionalLockRelationOid(v->relid, ShareUpdateExclusiveLock)) return false;
-    UnlockRelationOid(v->relid, ShareUpdateExclusiveLock);
-    return vacuum_history(rel, v);
-}
-
 struct CachedTable {
     // what was read
     Oid relid;
@@ -101,7 +39,7 @@ struct CachedTable {
     AttrNumber attnos[kStarJoinMaxColumns];
     Oid types[kStarJoinMaxColumns];
     AttrNumber extra_attno;
-    TableVersion version;
+    RelationVersion version;
     // the read
     MemoryContext cxt;
     int64 rows;
@@ -178,12 +116,12 @@ bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrN
                                 MemoryContext query_cxt, sj::Column* cols, int64* rows, StarJoinDictionary** dicts,
                                 uint64* version_key) {
     Relation rel = table_open(t.relid, AccessShareLock);
-    TableVersion v;
-    const bool known = table_version(rel, extra_attno > 0, &v);
+    RelationVersion v;
+    const bool known = relation_version(rel, extra_attno > 0, &v);
     table_close(rel, NoLock);
     // The key of this read's content: the version and the columns read.
     struct {
-        TableVersion v;
+        RelationVersion v;
         int32 n_columns;
         AttrNumber attnos[kStarJoinMaxColumns + 1];
         Oid types[kStarJoinMaxColumns];
