@@ -14,7 +14,8 @@
 # acceptance table's medians). WORKLOAD=1: instead, test/bench/aqp_workloads.sh
 # (GEN=cpp; SAMPLE, REPS, WORKLOADS as there) on this cluster. LATENCY=1:
 # instead, test/bench/ssb_latency.sh per variant of VARIANTS (default uniform;
-# SF, ROWS, RUNS, EXACT_RUNS, WORKERS as there).
+# SF, ROWS, RUNS, EXACT_RUNS, WORKERS as there); CONCURRENT=1 adds
+# test/bench/ssb_sessions.sh (SESSIONS_N sessions, default 32) on the last.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/approx_out}; mkdir -p "$OUT"
@@ -37,6 +38,8 @@ if [ "${LATENCY:-0}" = 1 ]; then
   # approximate twin's median / p95 over RUNS runs in one session, beside exact.
   echo "$(nproc) cores, $(postgres --version), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
   for v in ${VARIANTS:-uniform}; do SF=${SF:-10} VARIANT=$v bash test/bench/ssb_latency.sh; done
+  # CONCURRENT=1: then many sessions at once (test/bench/ssb_sessions.sh)
+  if [ "${CONCURRENT:-0}" = 1 ]; then echo; echo "# ${SESSIONS_N:-32} sessions"; SESSIONS=${SESSIONS_N:-32} bash test/bench/ssb_sessions.sh; fi
   exit 0
 fi
 if [ "${WORKLOAD:-0}" = 1 ]; then
