@@ -64,6 +64,14 @@ void aqp_sample_note_star_join_service(int how);
 // How many of its tables the node took from the session's kept reads
 // (starjoin/cache.cpp; last_run()'s "star_join_kept"), and how many it read.
 void aqp_sample_note_star_join_reads(int kept, int read);
+// The exact pass (sample/exact_pass.cpp): while the Approx Sample Scan runs
+// its plan once more over the synopsis' table, the table the star-join node
+// reads instead of sample_relid (InvalidOid: none, the sample); whether
+// approx_gpu.exact_pass = force (read the table now, else only when its
+// columns are kept or resident). The node notes -1 (declined) when it
+// cannot: the scan then runs PostgreSQL's exact plan.
+Oid aqp_sample_exact_pass_table(Oid sample_relid);
+bool aqp_sample_exact_pass_forced(void);
 // Which approx_* aggregate a weighted Aggref stands for (false: none).
 bool aqp_sample_weighted_kind(Oid fnoid, AqpAgg* out);
 // The strata of the design pushed for sample_relid (the sample plan runs

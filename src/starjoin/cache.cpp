@@ -104,7 +104,7 @@ void use(CachedTable* e, MemoryContext query_cxt, sj::Column* cols, int64* rows,
     ++e->pins;
     MemoryContextRegisterResetCallback(query_cxt, cb);
     e->used = ++clock_now;
-    const int n = e->n_columns + (e->extra_attno > 0 ? 1 : 0);
+    const int n = e->n_columns + (e->extra_attno != 0 ? 1 : 0);
     for (int i = 0; i < n; ++i) cols[i] = e->cols[i];
     for (int i = 0; i < e->n_columns; ++i) dicts[i] = e->dicts[i];
     *rows = e->rows;
@@ -112,13 +112,12 @@ void use(CachedTable* e, MemoryContext query_cxt, sj::Column* cols, int64* rows,
 
 }  // namespace
 
-bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
-                                MemoryContext query_cxt, sj::Column* cols, int64* rows, StarJoinDictionary** dicts,
-                                uint64* version_key) {
+// t's version and the key of its read (0: no version proves the rows).
+static uint64 version_key(const StarJoinTable& t, AttrNumber extra_attno, RelationVersion* v) {
     Relation rel = table_open(t.relid, AccessShareLock);
-    RelationVersion v;
-    const bool known = relation_version(rel, extra_attno > 0, &v);
+    const bool known = relation_version(rel, extra_attno > 0, v);
     table_close(rel, NoLock);
+    if (!known) return 0;
     // The key of this read's content: the version and the columns read.
     struct {
         RelationVersion v;
@@ -127,26 +126,48 @@ bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrN
         Oid types[kStarJoinMaxColumns];
     } k;
     memset(&k, 0, sizeof k);
-    k.v = v;
+    k.v = *v;
     k.n_columns = t.n_columns;
     for (int i = 0; i < t.n_columns; ++i) {
         k.attnos[i] = t.attnos[i];
         k.types[i] = t.types[i];
     }
     k.attnos[t.n_columns] = extra_attno;
-    *version_key = known ? approx::service::content_hash(&k, sizeof k) : 0;
+    const uint64 key = approx::service::content_hash(&k, sizeof k);
+    return key != 0 ? key : 1;
+}
+
+// The kept read of t at version v (nullptr: none); frees older versions'.
+static CachedTable* find_kept(const StarJoinTable& t, AttrNumber extra_attno, const RelationVersion& v) {
+    for (int i = 0; i < kCacheEntries; ++i) {
+        CachedTable* e = entries[i];
+        if (e == nullptr || !same_read(e, t, extra_attno)) continue;
+        if (memcmp(&e->version, &v, sizeof v) == 0) return e;
+        if (e->pins == 0) free_entry(i);  // an older version: never used again
+    }
+    return nullptr;
+}
+
+uint64 starjoin_table_key(const StarJoinTable& t, AttrNumber extra_attno, bool* kept) {
+    RelationVersion v;
+    const uint64 key = version_key(t, extra_attno, &v);
+    *kept = key != 0 && find_kept(t, extra_attno, v) != nullptr;
+    return key;
+}
+
+bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
+                                MemoryContext query_cxt, sj::Column* cols, int64* rows, StarJoinDictionary** dicts,
+                                uint64* version_key_out) {
+    RelationVersion v;
+    *version_key_out = version_key(t, extra_attno, &v);
+    const bool known = *version_key_out != 0;
     if (!known || starjoin_cache_size_mb <= 0) {
         starjoin_read_table(t, snapshot, extra_attno, cols, rows, dicts);
         return false;
     }
-    for (int i = 0; i < kCacheEntries; ++i) {
-        CachedTable* e = entries[i];
-        if (e == nullptr || !same_read(e, t, extra_attno)) continue;
-        if (memcmp(&e->version, &v, sizeof v) == 0) {
-            use(e, query_cxt, cols, rows, dicts);
-            return true;
-        }
-        if (e->pins == 0) free_entry(i);  // an older version: never used again
+    if (CachedTable* e = find_kept(t, extra_attno, v); e != nullptr) {
+        use(e, query_cxt, cols, rows, dicts);
+        return true;
     }
     // Read into a context of the query's until it is complete: an ERROR on
     // the way frees it with the query.
@@ -178,7 +199,7 @@ bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrN
         use(e, query_cxt, cols, rows, dicts);
         return false;
     }
-    const int n = t.n_columns + (extra_attno > 0 ? 1 : 0);
+    const int n = t.n_columns + (extra_attno != 0 ? 1 : 0);
     for (int i = 0; i < n; ++i) cols[i] = e->cols[i];
     for (int i = 0; i < t.n_columns; ++i) dicts[i] = e->dicts[i];
     *rows = e->rows;

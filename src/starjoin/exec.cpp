@@ -25,6 +25,7 @@ extern "C" {
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/date.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 }
@@ -51,6 +52,8 @@ struct StarJoinState {
     StarJoinDictionary** group_dicts;              // per group part: its dictionary (GROUP BY a text column)
     uint64 version_keys[1 + sj::kMaxDims];         // per table read: its version's key (cache.cpp; 0: none)
     int tables_kept, tables_read;                  // tables from the session's kept reads, and read
+    Oid exact_table;                               // the exact pass: the table read instead of the sample
+    AttrNumber fact_extra;                         // the fact's stratum column (-1: zeros, the exact pass)
 };
 
 static void begin_star_join(CustomScanState* node, EState* estate, int eflags) {
@@ -71,8 +74,9 @@ static void read_table(TableReader* r, int t, sj::Table* table) {
     const StarJoinTable& tab = r->c->tables[t];
     sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (tab.n_columns + 1)));
     EState* estate = r->st->css.ss.ps.state;
-    const bool kept = starjoin_read_table_cached(tab, estate->es_snapshot, t == 0 ? r->st->spec.stratum_attno : 0, estate->es_query_cxt,
-                               cols, &table->rows, r->st->dicts[t], &r->st->version_keys[t]);
+    const bool kept = starjoin_read_table_cached(tab, estate->es_snapshot, t == 0 ? r->st->fact_extra : 0,
+                                                 estate->es_query_cxt, cols, &table->rows, r->st->dicts[t],
+                                                 &r->st->version_keys[t]);
     table->columns = cols;
     table->n_columns = tab.n_columns + (t == 0 ? 1 : 0);
     ++(kept ? r->st->tables_kept : r->st->tables_read);
@@ -80,6 +84,30 @@ static void read_table(TableReader* r, int t, sj::Table* table) {
 }
 // The fact's reader as served.cpp calls it (StarJoinReadFact).
 static void read_fact(void* arg, sj::Table* fact) { read_table(static_cast<TableReader*>(arg), 0, fact); }
+
+// The exact pass (aqp/sample.h): the fact's columns are the synopsis'
+// table's of the same names and types; false: some column differs.
+static bool fact_of_table(StarJoinTable* fact, Oid table) {
+    for (int i = 0; i < fact->n_columns; ++i) {
+        const char* name = get_attname(fact->relid, fact->attnos[i], true);
+        const AttrNumber attno = name != nullptr ? get_attnum(table, name) : InvalidAttrNumber;
+        if (attno <= 0 || get_atttype(table, attno) != fact->types[i]) return false;
+        fact->attnos[i] = attno;
+    }
+    fact->relid = table;
+    return true;
+}
+
+// Under approx_gpu.exact_pass = on the exact pass runs only from columns the
+// session keeps or the GPU service holds (a first read of a whole table in
+// one backend is slower than PostgreSQL's parallel plan).
+static bool exact_columns_at_hand(const StarJoinTable& fact, const approx::ExecContext& ctx) {
+    if (aqp_sample_exact_pass_forced()) return true;
+    bool kept = false;
+    const uint64 key = starjoin_table_key(fact, -1, &kept);
+    const GpuServiceHooks& hooks = gpu_service_hooks();
+    return kept || (key != 0 && ctx.service != nullptr && hooks.resident != nullptr && hooks.resident(key));
+}
 
 static void run_star_join(StarJoinState* st) {
     const int n_strata = aqp_sample_design_strata(st->spec.sample_relid);
@@ -98,6 +126,17 @@ static void run_star_join(StarJoinState* st) {
         st->fallback = true;
         aqp_sample_note_star_join_run(-1);
         return;
+    }
+    approx::ExecContext ctx = engine_settings();  // last_run() is the Approx Sample Scan's
+    st->exact_table = aqp_sample_exact_pass_table(st->spec.sample_relid);
+    st->fact_extra = st->spec.stratum_attno;
+    if (OidIsValid(st->exact_table)) {
+        st->fact_extra = -1;
+        if (!fact_of_table(&c->tables[0], st->exact_table) || !exact_columns_at_hand(c->tables[0], ctx)) {
+            st->fallback = true;
+            aqp_sample_note_star_join_run(-1);
+            return;
+        }
     }
     // The tables: the fact (its stratum appended), then each dimension.
     // The tables: the dimensions now; the fact (its stratum appended) now
@@ -124,13 +163,17 @@ static void run_star_join(StarJoinState* st) {
         const int t = starjoin_table_of(c, v->varno);
         st->group_dicts[foreach_current_index(lc)] = st->dicts[t][starjoin_column(c, t, v->varattno, v->vartype)];
     }
-    approx::ExecContext ctx = engine_settings();  // last_run() is the Approx Sample Scan's
     approx::RunStats stats;
     ctx.stats = &stats;
     StarJoinRun* run = st->run;
     approx::Status status;
-    if (!starjoin_run_served(st->spec.sample_relid, &c->tables[0], st->spec.stratum_attno, &run->plan, &in,
-                             st->version_keys + 1, read_fact, &reader, &ctx, &run->result, &status)) {
+    uint64 exact_key = 0;
+    if (OidIsValid(st->exact_table)) {
+        bool kept;
+        exact_key = starjoin_table_key(c->tables[0], -1, &kept);
+    }
+    if (!starjoin_run_served(&c->tables[0], st->spec.stratum_attno, OidIsValid(st->exact_table), exact_key,
+                             &run->plan, &in, st->version_keys + 1, read_fact, &reader, &ctx, &run->result, &status)) {
         read_fact(&reader, &in.fact);
         status = approx::guarded([&] { return sj::run(run->plan, in, ctx, run->result); });
     }
@@ -214,14 +257,18 @@ static TupleTableSlot* exec_star_join(CustomScanState* node) {
     TupleTableSlot* slot = node->ss.ss_ScanTupleSlot;
     ExprContext* econtext = node->ss.ps.ps_ExprContext;
     ResetExprContext(econtext);
-    if (st->fallback) {
+    // The exact pass declined: groups of no row (the Approx Sample Scan
+    // discards them and runs PostgreSQL's exact plan); the child would read
+    // the sample relation.
+    const bool exact_declined = st->fallback && OidIsValid(st->exact_table);
+    if (st->fallback && !exact_declined) {
         TupleTableSlot* child = ExecProcNode(static_cast<PlanState*>(linitial(node->custom_ps)));
         if (TupIsNull(child)) return ExecClearTuple(slot);
         ExecCopySlot(slot, child);
     } else {
         // Without GROUP BY one row, also when no row passed (states of no
         // stratum: the final functions see the sample, as after no row).
-        const int64 groups = st->run->result.groups;
+        const int64 groups = exact_declined ? 0 : st->run->result.groups;
         if (st->next >= (list_length(st->spec.groups) == 0 ? 1 : groups)) return ExecClearTuple(slot);
         ExecClearTuple(slot);
         MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);

@@ -116,7 +116,8 @@ static void dict_canonical(StarJoinDictionary* dict, int32* codes, const uint8* 
 
 void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno, sj::Column* cols,
                          int64* rows_out, StarJoinDictionary** dicts) {
-    const int n = t.n_columns + (extra_attno > 0 ? 1 : 0);
+    const int n = t.n_columns + (extra_attno != 0 ? 1 : 0);
+    const bool zero_extra = extra_attno < 0;  // the exact pass's one stratum: zeros, nothing read
     AttrNumber attnos[kStarJoinMaxColumns + 1];
     sj::ColType types[kStarJoinMaxColumns + 1];
     DictBuilder builders[kStarJoinMaxColumns + 1];
@@ -129,12 +130,13 @@ void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber e
             dicts[i] = builders[i].dict;
         }
     }
-    if (extra_attno > 0) {
-        attnos[n - 1] = extra_attno;
+    if (extra_attno != 0) {
+        attnos[n - 1] = zero_extra ? 0 : extra_attno;
         types[n - 1] = sj::ColType::Int32;
     }
+    const int n_read = zero_extra ? n - 1 : n;  // columns taken from the rows
     AttrNumber max_att = 0;
-    for (int i = 0; i < n; ++i) max_att = Max(max_att, attnos[i]);
+    for (int i = 0; i < n_read; ++i) max_att = Max(max_att, attnos[i]);
     int64 cap = 1024, rows = 0;
     char* data[kStarJoinMaxColumns + 1];
     uint8* nulls[kStarJoinMaxColumns + 1];
@@ -158,7 +160,8 @@ void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber e
             cap *= 2;
         }
         slot_getsomeattrs(slot, max_att);
-        for (int i = 0; i < n; ++i) {
+        if (zero_extra) *reinterpret_cast<int32*>(data[n - 1] + rows * sizeof(int32)) = 0;
+        for (int i = 0; i < n_read; ++i) {
             const Datum d = slot->tts_values[attnos[i] - 1];
             if (slot->tts_isnull[attnos[i] - 1]) {
                 nulls[i][rows / 8] |= static_cast<uint8>(1u << (rows % 8));

@@ -95,17 +95,17 @@ static void read_and_pack(StarJoinReadFact read, void* arg, sj::Inputs* in, sj::
     si->fact_rows = in->fact.rows;
 }
 
-bool starjoin_run_served(Oid sample_relid, const StarJoinTable* fact, AttrNumber stratum_attno, const sj::Plan* plan,
-                         sj::Inputs* in, const uint64* dim_keys, StarJoinReadFact read, void* arg,
+bool starjoin_run_served(const StarJoinTable* fact, AttrNumber stratum_attno, bool exact, uint64 exact_key,
+                         const sj::Plan* plan, sj::Inputs* in, const uint64* dim_keys, StarJoinReadFact read, void* arg,
                          approx::ExecContext* ctx, sj::Result* out, approx::Status* status) {
     if (ctx->service == nullptr || ctx->mode == approx::DeviceMode::Cpu) return false;
-    Relation rel = table_open(sample_relid, AccessShareLock);
+    Relation rel = table_open(fact->relid, AccessShareLock);
     const BlockNumber blocks = RelationGetNumberOfBlocks(rel);
     // The rows for the device choice under auto, before any is read: the
     // relation's statistics, else its blocks at a row of 32 bytes or more.
     const double reltuples = rel->rd_rel->reltuples;
     const int64 rows = reltuples >= 0 ? static_cast<int64>(reltuples) : static_cast<int64>(blocks) * (BLCKSZ / 32);
-    const uint64 key = fact_key(rel, blocks, fact, stratum_attno);
+    const uint64 key = exact ? exact_key : fact_key(rel, blocks, fact, stratum_attno);
     table_close(rel, NoLock);
     if (!approx::service::wanted(*ctx, rows)) return false;
 

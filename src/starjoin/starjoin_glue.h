@@ -120,7 +120,8 @@ struct StarJoinDictionary {
     Datum* values;
 };
 // Reads table t's columns (plus, extra_attno > 0, that int4 column 1-based
-// -> 0-based: the stratum) under the snapshot: values at the engine type's
+// -> 0-based: the stratum; extra_attno < 0, a column of zeros: the exact
+// pass's one stratum) under the snapshot: values at the engine type's
 // width, NULL bitmaps where a NULL was seen, text as codes with their
 // dictionaries (dicts[k], nullptr for other columns).
 void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
@@ -134,6 +135,9 @@ extern int starjoin_cache_size_mb;
 // *version_key: a hash of the table's version and the columns read (0: no
 // version proves the rows; the read is this statement's alone). True: the
 // kept read was used (no row read).
+// The version key starjoin_read_table_cached would give t (0: none), and
+// whether this session keeps a read of it (*kept), reading nothing.
+uint64 starjoin_table_key(const StarJoinTable& t, AttrNumber extra_attno, bool* kept);
 bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
                                 MemoryContext query_cxt, approx::starjoin::Column* cols, int64* rows,
                                 StarJoinDictionary** dicts, uint64* version_key);
@@ -155,7 +159,9 @@ typedef void (*StarJoinReadFact)(void* arg, approx::starjoin::Table* fact);
 // service's fallback rule may have changed it); in->fact is set when read.
 // The dimensions (in->dims, read) stay resident in the service too when
 // every one has a version (dim_keys[d] != 0, cache.cpp).
-bool starjoin_run_served(Oid sample_relid, const StarJoinTable* fact, AttrNumber stratum_attno,
+// The exact pass (exact): the fact is a whole table, resident under
+// exact_key (its version's, cache.cpp; 0: sent every time).
+bool starjoin_run_served(const StarJoinTable* fact, AttrNumber stratum_attno, bool exact, uint64 exact_key,
                          const approx::starjoin::Plan* plan, approx::starjoin::Inputs* in, const uint64* dim_keys,
                          StarJoinReadFact read, void* arg, approx::ExecContext* ctx, approx::starjoin::Result* out,
                          approx::Status* status);

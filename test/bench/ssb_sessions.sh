@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SSB through the GPU service from many sessions at once (issue 39's
-# acceptance): SESSIONS (32) pgbench clients for SECONDS (30), each running
+# acceptance): SESSIONS (32) pgbench clients for DURATION seconds (30), each running
 # the approximate twins of the SSB queries (test/workloads/ssb, rewritten by
 # workload_approx) picked at random with equal weight; QUERIES lists them
 # (default the 11 a 10^7-row SF 10 sample answers; Q3.4 and Q4.3 run exact,
@@ -12,7 +12,7 @@
 # session's queries, and its p99 is at most 3x the overall p99.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SESSIONS=${SESSIONS:-32}; SECONDS_RUN=${SECONDS:-30}; SCHEMA=${SCHEMA:-ssb}
+SESSIONS=${SESSIONS:-32}; DURATION=${DURATION:-30}; SCHEMA=${SCHEMA:-ssb}
 QUERIES=${QUERIES:-q1_1 q1_2 q1_3 q2_1 q2_2 q2_3 q3_1 q3_2 q3_3 q4_1 q4_2}
 PGBENCH=${PGBENCH:-pgbench}
 . test/bench/sql_lib.sh
@@ -26,7 +26,7 @@ for q in $QUERIES; do
   files+=(-f "$W/$q.sql@1")
 done
 # one warm-up pass per session happens inside the run; the log has every query
-PGOPTIONS="${PGOPTIONS:-} -c search_path=$SCHEMA,public" $PGBENCH -n -c "$SESSIONS" -j "$SESSIONS" -T "$SECONDS_RUN" \
+PGOPTIONS="${PGOPTIONS:-} -c search_path=$SCHEMA,public" $PGBENCH -n -c "$SESSIONS" -j "$SESSIONS" -T "$DURATION" \
   "${files[@]}" --log --log-prefix="$W/log" >"$W/pgbench.out" 2>&1 || { tail -20 "$W/pgbench.out"; exit 1; }
 grep -E "^(number of transactions actually processed|tps)" "$W/pgbench.out"
 # log lines: client_id transaction_no time_us script_no time_epoch time_us_frac

@@ -427,4 +427,71 @@ DROP TABLE sj_k, sj_kd;
 RESET approx_gpu.star_join;
 RESET approx_gpu.box_path;
 RESET approx_gpu.device;
+-- ---- the exact pass (issue 39 item 3): where the sample cannot answer, the star join runs
+-- ---- once more over the whole table (approx_gpu.exact_pass), equal to the exact plan
+SET approx_gpu.device = :'sj_device';
+SET approx_gpu.box_path = off;
+SET approx_gpu.star_join = force;
+SET approx_gpu.random_seed = 39;
+-- 200 labels over 30,000 facts, 200 of them in the sample: groups go missing
+CREATE TABLE sj_xd (d_key int PRIMARY KEY, d_name text, d_flag bool) WITH (autovacuum_enabled = off);
+INSERT INTO sj_xd SELECT i, 'label ' || i, i % 7 <> 0 FROM generate_series(1, 400) i;
+CREATE TABLE sj_x WITH (autovacuum_enabled = off) AS
+SELECT i AS id, 1 + (i::bigint * 7919) % 400 AS k, ((i::bigint * 104729) % 1000) / 10.0::float8 AS x,
+       (i % 5)::int8 AS q FROM generate_series(1, 30000) i;
+SELECT approx_gpu.create_synopsis('sj_x_syn', 'sj_x'::regclass, ARRAY['x', 'k', 'q']::name[], 200) IS NOT NULL AS created;
+VACUUM (FREEZE, ANALYZE) sj_x, sj_xd;
+CREATE FUNCTION sj_x_query(answer text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('CREATE TEMP TABLE %I AS
+        SELECT d_name, approx_gpu.approx_count(*) AS n, approx_gpu.approx_sum(x * q) AS s, approx_gpu.approx_avg(x) AS a,
+               approx_gpu.approx_sum_ci(x) AS sc
+          FROM sj_x JOIN sj_xd ON k = d_key WHERE d_flag AND x > 5 GROUP BY d_name', answer);
+END $$;
+-- the answer against the exact plan's (exact_pass = off): keys, counts, sums within 1e-12
+CREATE FUNCTION sj_x_same(a regclass, b regclass) RETURNS TABLE (groups bigint, same bool) LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY EXECUTE format('SELECT count(*), bool_and(p.n = r.n AND abs(p.s - r.s) <= 1e-12 * abs(r.s)
+        AND abs(p.a - r.a) <= 1e-12 * abs(r.a) AND abs((p.sc).estimate - (r.sc).estimate) <= 1e-12 * abs((r.sc).estimate)
+        AND (p.sc).lower = (p.sc).estimate AND (p.sc).upper = (p.sc).estimate)
+        AND count(p.d_name) = count(*) AND count(r.d_name) = count(*)
+        FROM %s p FULL JOIN %s r USING (d_name)', a, b);
+END $$;
+SET approx_gpu.exact_pass = off;
+SELECT sj_x_query('x_off');
+SELECT sj_answer() LIKE 'rows: the sample missed%' AS exact_plan;
+SET approx_gpu.exact_pass = force;
+SELECT sj_x_query('x_force');
+SELECT sj_answer() LIKE 'exact pass: the sample missed%' AS exact_pass, (approx_gpu.last_run()->>'star_join_read')::int >= 1 AS read;
+SELECT * FROM sj_x_same('x_force', 'x_off');
+-- on: the columns the session now keeps (every page all-visible, nothing vacuumed since)
+SET approx_gpu.exact_pass = on;
+SELECT sj_x_query('x_on');
+SELECT sj_answer() LIKE 'exact pass:%' AS exact_pass, (approx_gpu.last_run()->>'star_join_read')::int AS tables_read;
+SELECT * FROM sj_x_same('x_on', 'x_off');
+-- a committed UPDATE: the kept columns no longer prove the rows, and on runs the exact plan
+UPDATE sj_x SET x = x + 1 WHERE id = 17;
+SELECT sj_x_query('x_on2');
+SELECT sj_answer() LIKE 'rows: the sample missed%' AS exact_plan;
+-- force reads the table under the statement's snapshot: the updated rows
+SET approx_gpu.exact_pass = force;
+SELECT sj_x_query('x_force2');
+SELECT sj_answer() LIKE 'exact pass:%' AS exact_pass;
+SELECT * FROM sj_x_same('x_force2', 'x_on2');
+-- not where the node would read rows the role may not see: row-level security
+ALTER TABLE sj_x ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sj_x FORCE ROW LEVEL SECURITY;
+CREATE POLICY sj_x_some ON sj_x USING (id % 2 = 0);
+SELECT sj_x_query('x_rls');
+SELECT approx_gpu.last_run()->>'answered_from' AS answered_from;
+DROP POLICY sj_x_some ON sj_x;
+ALTER TABLE sj_x DISABLE ROW LEVEL SECURITY;
+RESET approx_gpu.exact_pass;
+RESET approx_gpu.random_seed;
+SELECT approx_gpu.drop_synopsis('sj_x_syn');
+DROP FUNCTION sj_x_query(text), sj_x_same(regclass, regclass);
+DROP TABLE sj_x, sj_xd, x_off, x_force, x_on, x_on2, x_force2, x_rls;
+RESET approx_gpu.star_join;
+RESET approx_gpu.box_path;
+RESET approx_gpu.device;
 DROP FUNCTION sj_answer(), sj_near(float8, float8), sj_near(approx_gpu.approx_estimate, approx_gpu.approx_estimate), sj_why(text);

@@ -60,6 +60,18 @@ struct AqpSampleDesign {
 // stratum outside 1..n_strata is ERROR 22023 at the final function.
 void aqp_sample_design_push(const AqpSampleDesign* design);  // copied; ERROR 22023 if malformed
 void aqp_sample_design_pop(void);
+
+// ---- exact_pass.cpp: the star join once more over the whole table ---------------------------
+enum { AQP_EXACT_PASS_OFF = 0, AQP_EXACT_PASS_ON = 1, AQP_EXACT_PASS_FORCE = 2 };
+extern int aqp_exact_pass_mode;
+void aqp_exact_pass_init(void);  // the setting
+// Why the exact pass may not read `table` (nullptr: it may).
+const char* aqp_exact_pass_refusal(Oid table);
+// Around the plan's second run: the star-join node reads `table` for sample_relid.
+void aqp_exact_pass_begin(Oid sample_relid, Oid table);
+void aqp_exact_pass_end(void);
+// The census design of that run (one stratum, weight 1), with the measures.
+AqpSampleDesign aqp_exact_pass_design(Oid sample_relid, List* measures);
 // The innermost pushed design of sample_relid, or nullptr.
 const AqpSampleDesign* aqp_sample_design_find(Oid sample_relid);
 // The spread of the design's measure number `measure` per stratum

@@ -134,5 +134,6 @@ void aqp_sample_init(void) {
                             "The least recently used go first; a spread larger than this is not kept.",
                             &aqp_sample_spread_cache_kb, 16384, 0, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
                             nullptr, nullptr);
+    aqp_exact_pass_init();
     aqp_sample_scan_register();
 }

@@ -218,6 +218,82 @@ static bool eval_limits(ApproxSampleState* st) {
     return true;
 }
 
+// Runs the sample plan under `design` into a new st->store (the star-join
+// notes reset first); returns its output's descriptor.
+static TupleDesc run_nested(ApproxSampleState* st, const AqpSampleDesign* design) {
+    EState* estate = st->css.ss.ps.state;
+    MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+    st->store = tuplestore_begin_heap(false, false, work_mem);
+    DestReceiver* dest = CreateDestReceiver(DestTuplestore);
+    SetTuplestoreDestReceiverParams(dest, st->store, estate->es_query_cxt, false, nullptr, nullptr);
+    QueryDesc* qd = CreateQueryDesc(st->sample, estate->es_sourceText, estate->es_snapshot, InvalidSnapshot, dest,
+                                    estate->es_param_list_info, estate->es_queryEnv, 0);
+    aqp_sample_guard_reset();
+    star_join_run = -2;
+    star_join_service = -1;
+    star_join_kept = star_join_read = -1;
+    aqp_sample_design_push(design);
+    TupleDesc nested = nullptr;
+    PG_TRY();
+    {
+        ExecutorStart(qd, 0);
+        nested = CreateTupleDescCopy(qd->tupDesc);
+        ExecutorRun(qd, ForwardScanDirection, 0, true);
+        ExecutorFinish(qd);
+        ExecutorEnd(qd);
+    }
+    PG_FINALLY();
+    { aqp_sample_design_pop(); }
+    PG_END_TRY();
+    FreeQueryDesc(qd);
+    dest->rDestroy(dest);
+    if (st->nested_slot == nullptr) st->nested_slot = MakeSingleTupleTableSlot(nested, &TTSOpsMinimalTuple);
+    MemoryContextSwitchTo(old);
+    return nested;
+}
+
+// What the star-join node did, for last_run().
+static void note_star_join_stats(void) {
+    if (star_join_run > -2) last_run_stats().add("star_join_device", star_join_run);
+    if (star_join_service >= 0) last_run_stats().add("star_join_service", star_join_service);
+    if (star_join_kept >= 0) {
+        last_run_stats().add("star_join_kept", star_join_kept);
+        last_run_stats().add("star_join_read", star_join_read);
+    }
+}
+
+// The sample cannot answer (why): when its plan ran as a star join, the
+// exact pass runs it once more over the whole table (sample/exact_pass.cpp);
+// else, or when the node declines there, PostgreSQL's exact plan answers.
+static void fall_back_or_exact_pass(ApproxSampleState* st, const char* why) {
+    const AqpSampleSpec& spec = st->spec;
+    if (star_join_run < 0 || aqp_exact_pass_refusal(spec.relid) != nullptr) return fall_back(st, why);
+    if (!eval_limits(st)) return fall_back(st, "a negative LIMIT or OFFSET");
+    Tuplestorestate* sampled = st->store;
+    EState* estate = st->css.ss.ps.state;
+    MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+    AqpSampleDesign census = aqp_exact_pass_design(spec.sample_relid, measures_for_role(spec));
+    MemoryContextSwitchTo(old);
+    aqp_exact_pass_begin(spec.sample_relid, spec.relid);
+    TupleDesc nested = nullptr;
+    PG_TRY();
+    { nested = run_nested(st, &census); }
+    PG_FINALLY();
+    { aqp_exact_pass_end(); }
+    PG_END_TRY();
+    if (star_join_run < 0 || !map_columns(st, nested)) {
+        tuplestore_end(st->store);
+        st->store = sampled;
+        return fall_back(st, why);
+    }
+    tuplestore_end(sampled);
+    st->groups = tuplestore_tuple_count(st->store);
+    last_run_rows("approx aggregate", nullptr);
+    last_run_set_answer("exact pass", why, nullptr);
+    last_run_stats().add("groups", static_cast<double>(st->groups));
+    note_star_join_stats();
+}
+
 static void run_sample_plan(ApproxSampleState* st) {
     EState* estate = st->css.ss.ps.state;
     const AqpSampleSpec& spec = st->spec;
@@ -246,41 +322,17 @@ static void run_sample_plan(ApproxSampleState* st) {
     MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
     AqpSampleDesign design = design_of(st->ts, spec.groups_within_strata);
     design.measures = measures_for_role(spec);
-    st->store = tuplestore_begin_heap(false, false, work_mem);
-    DestReceiver* dest = CreateDestReceiver(DestTuplestore);
-    SetTuplestoreDestReceiverParams(dest, st->store, estate->es_query_cxt, false, nullptr, nullptr);
-    QueryDesc* qd = CreateQueryDesc(st->sample, estate->es_sourceText, estate->es_snapshot, InvalidSnapshot, dest,
-                                    estate->es_param_list_info, estate->es_queryEnv, 0);
-    aqp_sample_guard_reset();
-    star_join_run = -2;
-    star_join_service = -1;
-    star_join_kept = star_join_read = -1;
-    aqp_sample_design_push(&design);
-    TupleDesc nested = nullptr;
-    PG_TRY();
-    {
-        ExecutorStart(qd, 0);
-        nested = CreateTupleDescCopy(qd->tupDesc);
-        ExecutorRun(qd, ForwardScanDirection, 0, true);
-        ExecutorFinish(qd);
-        ExecutorEnd(qd);
-    }
-    PG_FINALLY();
-    { aqp_sample_design_pop(); }
-    PG_END_TRY();
-    FreeQueryDesc(qd);
-    dest->rDestroy(dest);
-    st->nested_slot = MakeSingleTupleTableSlot(nested, &TTSOpsMinimalTuple);
     MemoryContextSwitchTo(old);
+    TupleDesc nested = run_nested(st, &design);
 
     const char* guard = aqp_sample_guard_reason();
-    if (guard != nullptr) return fall_back(st, guard);
+    if (guard != nullptr) return fall_back_or_exact_pass(st, guard);
     if (!eval_limits(st)) return fall_back(st, "a negative LIMIT or OFFSET");
     st->executions = aqp_sample_guard_executions().total;
     st->verdict.store = st->store;
     st->verdict.slot = st->nested_slot;
     const char* verdict = aqp_sample_verdict(&st->verdict, st->limit_offset, st->limit_count);
-    if (verdict != nullptr) return fall_back(st, verdict);
+    if (verdict != nullptr) return fall_back_or_exact_pass(st, verdict);
     if (!map_columns(st, nested)) return fall_back(st, "the sample plan's columns differ from the query's");
     st->groups = tuplestore_tuple_count(st->store);
     last_run_rows("approx aggregate", nullptr);  // a fresh record
@@ -288,12 +340,7 @@ static void run_sample_plan(ApproxSampleState* st) {
     last_run_stats().add("sample_rows", static_cast<double>(st->ts->model.m));
     last_run_stats().add("groups", static_cast<double>(st->groups));
     if (st->executions > 1) last_run_stats().add("executions", static_cast<double>(st->executions));
-    if (star_join_run > -2) last_run_stats().add("star_join_device", star_join_run);
-    if (star_join_service >= 0) last_run_stats().add("star_join_service", star_join_service);
-    if (star_join_kept >= 0) {
-        last_run_stats().add("star_join_kept", star_join_kept);
-        last_run_stats().add("star_join_read", star_join_read);
-    }
+    note_star_join_stats();
 }
 
 static TupleTableSlot* next_row(ScanState* ss) {
