@@ -12,11 +12,13 @@
 # generates and loads SSB first (test/bench/ssb_load.sh, SF, VARIANT); the
 # synopsis bench_latency of SCHEMA.lineorder (ssb, or ssb_skew for the skewed
 # variant) holds ROWS sample rows (default 1% of lineorder), stratified as
-# aqp_workloads.sh's (lo_quantity, lo_discount), seed 42.
+# aqp_workloads.sh's (lo_quantity, lo_discount), seed 42. EXACT_PASS=true: a
+# query the sample cannot answer runs once under approx_gpu.exact_pass = force
+# (loading the table's columns; "exact pass load ms"), then is timed under on.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SF=${SF:-1}; VARIANT=${VARIANT:-uniform}; RUNS=${RUNS:-20}; EXACT_RUNS=${EXACT_RUNS:-3}; WORKERS=${WORKERS:-8}
-LOAD=${LOAD:-1}
+LOAD=${LOAD:-1}; EXACT_PASS=${EXACT_PASS:-false}
 case $VARIANT in uniform) SCHEMA=${SCHEMA:-ssb} ;; skewed) SCHEMA=${SCHEMA:-ssb_skew} ;; *) echo "VARIANT: uniform or skewed"; exit 2 ;; esac
 . test/bench/sql_lib.sh
 secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -35,8 +37,8 @@ SQL
 echo "# SSB SF $SF ($VARIANT) latency: synopsis of $m sample rows built in $(secs "$t0") s; $RUNS runs per query"
 echo "# device: $(psql -At -c "SELECT coalesce(approx_gpu.device_info()->'devices'->0->>'name', 'no GPU')"), $(nproc) CPU cores, approx_gpu.device = $(psql -At -c 'SHOW approx_gpu.device'), star_join = $(psql -At -c 'SHOW approx_gpu.star_join'), exact with $WORKERS workers"
 echo
-echo "| query | answered from | star join | service | kept | approx median ms | p95 | max | exact ms | speedup (median) |"
-echo "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| query | answered from | star join | service | kept | approx median ms | p95 | max | exact ms | speedup (median) | exact pass load ms |"
+echo "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for f in $(ls test/workloads/ssb/q*.sql | sort -V); do
   q=$(basename "$f" .sql)
   PGOPTIONS="${PGOPTIONS:-} -c search_path=$SCHEMA,public -c max_parallel_workers_per_gather=$WORKERS" psql -At -F ' | ' \
@@ -44,7 +46,8 @@ for f in $(ls test/workloads/ssb/q*.sql | sort -V); do
 SELECT approx_gpu.last_run() IS NOT NULL AS loaded \gset
 SELECT answered_from, coalesce(star_join, '-'), coalesce(service, '-'), coalesce(kept, '-'),
        round(approx_med::numeric, 2), round(approx_p95::numeric, 2), round(approx_max::numeric, 2),
-       round(exact_ms::numeric, 1), round((exact_ms / nullif(approx_med, 0))::numeric, 1) || 'x'
-  FROM bench_latency(:'q', $RUNS, $EXACT_RUNS);
+       round(exact_ms::numeric, 1), round((exact_ms / nullif(approx_med, 0))::numeric, 1) || 'x',
+       coalesce(round(load_ms::numeric)::text, '-')
+  FROM bench_latency(:'q', $RUNS, $EXACT_RUNS, $EXACT_PASS);
 SQL
 done
