@@ -167,13 +167,10 @@ static void run_star_join(StarJoinState* st) {
     ctx.stats = &stats;
     StarJoinRun* run = st->run;
     approx::Status status;
-    uint64 exact_key = 0;
-    if (OidIsValid(st->exact_table)) {
-        bool kept;
-        exact_key = starjoin_table_key(c->tables[0], -1, &kept);
-    }
-    if (!starjoin_run_served(&c->tables[0], st->spec.stratum_attno, OidIsValid(st->exact_table), exact_key,
-                             &run->plan, &in, st->version_keys + 1, read_fact, &reader, &ctx, &run->result, &status)) {
+    bool kept;
+    const uint64 fact_key = starjoin_table_key(c->tables[0], st->fact_extra, &kept);
+    if (!starjoin_run_served(&c->tables[0], fact_key, &run->plan, &in, st->version_keys + 1, read_fact, &reader, &ctx,
+                             &run->result, &status)) {
         read_fact(&reader, &in.fact);
         status = approx::guarded([&] { return sj::run(run->plan, in, ctx, run->result); });
     }

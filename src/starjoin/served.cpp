@@ -2,19 +2,16 @@
 // engine calls go to the service, the Approx Star Join node sends the plan,
 // the sample relation's columns and the dimensions as one request
 // (core/starjoin/starjoin_served.hpp), so no backend opens a GPU context of
-// its own. The fact columns stay resident in the service under a key of
-// what they were read from; a backend that finds the key in the service's
-// resident directory does not read the sample relation at all.
-//
-// The key: the database, the relation's OID and its storage (relfilenode:
-// a TRUNCATE or a rewrite changes it), its size in blocks, and the columns
-// read in their order (attribute numbers and types, the stratum column
-// last). Sample relations are written only by synopsis builds, and a build
-// (refresh_synopsis too) makes a new relation, so a key never names stale
-// columns. The service evicts least recently used entries first
-// (approx_gpu.service_cache_size); a request sent without the columns that
-// the service no longer holds is answered NotServed, and the backend reads
-// and sends them (one retry).
+// its own. The fact's columns and the dimensions stay resident in the
+// service, each under the key of its version (cache.cpp,
+// readers/relation_version.h: a sample relation's storage and size -- only
+// a build writes it, and a build makes a new relation; any other table's
+// all-visible pages and VACUUM history) and the columns read, so a key never
+// names stale columns. A backend that finds the fact's key in the service's
+// resident directory does not read it at all. The service evicts least
+// recently used entries first (approx_gpu.service_cache_size); a request
+// sent without columns the service no longer holds is answered NotServed,
+// and the backend reads and sends them (one retry).
 #include "starjoin/starjoin_glue.h"
 
 extern "C" {
@@ -29,32 +26,6 @@ extern "C" {
 #include "core/starjoin/starjoin_served.hpp"
 
 namespace sj = approx::starjoin;
-
-// The resident key of the fact columns (see the top of the file).
-static uint64 fact_key(Relation rel, BlockNumber blocks, const StarJoinTable* c, AttrNumber stratum_attno) {
-    struct {
-        uint32 magic;
-        Oid database, relid;
-        RelFileNode node;
-        BlockNumber blocks;
-        int32 n_columns;
-        AttrNumber attnos[kStarJoinMaxColumns + 1];
-        Oid types[kStarJoinMaxColumns];
-    } k;
-    memset(&k, 0, sizeof k);
-    k.magic = 0x46534a53u;  // "SJSF"
-    k.database = MyDatabaseId;
-    k.relid = RelationGetRelid(rel);
-    k.node = rel->rd_node;
-    k.blocks = blocks;
-    k.n_columns = c->n_columns;
-    for (int i = 0; i < c->n_columns; ++i) {
-        k.attnos[i] = c->attnos[i];
-        k.types[i] = c->types[i];
-    }
-    k.attnos[c->n_columns] = stratum_attno;
-    return approx::service::content_hash(&k, sizeof k);
-}
 
 // The resident key of the dimensions: their versions' keys (cache.cpp: each
 // the table's version and the columns read) in the plan's order; 0 when
@@ -95,9 +66,9 @@ static void read_and_pack(StarJoinReadFact read, void* arg, sj::Inputs* in, sj::
     si->fact_rows = in->fact.rows;
 }
 
-bool starjoin_run_served(const StarJoinTable* fact, AttrNumber stratum_attno, bool exact, uint64 exact_key,
-                         const sj::Plan* plan, sj::Inputs* in, const uint64* dim_keys, StarJoinReadFact read, void* arg,
-                         approx::ExecContext* ctx, sj::Result* out, approx::Status* status) {
+bool starjoin_run_served(const StarJoinTable* fact, uint64 key, const sj::Plan* plan, sj::Inputs* in,
+                         const uint64* dim_keys, StarJoinReadFact read, void* arg, approx::ExecContext* ctx,
+                         sj::Result* out, approx::Status* status) {
     if (ctx->service == nullptr || ctx->mode == approx::DeviceMode::Cpu) return false;
     Relation rel = table_open(fact->relid, AccessShareLock);
     const BlockNumber blocks = RelationGetNumberOfBlocks(rel);
@@ -105,7 +76,6 @@ bool starjoin_run_served(const StarJoinTable* fact, AttrNumber stratum_attno, bo
     // relation's statistics, else its blocks at a row of 32 bytes or more.
     const double reltuples = rel->rd_rel->reltuples;
     const int64 rows = reltuples >= 0 ? static_cast<int64>(reltuples) : static_cast<int64>(blocks) * (BLCKSZ / 32);
-    const uint64 key = exact ? exact_key : fact_key(rel, blocks, fact, stratum_attno);
     table_close(rel, NoLock);
     if (!approx::service::wanted(*ctx, rows)) return false;
 

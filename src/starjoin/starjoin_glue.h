@@ -159,12 +159,11 @@ typedef void (*StarJoinReadFact)(void* arg, approx::starjoin::Table* fact);
 // service's fallback rule may have changed it); in->fact is set when read.
 // The dimensions (in->dims, read) stay resident in the service too when
 // every one has a version (dim_keys[d] != 0, cache.cpp).
-// The exact pass (exact): the fact is a whole table, resident under
-// exact_key (its version's, cache.cpp; 0: sent every time).
-bool starjoin_run_served(const StarJoinTable* fact, AttrNumber stratum_attno, bool exact, uint64 exact_key,
-                         const approx::starjoin::Plan* plan, approx::starjoin::Inputs* in, const uint64* dim_keys,
-                         StarJoinReadFact read, void* arg, approx::ExecContext* ctx, approx::starjoin::Result* out,
-                         approx::Status* status);
+// The fact's columns stay resident under `key`, its version's
+// (starjoin_table_key; 0: sent every time).
+bool starjoin_run_served(const StarJoinTable* fact, uint64 key, const approx::starjoin::Plan* plan,
+                         approx::starjoin::Inputs* in, const uint64* dim_keys, StarJoinReadFact read, void* arg,
+                         approx::ExecContext* ctx, approx::starjoin::Result* out, approx::Status* status);
 
 // ---- the node's private list (path.cpp writes, exec.cpp reads) ------------------------
 // Integer sample_relid, Integer fact_varno, Integer stratum attno,

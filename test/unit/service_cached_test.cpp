@@ -10,17 +10,11 @@
 #include <vector>
 
 #include "core/service.hpp"
+#include "unit_ctx.hpp"
 
 using namespace approx;
 
 namespace {
-
-ExecContext cpu_ctx() {
-    ExecContext ctx;
-    ctx.mode = DeviceMode::Cpu;
-    ctx.cpu_threads = 2;
-    return ctx;
-}
 
 // What the executor sees of req: its blobs, the omitted ones absent (as the
 // staging area holds them), and the cacheable inputs' arrays.

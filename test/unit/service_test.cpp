@@ -18,17 +18,11 @@
 #include "core/service.hpp"
 #include "core/synopsis.hpp"
 #include "core/topk.hpp"
+#include "unit_ctx.hpp"
 
 using namespace approx;
 
 namespace {
-
-ExecContext cpu_ctx() {
-    ExecContext ctx;
-    ctx.mode = DeviceMode::Cpu;
-    ctx.cpu_threads = 2;
-    return ctx;
-}
 
 int loopback_calls = 0;
 uint64_t loopback_owner = 7;           // the session the loopback "backend" is

@@ -13,6 +13,7 @@
 #include "core/service.hpp"
 #include "core/starjoin/starjoin_served.hpp"
 #include "starjoin_test.hpp"
+#include "unit_ctx.hpp"
 
 using namespace sjtest;
 using approx::ExecContext;
@@ -21,13 +22,6 @@ using approx::StatusCode;
 namespace service = approx::service;
 
 namespace {
-
-ExecContext cpu_ctx() {
-    ExecContext ctx;
-    ctx.mode = approx::DeviceMode::Cpu;
-    ctx.cpu_threads = 2;
-    return ctx;
-}
 
 struct Loopback {
     std::map<uint64_t, std::vector<uint8_t>> resident;
