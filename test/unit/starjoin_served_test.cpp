@@ -182,13 +182,25 @@ TEST(StarJoinServed, RoundTripAnswersAsDirect) {
         }
 }
 
-TEST(StarJoinServed, ResidentFactIsNotSentAndEvictionSaysSo) {
-    Star s(4000, 100, 80, 2, 9);
+// One star (4000 facts, two dimensions) with one group column, its fact's
+// blob and its plan: the resident-input tests' setup.
+struct ServedStar {
+    Star s{4000, 100, 80, 2, 9};
     Inputs in = s.inputs();
     std::vector<uint8_t> fact = blob_of(in.fact);
-    Knobs k;
-    k.groups = 1;
-    Plan plan = make_plan(s, k);
+    Plan plan = make_plan(s, one_group());
+    static Knobs one_group() {
+        Knobs k;
+        k.groups = 1;
+        return k;
+    }
+};
+
+TEST(StarJoinServed, ResidentFactIsNotSentAndEvictionSaysSo) {
+    ServedStar t;
+    Inputs& in = t.in;
+    std::vector<uint8_t>& fact = t.fact;
+    const Plan& plan = t.plan;
     Result direct, first, second, third;
     ASSERT_TRUE(run(plan, in, cpu_ctx(), direct).ok());
     lb = Loopback();
@@ -212,12 +224,10 @@ TEST(StarJoinServed, ResidentFactIsNotSentAndEvictionSaysSo) {
 }
 
 TEST(StarJoinServed, ResidentDimensionsAreNotSentAndEvictionSaysSo) {
-    Star s(4000, 100, 80, 2, 9);
-    Inputs in = s.inputs();
-    std::vector<uint8_t> fact = blob_of(in.fact);
-    Knobs k;
-    k.groups = 1;
-    Plan plan = make_plan(s, k);
+    ServedStar t;
+    Inputs& in = t.in;
+    std::vector<uint8_t>& fact = t.fact;
+    const Plan& plan = t.plan;
     ASSERT_GT(plan.n_dims, 0);
     std::vector<uint8_t> dims(dims_blob_bytes(in.dims, plan.n_dims));
     pack_dims(in.dims, plan.n_dims, dims.data());
