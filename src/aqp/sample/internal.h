@@ -236,6 +236,8 @@ const char* aqp_sample_verdict(AqpSampleVerdict* v, int64 offset, int64 count);
 // Runs aqp_sample_domain_sql's text (SPI, the statement's snapshot); -1: no answer.
 double aqp_sample_domain_groups(const char* sql, ParamListInfo params);
 
+// The sample plan's custom node (the star join's), if any: its name.
+const char* aqp_sample_custom_node(Plan* p);
 // The node's methods (from aqp_sample_init).
 void aqp_sample_scan_register(void);
 // The exact statement with an Approx Sample Scan on top that runs `sample`

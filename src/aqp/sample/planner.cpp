@@ -15,6 +15,7 @@
 #include "aqp/sample/plan.h"
 
 extern "C" {
+#include "jit/jit.h"
 #include "access/xact.h"
 #include "optimizer/planner.h"
 #include "utils/guc.h"
@@ -42,6 +43,11 @@ static PlannedStmt* plan_over_sample(Query* copy, const char* query_string, int 
     star_join_note = nullptr;
     PlannedStmt* p = standard_planner(copy, query_string, cursor_options & ~CURSOR_OPT_PARALLEL_OK, params);
     spec->star_join = star_join_note;
+    // A star join does the plan's work in its engine; what PostgreSQL's
+    // executor has left (finalizing the groups) is small, and JIT compiling
+    // it -- which the sample's row count alone would trigger -- would cost
+    // more than the whole query.
+    if (aqp_sample_custom_node(p->planTree) != nullptr) p->jitFlags = PGJIT_NONE;
     planning_relid = InvalidOid;
     return p;
 }

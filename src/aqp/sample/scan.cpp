@@ -403,12 +403,11 @@ static void sample_rescan(CustomScanState* node) {
     if (child->chgParam == nullptr) ExecReScan(child);
 }
 
-// The sample plan's custom node (the star join's), if any: its name.
-static const char* custom_node_name(Plan* p) {
+const char* aqp_sample_custom_node(Plan* p) {
     if (p == nullptr) return nullptr;
     if (IsA(p, CustomScan)) return reinterpret_cast<CustomScan*>(p)->methods->CustomName;
-    const char* n = custom_node_name(p->lefttree);
-    return n != nullptr ? n : custom_node_name(p->righttree);
+    const char* n = aqp_sample_custom_node(p->lefttree);
+    return n != nullptr ? n : aqp_sample_custom_node(p->righttree);
 }
 
 static void explain_sample(CustomScanState* node, List* ancestors, ExplainState* es) {
@@ -417,7 +416,7 @@ static void explain_sample(CustomScanState* node, List* ancestors, ExplainState*
     ExplainPropertyText("Synopsis", table_synopsis_shown_name(spec.relid, spec.owner, spec.synopsis, GetUserId()),
                         es);
     ExplainPropertyInteger("Sample Rows", nullptr, spec.sample_rows, es);
-    if (const char* engine = custom_node_name(st->sample->planTree))
+    if (const char* engine = aqp_sample_custom_node(st->sample->planTree))
         ExplainPropertyText("Sample Plan", engine, es);
     else if (spec.star_join != nullptr && es->verbose)  // why not (VERBOSE: most plans are not star joins)
         ExplainPropertyText("Star Join", spec.star_join, es);
