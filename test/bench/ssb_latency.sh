@@ -35,7 +35,7 @@ SELECT (approx_gpu.create_synopsis('bench_latency', '$SCHEMA.lineorder'::regclas
 SQL
 )
 echo "# SSB SF $SF ($VARIANT) latency: synopsis of $m sample rows built in $(secs "$t0") s; $RUNS runs per query"
-echo "# device: $(psql -At -c "SELECT coalesce(approx_gpu.device_info()->'devices'->0->>'name', 'no GPU')"), $(nproc) CPU cores, approx_gpu.device = $(psql -At -c 'SHOW approx_gpu.device'), star_join = $(psql -At -c 'SHOW approx_gpu.star_join'), exact with $WORKERS workers"
+echo "# device: $(psql -At -c "SELECT coalesce(approx_gpu.device_info()->'devices'->0->>'name', 'no GPU')"), $(nproc) CPU cores, approx_gpu.device = $(psql -At -c 'SHOW approx_gpu.device'), star_join = $(psql -At -c 'SHOW approx_gpu.star_join'), jit = $(psql -At -c "SELECT current_setting('jit') || CASE WHEN pg_jit_available() THEN ' (available)' ELSE ' (not available)' END"), exact with $WORKERS workers"
 echo
 echo "| query | answered from | star join | service | kept | approx median ms | p95 | max | exact ms | speedup (median) | exact pass load ms |"
 echo "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
