@@ -64,6 +64,11 @@ void aqp_sample_note_star_join_service(int how);
 // How many of its tables the node took from the session's kept reads
 // (starjoin/cache.cpp; last_run()'s "star_join_kept"), and how many it read.
 void aqp_sample_note_star_join_reads(int kept, int read);
+// Where its time went (last_run()'s "star_join_ms": the node's whole run --
+// reads, lookups, the engine; through the GPU service also
+// "star_join_service_ms", the round trip, and "star_join_engine_ms", the
+// engine call in the service; a value < 0 is not reported).
+void aqp_sample_note_star_join_ms(double node_ms, double round_trip_ms, double engine_ms);
 // The exact pass (sample/exact_pass.cpp): while the Approx Sample Scan runs
 // its plan once more over the synopsis' table, the table the star-join node
 // reads instead of sample_relid (InvalidOid: none, the sample); whether

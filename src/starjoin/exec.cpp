@@ -109,7 +109,15 @@ static bool exact_columns_at_hand(const StarJoinTable& fact, const approx::ExecC
     return kept || (key != 0 && ctx.service != nullptr && hooks.resident != nullptr && hooks.resident(key));
 }
 
+// An extra number the engine or the service reported (-1: none).
+static double stat_of(const approx::RunStats& stats, const char* key) {
+    for (int i = 0; i < stats.n_extra; ++i)
+        if (strcmp(stats.extra[i].key, key) == 0) return stats.extra[i].value;
+    return -1;
+}
+
 static void run_star_join(StarJoinState* st) {
+    const double t0 = glue_clock_ms();
     const int n_strata = aqp_sample_design_strata(st->spec.sample_relid);
     if (n_strata < 1) {
         st->fallback = true;
@@ -177,6 +185,8 @@ static void run_star_join(StarJoinState* st) {
     switch (status.code) {
         case approx::StatusCode::Ok:
             aqp_sample_note_star_join_run(stats.device == approx::Device::Gpu ? 1 : 0);
+            aqp_sample_note_star_join_ms(glue_clock_ms() - t0, stat_of(stats, "service_ms_round_trip"),
+                                         stat_of(stats, "service_ms_run"));
             return;
         case approx::StatusCode::DivisionByZero:
             ereport(ERROR, (errcode(ERRCODE_DIVISION_BY_ZERO), errmsg("division by zero")));

@@ -464,6 +464,8 @@ SET approx_gpu.exact_pass = force;
 SELECT sj_x_query('x_force');
 SELECT sj_answer() LIKE 'exact pass: the sample missed%' AS exact_pass, (approx_gpu.last_run()->>'star_join_read')::int >= 1 AS read;
 SELECT * FROM sj_x_same('x_force', 'x_off');
+-- where the node's time went: its whole run (reads, lookups, the engine)
+SELECT (approx_gpu.last_run()->>'star_join_ms')::float8 >= 0 AS timed;
 -- on: the columns the session now keeps (every page all-visible, nothing vacuumed since)
 SET approx_gpu.exact_pass = on;
 SELECT sj_x_query('x_on');

@@ -119,6 +119,12 @@ void aqp_sample_note_star_join_run(int device) { star_join_run = device; }
 static int star_join_service = -1;  // -1: not sent to the service
 void aqp_sample_note_star_join_service(int how) { star_join_service = how; }
 static int star_join_kept = -1, star_join_read = -1;  // -1: none noted
+static double star_join_ms[3] = {-1, -1, -1};          // the node, the service round trip, the engine there
+void aqp_sample_note_star_join_ms(double node_ms, double round_trip_ms, double engine_ms) {
+    star_join_ms[0] = node_ms;
+    star_join_ms[1] = round_trip_ms;
+    star_join_ms[2] = engine_ms;
+}
 void aqp_sample_note_star_join_reads(int kept, int read) {
     star_join_kept = kept;
     star_join_read = read;
@@ -232,6 +238,7 @@ static TupleDesc run_nested(ApproxSampleState* st, const AqpSampleDesign* design
     star_join_run = -2;
     star_join_service = -1;
     star_join_kept = star_join_read = -1;
+    star_join_ms[0] = star_join_ms[1] = star_join_ms[2] = -1;
     aqp_sample_design_push(design);
     TupleDesc nested = nullptr;
     PG_TRY();
@@ -260,6 +267,9 @@ static void note_star_join_stats(void) {
         last_run_stats().add("star_join_kept", star_join_kept);
         last_run_stats().add("star_join_read", star_join_read);
     }
+    static const char* const ms_keys[3] = {"star_join_ms", "star_join_service_ms", "star_join_engine_ms"};
+    for (int i = 0; i < 3; ++i)
+        if (star_join_ms[i] >= 0) last_run_stats().add(ms_keys[i], star_join_ms[i]);
 }
 
 // The sample cannot answer (why): when its plan ran as a star join, the
