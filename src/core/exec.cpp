@@ -25,6 +25,12 @@ void RunStats::reset(const char* op_name) {
     std::snprintf(op, sizeof op, "%s", op_name);
 }
 
+double RunStats::get(const char* key, double missing) const {
+    for (int i = 0; i < n_extra; ++i)
+        if (std::strcmp(extra[i].key, key) == 0) return extra[i].value;
+    return missing;
+}
+
 void RunStats::add(const char* key, double value) {
     for (int i = 0; i < n_extra; ++i)
         if (std::strcmp(extra[i].key, key) == 0) {

@@ -43,6 +43,7 @@ struct RunStats {
 
     void reset(const char* op_name);
     void add(const char* key, double value);  // adds or overwrites a named number
+    double get(const char* key, double missing = -1) const;  // a named number, or `missing`
 };
 
 // Cancel callback supplied by the glue: true when the query should stop

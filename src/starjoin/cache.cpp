@@ -39,7 +39,7 @@ struct CachedTable {
     AttrNumber attnos[kStarJoinMaxColumns];
     Oid types[kStarJoinMaxColumns];
     AttrNumber extra_attno;
-    RelationVersion version;
+    uint64 key;  // its version's key (version_key)
     // the read
     MemoryContext cxt;
     int64 rows;
@@ -95,6 +95,14 @@ bool make_room(Size need) {
 
 void unpin(void* arg) { --static_cast<CachedTable*>(arg)->pins; }
 
+// Hands out e's read.
+void hand_out(const CachedTable* e, sj::Column* cols, int64* rows, StarJoinDictionary** dicts) {
+    const int n = e->n_columns + (e->extra_attno != 0 ? 1 : 0);
+    for (int i = 0; i < n; ++i) cols[i] = e->cols[i];
+    for (int i = 0; i < e->n_columns; ++i) dicts[i] = e->dicts[i];
+    *rows = e->rows;
+}
+
 // Pins e until the query's memory (cxt) goes, and hands out its read.
 void use(CachedTable* e, MemoryContext query_cxt, sj::Column* cols, int64* rows, StarJoinDictionary** dicts) {
     MemoryContextCallback* cb =
@@ -104,18 +112,17 @@ void use(CachedTable* e, MemoryContext query_cxt, sj::Column* cols, int64* rows,
     ++e->pins;
     MemoryContextRegisterResetCallback(query_cxt, cb);
     e->used = ++clock_now;
-    const int n = e->n_columns + (e->extra_attno != 0 ? 1 : 0);
-    for (int i = 0; i < n; ++i) cols[i] = e->cols[i];
-    for (int i = 0; i < e->n_columns; ++i) dicts[i] = e->dicts[i];
-    *rows = e->rows;
+    hand_out(e, cols, rows, dicts);
 }
 
 }  // namespace
 
-// t's version and the key of its read (0: no version proves the rows).
-static uint64 version_key(const StarJoinTable& t, AttrNumber extra_attno, RelationVersion* v) {
+// The key of t's read: its version and the columns read (0: no version
+// proves the rows).
+static uint64 version_key(const StarJoinTable& t, AttrNumber extra_attno) {
+    RelationVersion v;
     Relation rel = table_open(t.relid, AccessShareLock);
-    const bool known = relation_version(rel, extra_attno > 0, v);
+    const bool known = relation_version(rel, extra_attno > 0, &v);
     table_close(rel, NoLock);
     if (!known) return 0;
     // The key of this read's content: the version and the columns read.
@@ -126,7 +133,7 @@ static uint64 version_key(const StarJoinTable& t, AttrNumber extra_attno, Relati
         Oid types[kStarJoinMaxColumns];
     } k;
     memset(&k, 0, sizeof k);
-    k.v = *v;
+    k.v = v;
     k.n_columns = t.n_columns;
     for (int i = 0; i < t.n_columns; ++i) {
         k.attnos[i] = t.attnos[i];
@@ -137,35 +144,30 @@ static uint64 version_key(const StarJoinTable& t, AttrNumber extra_attno, Relati
     return key != 0 ? key : 1;
 }
 
-// The kept read of t at version v (nullptr: none); frees older versions'.
-static CachedTable* find_kept(const StarJoinTable& t, AttrNumber extra_attno, const RelationVersion& v) {
+// The kept read of t under key (nullptr: none); frees older versions'.
+static CachedTable* find_kept(const StarJoinTable& t, AttrNumber extra_attno, uint64 key) {
     for (int i = 0; i < kCacheEntries; ++i) {
         CachedTable* e = entries[i];
         if (e == nullptr || !same_read(e, t, extra_attno)) continue;
-        if (memcmp(&e->version, &v, sizeof v) == 0) return e;
+        if (e->key == key) return e;
         if (e->pins == 0) free_entry(i);  // an older version: never used again
     }
     return nullptr;
 }
 
 uint64 starjoin_table_key(const StarJoinTable& t, AttrNumber extra_attno, bool* kept) {
-    RelationVersion v;
-    const uint64 key = version_key(t, extra_attno, &v);
-    *kept = key != 0 && find_kept(t, extra_attno, v) != nullptr;
+    const uint64 key = version_key(t, extra_attno);
+    if (kept != nullptr) *kept = key != 0 && find_kept(t, extra_attno, key) != nullptr;
     return key;
 }
 
-bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
-                                MemoryContext query_cxt, sj::Column* cols, int64* rows, StarJoinDictionary** dicts,
-                                uint64* version_key_out) {
-    RelationVersion v;
-    *version_key_out = version_key(t, extra_attno, &v);
-    const bool known = *version_key_out != 0;
-    if (!known || starjoin_cache_size_mb <= 0) {
+bool starjoin_read_table_cached(const StarJoinTable& t, uint64 key, Snapshot snapshot, AttrNumber extra_attno,
+                                MemoryContext query_cxt, sj::Column* cols, int64* rows, StarJoinDictionary** dicts) {
+    if (key == 0 || starjoin_cache_size_mb <= 0) {
         starjoin_read_table(t, snapshot, extra_attno, cols, rows, dicts);
         return false;
     }
-    if (CachedTable* e = find_kept(t, extra_attno, v); e != nullptr) {
+    if (CachedTable* e = find_kept(t, extra_attno, key); e != nullptr) {
         use(e, query_cxt, cols, rows, dicts);
         return true;
     }
@@ -181,7 +183,7 @@ bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrN
     memcpy(e->attnos, t.attnos, sizeof e->attnos);
     memcpy(e->types, t.types, sizeof e->types);
     e->extra_attno = extra_attno;
-    e->version = v;
+    e->key = key;
     e->cxt = cxt;
     e->bytes = MemoryContextMemAllocated(cxt, true);
     if (cache_cxt == nullptr)
@@ -199,9 +201,6 @@ bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrN
         use(e, query_cxt, cols, rows, dicts);
         return false;
     }
-    const int n = t.n_columns + (extra_attno != 0 ? 1 : 0);
-    for (int i = 0; i < n; ++i) cols[i] = e->cols[i];
-    for (int i = 0; i < t.n_columns; ++i) dicts[i] = e->dicts[i];
-    *rows = e->rows;
+    hand_out(e, cols, rows, dicts);
     return false;
 }

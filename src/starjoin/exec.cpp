@@ -50,7 +50,8 @@ struct StarJoinState {
     int64 next;
     StarJoinDictionary** dicts[1 + sj::kMaxDims];  // per table, per column: text columns' dictionaries
     StarJoinDictionary** group_dicts;              // per group part: its dictionary (GROUP BY a text column)
-    uint64 version_keys[1 + sj::kMaxDims];         // per table read: its version's key (cache.cpp; 0: none)
+    uint64 table_keys[1 + sj::kMaxDims];           // per table: its version's key (cache.cpp; 0: none)
+    bool fact_kept;                                // the session keeps the fact's read at table_keys[0]
     int tables_kept, tables_read;                  // tables from the session's kept reads, and read
     Oid exact_table;                               // the exact pass: the table read instead of the sample
     AttrNumber fact_extra;                         // the fact's stratum column (-1: zeros, the exact pass)
@@ -74,9 +75,10 @@ static void read_table(TableReader* r, int t, sj::Table* table) {
     const StarJoinTable& tab = r->c->tables[t];
     sj::Column* cols = static_cast<sj::Column*>(palloc0(sizeof(sj::Column) * (tab.n_columns + 1)));
     EState* estate = r->st->css.ss.ps.state;
-    const bool kept = starjoin_read_table_cached(tab, estate->es_snapshot, t == 0 ? r->st->fact_extra : 0,
-                                                 estate->es_query_cxt, cols, &table->rows, r->st->dicts[t],
-                                                 &r->st->version_keys[t]);
+    uint64* key = &r->st->table_keys[t];
+    if (t > 0) *key = starjoin_table_key(tab, 0, nullptr);  // the fact's: run_star_join's, once
+    const bool kept = starjoin_read_table_cached(tab, *key, estate->es_snapshot, t == 0 ? r->st->fact_extra : 0,
+                                                 estate->es_query_cxt, cols, &table->rows, r->st->dicts[t]);
     table->columns = cols;
     table->n_columns = tab.n_columns + (t == 0 ? 1 : 0);
     ++(kept ? r->st->tables_kept : r->st->tables_read);
@@ -101,19 +103,11 @@ static bool fact_of_table(StarJoinTable* fact, Oid table) {
 // Under approx_gpu.exact_pass = on the exact pass runs only from columns the
 // session keeps or the GPU service holds (a first read of a whole table in
 // one backend is slower than PostgreSQL's parallel plan).
-static bool exact_columns_at_hand(const StarJoinTable& fact, const approx::ExecContext& ctx) {
-    if (aqp_sample_exact_pass_forced()) return true;
-    bool kept = false;
-    const uint64 key = starjoin_table_key(fact, -1, &kept);
+static bool exact_columns_at_hand(const StarJoinState* st, const approx::ExecContext& ctx) {
+    if (aqp_sample_exact_pass_forced() || st->fact_kept) return true;
+    const uint64 key = st->table_keys[0];
     const GpuServiceHooks& hooks = gpu_service_hooks();
-    return kept || (key != 0 && ctx.service != nullptr && hooks.resident != nullptr && hooks.resident(key));
-}
-
-// An extra number the engine or the service reported (-1: none).
-static double stat_of(const approx::RunStats& stats, const char* key) {
-    for (int i = 0; i < stats.n_extra; ++i)
-        if (strcmp(stats.extra[i].key, key) == 0) return stats.extra[i].value;
-    return -1;
+    return key != 0 && ctx.service != nullptr && hooks.resident != nullptr && hooks.resident(key);
 }
 
 static void run_star_join(StarJoinState* st) {
@@ -140,13 +134,19 @@ static void run_star_join(StarJoinState* st) {
     st->fact_extra = st->spec.stratum_attno;
     if (OidIsValid(st->exact_table)) {
         st->fact_extra = -1;
-        if (!fact_of_table(&c->tables[0], st->exact_table) || !exact_columns_at_hand(c->tables[0], ctx)) {
+        if (!fact_of_table(&c->tables[0], st->exact_table)) {
             st->fallback = true;
             aqp_sample_note_star_join_run(-1);
             return;
         }
     }
-    // The tables: the fact (its stratum appended), then each dimension.
+    // The fact's version key, once: the service's resident key, the kept read's.
+    st->table_keys[0] = starjoin_table_key(c->tables[0], st->fact_extra, &st->fact_kept);
+    if (OidIsValid(st->exact_table) && !exact_columns_at_hand(st, ctx)) {
+        st->fallback = true;
+        aqp_sample_note_star_join_run(-1);
+        return;
+    }
     // The tables: the dimensions now; the fact (its stratum appended) now
     // too when it has a text column (its codes are this read's), else only
     // when the GPU service does not hold its columns resident (served.cpp).
@@ -175,18 +175,16 @@ static void run_star_join(StarJoinState* st) {
     ctx.stats = &stats;
     StarJoinRun* run = st->run;
     approx::Status status;
-    bool kept;
-    const uint64 fact_key = starjoin_table_key(c->tables[0], st->fact_extra, &kept);
-    if (!starjoin_run_served(&c->tables[0], fact_key, &run->plan, &in, st->version_keys + 1, read_fact, &reader, &ctx,
-                             &run->result, &status)) {
+    if (!starjoin_run_served(&c->tables[0], st->table_keys[0], &run->plan, &in, st->table_keys + 1, read_fact, &reader,
+                             &ctx, &run->result, &status)) {
         read_fact(&reader, &in.fact);
         status = approx::guarded([&] { return sj::run(run->plan, in, ctx, run->result); });
     }
     switch (status.code) {
         case approx::StatusCode::Ok:
             aqp_sample_note_star_join_run(stats.device == approx::Device::Gpu ? 1 : 0);
-            aqp_sample_note_star_join_ms(glue_clock_ms() - t0, stat_of(stats, "service_ms_round_trip"),
-                                         stat_of(stats, "service_ms_run"));
+            aqp_sample_note_star_join_ms(glue_clock_ms() - t0, stats.get("service_ms_round_trip"),
+                                         stats.get("service_ms_run"));
             return;
         case approx::StatusCode::DivisionByZero:
             ereport(ERROR, (errcode(ERRCODE_DIVISION_BY_ZERO), errmsg("division by zero")));

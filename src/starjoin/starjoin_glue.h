@@ -126,27 +126,28 @@ struct StarJoinDictionary {
 // dictionaries (dicts[k], nullptr for other columns).
 void starjoin_read_table(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
                          approx::starjoin::Column* cols, int64* rows, StarJoinDictionary** dicts);
-// ---- cache.cpp: the backend's kept reads -------------------------------------------------------
-// approx_gpu.star_join_cache_size: MB of read tables a backend keeps.
-extern int starjoin_cache_size_mb;
-// starjoin_read_table() through the backend's cache: a kept read of the same
-// columns when the table's version proves it holds the rows the snapshot
-// sees, pinned until query_cxt goes; else a read (kept when it fits).
-// *version_key: a hash of the table's version and the columns read (0: no
-// version proves the rows; the read is this statement's alone). True: the
-// kept read was used (no row read).
-// The version key starjoin_read_table_cached would give t (0: none), and
-// whether this session keeps a read of it (*kept), reading nothing.
-uint64 starjoin_table_key(const StarJoinTable& t, AttrNumber extra_attno, bool* kept);
-bool starjoin_read_table_cached(const StarJoinTable& t, Snapshot snapshot, AttrNumber extra_attno,
-                                MemoryContext query_cxt, approx::starjoin::Column* cols, int64* rows,
-                                StarJoinDictionary** dicts, uint64* version_key);
 // Appends each lookup's table (the predicate evaluated by PostgreSQL once per
 // dictionary value) to the pool and points its instruction at it; false: a
 // predicate not NULL of a NULL value (the engine cannot take it).
 bool starjoin_fill_lookups(StarJoinCompiler* c, StarJoinDictionary** const* dicts);
 // Whether t reads a text column (dictionary codes: the backend needs the dictionary).
 bool starjoin_table_has_text(const StarJoinTable& t);
+
+// ---- cache.cpp: the backend's kept reads -------------------------------------------------------
+// approx_gpu.star_join_cache_size: MB of read tables a backend keeps.
+extern int starjoin_cache_size_mb;
+// The key of t's read: a hash of the table's version (readers/
+// relation_version.h) and the columns read; 0 when no version proves the
+// rows. *kept (may be null): whether this session keeps a read under it.
+// Reads nothing; the same key within one statement names the same rows.
+uint64 starjoin_table_key(const StarJoinTable& t, AttrNumber extra_attno, bool* kept);
+// starjoin_read_table() through the backend's cache, t's key from
+// starjoin_table_key: the kept read under that key, pinned until query_cxt
+// goes; else a read (kept when key != 0 and it fits). True: the kept read
+// was used (no row read).
+bool starjoin_read_table_cached(const StarJoinTable& t, uint64 key, Snapshot snapshot, AttrNumber extra_attno,
+                                MemoryContext query_cxt, approx::starjoin::Column* cols, int64* rows,
+                                StarJoinDictionary** dicts);
 
 // ---- served.cpp: the star join through the GPU service ----------------------------------
 // The fact columns' reader (exec.cpp): the sample relation's columns the
